@@ -1,0 +1,65 @@
+#include "blob.h"
+
+#include <errno.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "fs.h"
+
+void cjc_blob_encode(struct cjc_buf *out, const char magic[4], const void *payload, size_t n)
+{
+	size_t start = out->len;
+	cjc_buf_add(out, magic, 4);
+	cjc_buf_add(out, payload, n);
+	uLong crc = crc32(0L, (const Bytef *)out->data + start, (uInt)(out->len - start));
+	cjc_buf_add_u32(out, (uint32_t)crc);
+}
+
+int cjc_blob_decode(const void *data, size_t n, const char magic[4], const void **payload,
+		    size_t *payload_len)
+{
+	const unsigned char *p = data;
+	if (n < 8 || memcmp(p, magic, 4)) {
+		errno = EBADMSG;
+		return -1;
+	}
+	struct cjc_cursor c;
+	cjc_cursor_init(&c, p + n - 4, 4);
+	uint32_t want = cjc_cursor_u32(&c);
+	if ((uint32_t)crc32(0L, p, (uInt)(n - 4)) != want) {
+		errno = EBADMSG;
+		return -1;
+	}
+	*payload = p + 4;
+	*payload_len = n - 8;
+	return 0;
+}
+
+int cjc_blob_write(const char *path, const char magic[4], const struct cjc_buf *payload)
+{
+	struct cjc_buf framed = CJC_BUF_INIT;
+	cjc_blob_encode(&framed, magic, payload->data, payload->len);
+	int rc = cjc_replace_file(path, framed.data, framed.len, false);
+	int e = errno;
+	cjc_buf_release(&framed);
+	errno = e;
+	return rc;
+}
+
+int cjc_blob_read(const char *path, const char magic[4], struct cjc_buf *payload)
+{
+	struct cjc_buf raw = CJC_BUF_INIT;
+	int rc = cjc_read_file(path, &raw);
+	const void *p;
+	size_t n;
+	if (!rc)
+		rc = cjc_blob_decode(raw.data, raw.len, magic, &p, &n);
+	if (!rc) {
+		cjc_buf_reset(payload);
+		cjc_buf_add(payload, p, n);
+	}
+	int e = errno;
+	cjc_buf_release(&raw);
+	errno = e;
+	return rc;
+}

@@ -1,0 +1,27 @@
+/*
+ * blob.h - the cache's own small binary files (manifests, the compiler
+ * identity cache, counters), each guarded by a CRC-32 so that a torn or
+ * damaged write is caught and treated as absent.
+ *
+ * Layout: magic (4 bytes) | payload | crc32 of magic+payload (u32 LE).
+ *
+ * cjc_blob_encode() frames a payload in memory; cjc_blob_decode() checks a
+ * framed buffer and points at its payload.  cjc_blob_write() replaces a file
+ * atomically (temporary file beside it, then rename); cjc_blob_read() reads
+ * and checks one.  Both return 0, or -1 with errno (EBADMSG: damaged).
+ */
+#ifndef CJC_BLOB_H
+#define CJC_BLOB_H
+
+#include <stddef.h>
+
+#include "util.h"
+
+void cjc_blob_encode(struct cjc_buf *out, const char magic[4], const void *payload, size_t n);
+int cjc_blob_decode(const void *data, size_t n, const char magic[4], const void **payload,
+		    size_t *payload_len);
+int cjc_blob_write(const char *path, const char magic[4], const struct cjc_buf *payload);
+/* On success, payload holds the bytes after the magic, without the CRC. */
+int cjc_blob_read(const char *path, const char magic[4], struct cjc_buf *payload);
+
+#endif

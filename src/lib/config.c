@@ -1,0 +1,300 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <iniparser.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+typedef int (*parse_fn)(const char *text, void *dst);
+
+static int parse_string(const char *text, void *dst)
+{
+	char **s = dst;
+	free(*s);
+	*s = cjc_xstrdup(text);
+	return 0;
+}
+
+static int parse_path(const char *text, void *dst)
+{
+	if (!*text)
+		return -1;
+	return parse_string(text, dst);
+}
+
+static int parse_bool(const char *text, void *dst)
+{
+	static const char *yes[] = { "1", "true", "yes", "on" };
+	static const char *no[] = { "0", "false", "no", "off" };
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(text, yes[i]))
+			return *(bool *)dst = true, 0;
+		if (!strcasecmp(text, no[i]))
+			return *(bool *)dst = false, 0;
+	}
+	return -1;
+}
+
+static int parse_size_setting(const char *text, void *dst)
+{
+	return cjc_parse_size(text, dst);
+}
+
+struct setting_def {
+	const char *name;
+	const char *env;
+	parse_fn parse;
+	size_t offset;
+	const char *expect; /* for messages */
+};
+
+static const struct setting_def settings[CJC_SET_COUNT] = {
+	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, offsetof(struct cjc_config, dir), "a directory" },
+	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, offsetof(struct cjc_config, disable), "a boolean (1/0, true/false, yes/no, on/off)" },
+	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, offsetof(struct cjc_config, readonly), "a boolean (1/0, true/false, yes/no, on/off)" },
+	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, offsetof(struct cjc_config, log), "a file name" },
+	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, offsetof(struct cjc_config, debug), "a boolean (1/0, true/false, yes/no, on/off)" },
+	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, offsetof(struct cjc_config, max_size), "a size such as 20G, 512M or 0 for no limit" },
+	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_string, offsetof(struct cjc_config, remote), "a URL" },
+};
+
+const char *cjc_config_name(enum cjc_setting s)
+{
+	return settings[s].name;
+}
+
+const char *cjc_config_env(enum cjc_setting s)
+{
+	return settings[s].env;
+}
+
+int cjc_parse_size(const char *text, uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*text))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno)
+		return -1;
+	static const char units[] = "KMGT";
+	uint64_t mult = 1;
+	if (*end) {
+		const char *u = strchr(units, toupper((unsigned char)*end));
+		if (!u)
+			return -1;
+		for (const char *p = units; p <= u; p++)
+			mult *= 1024;
+		end++;
+		if (*end == 'i')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+	}
+	if (*end || (v && mult > UINT64_MAX / v))
+		return -1;
+	*out = (uint64_t)v * mult;
+	return 0;
+}
+
+int cjc_parse_age(const char *text, int64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*text))
+		return -1;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	int64_t mult = 1;
+	switch (*end) {
+	case '\0': break;
+	case 's': mult = 1; end++; break;
+	case 'm': mult = 60; end++; break;
+	case 'h': mult = 3600; end++; break;
+	case 'd': mult = 86400; end++; break;
+	default: return -1;
+	}
+	if (errno || *end || v > INT64_MAX / mult)
+		return -1;
+	*out = v * mult;
+	return 0;
+}
+
+static void set_origin(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin)
+{
+	free(cfg->text[s]);
+	free(cfg->origin[s]);
+	cfg->text[s] = cjc_xstrdup(text);
+	cfg->origin[s] = origin;
+}
+
+/* Applies one value; on a bad value records a message and keeps the old one. */
+static int apply(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin,
+		 struct cjc_buf *error)
+{
+	const struct setting_def *d = &settings[s];
+	if (d->parse(text, (char *)cfg + d->offset)) {
+		cjc_buf_addf(error, "cjc: %s: bad value '%s' for %s: expected %s\n", origin, text,
+			     d->name, d->expect);
+		free(origin);
+		return -1;
+	}
+	set_origin(cfg, s, text, origin);
+	return 0;
+}
+
+static char ini_message[512];
+
+static int ini_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t used = strlen(ini_message);
+	vsnprintf(ini_message + used, sizeof ini_message - used, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* The 1-based line where a key is set in the file's text, or 0. */
+static int line_of_key(const char *text, const char *key)
+{
+	int line = 1;
+	for (const char *p = text; *p; line++) {
+		const char *eol = strchr(p, '\n');
+		size_t n = eol ? (size_t)(eol - p) : strlen(p);
+		const char *k = p;
+		while (k < p + n && isspace((unsigned char)*k))
+			k++;
+		size_t klen = strlen(key);
+		if ((size_t)(p + n - k) >= klen && !strncasecmp(k, key, klen)) {
+			const char *after = k + klen;
+			while (after < p + n && isspace((unsigned char)*after))
+				after++;
+			if (after < p + n && (*after == '=' || *after == ':'))
+				return line;
+		}
+		if (!eol)
+			break;
+		p = eol + 1;
+	}
+	return 0;
+}
+
+static int find_setting(const char *name)
+{
+	for (int s = 0; s < CJC_SET_COUNT; s++)
+		if (!strcmp(settings[s].name, name))
+			return s;
+	return -1;
+}
+
+static int load_file(struct cjc_config *cfg, const char *path, struct cjc_buf *error)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	if (cjc_read_file(path, &text)) {
+		if (errno == ENOENT)
+			return 0;
+		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path, strerror(errno));
+		return -1;
+	}
+	ini_message[0] = '\0';
+	iniparser_set_error_callback(ini_error);
+	dictionary *d = iniparser_load(path);
+	if (!d) {
+		char *nl;
+		while ((nl = strchr(ini_message, '\n')))
+			*nl = ' ';
+		cjc_buf_addf(error, "cjc: %s: malformed configuration: %s\n", path,
+			     ini_message[0] ? ini_message : "cannot parse");
+		cjc_buf_release(&text);
+		return -1;
+	}
+	int rc = 0;
+	for (int i = 0; i < d->size; i++) {
+		const char *key = d->key[i];
+		if (!key || !d->val[i])
+			continue;
+		const char *colon = strchr(key, ':');
+		const char *section = colon ? key : "";
+		size_t seclen = colon ? (size_t)(colon - key) : 0;
+		const char *name = colon ? colon + 1 : key;
+		int line = line_of_key(text.data, name);
+		int s = find_setting(name);
+		if ((seclen && strncmp(section, "cache", seclen)) || (seclen && seclen != 5) || s < 0) {
+			cjc_buf_addf(error, "cjc: %s:%d: unknown setting '%s'\n", path, line, key + (seclen ? 0 : 1));
+			rc = -1;
+			continue;
+		}
+		if (apply(cfg, s, d->val[i], cjc_xasprintf("%s:%d", path, line), error))
+			rc = -1;
+	}
+	iniparser_freedict(d);
+	cjc_buf_release(&text);
+	return rc;
+}
+
+static char *default_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	if (xdg && *xdg)
+		return cjc_path_join(xdg, "cudajitcache");
+	const char *home = getenv("HOME");
+	return cjc_xasprintf("%s/.cache/cudajitcache", home && *home ? home : "/tmp");
+}
+
+static void set_defaults(struct cjc_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	char *dir = default_dir();
+	static const char *defaults[CJC_SET_COUNT] = {
+		[CJC_SET_DISABLE] = "false", [CJC_SET_READONLY] = "false", [CJC_SET_LOG] = "",
+		[CJC_SET_DEBUG] = "false", [CJC_SET_MAX_SIZE] = "0", [CJC_SET_REMOTE] = "",
+	};
+	for (int s = 0; s < CJC_SET_COUNT; s++) {
+		const char *text = s == CJC_SET_DIR ? dir : defaults[s];
+		settings[s].parse(text, (char *)cfg + settings[s].offset);
+		set_origin(cfg, s, text, cjc_xstrdup("default"));
+	}
+	free(dir);
+}
+
+int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
+{
+	int rc = 0;
+	set_defaults(cfg);
+	if (load_file(cfg, "/etc/cudajitcache.conf", error))
+		rc = -1;
+	const char *file = getenv("CJC_CONFIG");
+	const char *env_dir = getenv("CJC_DIR");
+	char *path = file && *file ? cjc_xstrdup(file)
+		: cjc_path_join(env_dir && *env_dir ? env_dir : cfg->dir, "cudajitcache.conf");
+	if (load_file(cfg, path, error))
+		rc = -1;
+	free(path);
+	for (int s = 0; s < CJC_SET_COUNT; s++) {
+		const char *v = getenv(settings[s].env);
+		if (!v || (!*v && s != CJC_SET_LOG && s != CJC_SET_REMOTE))
+			continue;
+		if (apply(cfg, s, v, cjc_xasprintf("environment variable %s", settings[s].env), error))
+			rc = -1;
+	}
+	return rc;
+}
+
+void cjc_config_release(struct cjc_config *cfg)
+{
+	free(cfg->dir);
+	free(cfg->log);
+	free(cfg->remote);
+	for (int s = 0; s < CJC_SET_COUNT; s++) {
+		free(cfg->text[s]);
+		free(cfg->origin[s]);
+	}
+	memset(cfg, 0, sizeof *cfg);
+}

@@ -1,0 +1,57 @@
+/*
+ * config.h - the effective settings and where each came from.
+ *
+ * Sources, strongest first: the environment (CJC_*), the file named by
+ * $CJC_CONFIG (else $CJC_DIR/cudajitcache.conf), /etc/cudajitcache.conf, and
+ * the defaults.  Files are INI (iniparser): `key = value` at the top or in a
+ * [cache] section.  Every setting is one row of the table in config.c (name,
+ * environment variable, parser, default).
+ *
+ * cjc_config_load() always leaves a usable configuration (a bad value keeps
+ * the weaker source's value).  It returns 0, or -1 when any value or line was
+ * malformed; then `error` holds one message per problem, each naming the
+ * variable or the file and line.  The caller decides the policy: for a
+ * compile, a malformed setting means compiling without the cache.
+ */
+#ifndef CJC_CONFIG_H
+#define CJC_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+enum cjc_setting {
+	CJC_SET_DIR,
+	CJC_SET_DISABLE,
+	CJC_SET_READONLY,
+	CJC_SET_LOG,
+	CJC_SET_DEBUG,
+	CJC_SET_MAX_SIZE,
+	CJC_SET_REMOTE,
+	CJC_SET_COUNT
+};
+
+struct cjc_config {
+	char *dir;
+	bool disable;
+	bool readonly;
+	char *log;
+	bool debug;
+	uint64_t max_size; /* bytes; 0: no limit */
+	char *remote;
+	/* For `cjc config`: the text of each value and where it came from. */
+	char *text[CJC_SET_COUNT];
+	char *origin[CJC_SET_COUNT];
+};
+
+int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error);
+void cjc_config_release(struct cjc_config *cfg);
+const char *cjc_config_name(enum cjc_setting s);
+const char *cjc_config_env(enum cjc_setting s);
+/* "20G", "512M", "1000" -> bytes; returns 0 or -1. */
+int cjc_parse_size(const char *text, uint64_t *out);
+/* "7d", "12h", "30m", "45s", "100" (seconds) -> seconds; returns 0 or -1. */
+int cjc_parse_age(const char *text, int64_t *out);
+
+#endif

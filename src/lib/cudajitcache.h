@@ -1,0 +1,39 @@
+/*
+ * cudajitcache.h - the library's public API, one header per module:
+ *
+ *   util.h        buffers, string vectors, allocation
+ *   hash.h        SHA-256
+ *   fs.h          file helpers, temporary files
+ *   run.h         subprocesses
+ *   log.h         the log
+ *   config.h      settings and where they came from
+ *   blob.h        CRC-guarded small binary files
+ *   depfile.h     Make dependency files
+ *   includescan.h include candidates that must stay absent
+ *   filehash.h    hashes of source files
+ *   manifest.h    direct key -> entry key without a preprocessor
+ *   metadata.h    metadata.json
+ *   store.h       the artifact store
+ *   stats.h       counters
+ *   identity.h    compiler identities
+ */
+#ifndef CUDAJITCACHE_H
+#define CUDAJITCACHE_H
+
+#include "blob.h"
+#include "config.h"
+#include "depfile.h"
+#include "filehash.h"
+#include "fs.h"
+#include "hash.h"
+#include "identity.h"
+#include "includescan.h"
+#include "log.h"
+#include "manifest.h"
+#include "metadata.h"
+#include "run.h"
+#include "stats.h"
+#include "store.h"
+#include "util.h"
+
+#endif

@@ -1,0 +1,344 @@
+#include "fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int cjc_read_fd(int fd, struct cjc_buf *out)
+{
+	for (;;) {
+		cjc_buf_grow(out, 65536);
+		ssize_t n = read(fd, out->data + out->len, out->cap - out->len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		out->len += (size_t)n;
+	}
+	out->data[out->len] = '\0';
+	return 0;
+}
+
+int cjc_read_file(const char *path, struct cjc_buf *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = cjc_read_fd(fd, out);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int cjc_write_all(int fd, const void *p, size_t n)
+{
+	const char *s = p;
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -1;
+	int rc = cjc_write_all(fd, p, n);
+	if (!rc && sync)
+		rc = fsync(fd);
+	int e = errno;
+	if (close(fd) && !rc) {
+		rc = -1;
+		e = errno;
+	}
+	errno = e;
+	return rc;
+}
+
+int cjc_copy_fd(int in, int out)
+{
+	for (;;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (n == 0)
+			return 0;
+		if (n > 0)
+			continue;
+		if (errno == EINTR)
+			continue;
+		if (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)
+			break;
+		return -1;
+	}
+	char chunk[1 << 16];
+	for (;;) {
+		ssize_t n = read(in, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return 0;
+		if (cjc_write_all(out, chunk, (size_t)n))
+			return -1;
+	}
+}
+
+int cjc_mkdirs(const char *path, mode_t mode)
+{
+	if (!mkdir(path, mode) || errno == EEXIST)
+		return cjc_is_dir(path) ? 0 : (errno = ENOTDIR, -1);
+	if (errno != ENOENT)
+		return -1;
+	char *parent = cjc_dirname(path);
+	int rc = strcmp(parent, path) ? cjc_mkdirs(parent, mode) : -1;
+	free(parent);
+	if (rc)
+		return -1;
+	if (mkdir(path, mode) && errno != EEXIST)
+		return -1;
+	return cjc_is_dir(path) ? 0 : (errno = ENOTDIR, -1);
+}
+
+int cjc_fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+static int remove_tree_at(int parent, const char *name)
+{
+	if (!unlinkat(parent, name, 0) || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (remove_tree_at(dirfd(d), de->d_name))
+			rc = -1;
+	}
+	closedir(d);
+	if (unlinkat(parent, name, AT_REMOVEDIR) && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
+int cjc_remove_tree(const char *path)
+{
+	return remove_tree_at(AT_FDCWD, path);
+}
+
+int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
+{
+	char *tmp = cjc_unique_name(path);
+	cjc_tempfile_add(tmp);
+	int rc = cjc_write_new_file(tmp, p, n, 0666, sync);
+	if (!rc)
+		rc = rename(tmp, path);
+	int e = errno;
+	if (rc)
+		cjc_tempfile_remove(tmp);
+	else
+		cjc_tempfile_forget(tmp);
+	free(tmp);
+	errno = e;
+	return rc;
+}
+
+const char *cjc_hostname(void)
+{
+	static char host[HOST_NAME_MAX + 1];
+	if (!host[0]) {
+		if (gethostname(host, sizeof host - 1) || !host[0])
+			strcpy(host, "localhost");
+		for (char *s = host; *s; s++)
+			if (*s == '/' || *s == '.')
+				*s = '_';
+	}
+	return host;
+}
+
+char *cjc_unique_name(const char *prefix)
+{
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+		r = (uint32_t)cjc_wall_ns() ^ (uint32_t)getpid() << 16;
+	return cjc_xasprintf("%s.%s.%ld.%08x", prefix, cjc_hostname(), (long)getpid(), r);
+}
+
+char *cjc_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return cjc_xstrdup(".");
+	while (slash > path && slash[-1] == '/')
+		slash--;
+	if (slash == path)
+		return cjc_xstrdup("/");
+	return cjc_xstrndup(path, (size_t)(slash - path));
+}
+
+char *cjc_path_join(const char *dir, const char *name)
+{
+	if (!dir[0] || !strcmp(dir, "."))
+		return cjc_xstrdup(name);
+	if (cjc_ends_with(dir, "/"))
+		return cjc_xasprintf("%s%s", dir, name);
+	return cjc_xasprintf("%s/%s", dir, name);
+}
+
+bool cjc_is_dir(const char *path)
+{
+	struct stat st;
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+char *cjc_find_program(const char *name)
+{
+	if (strchr(name, '/'))
+		return cjc_xstrdup(name);
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchr(path, ':');
+		size_t n = end ? (size_t)(end - path) : strlen(path);
+		char *dir = n ? cjc_xstrndup(path, n) : cjc_xstrdup(".");
+		char *full = cjc_path_join(dir, name);
+		free(dir);
+		struct stat st;
+		if (!stat(full, &st) && S_ISREG(st.st_mode) && !access(full, X_OK))
+			return full;
+		free(full);
+		path += n;
+		if (*path == ':')
+			path++;
+	}
+	return NULL;
+}
+
+/* The temporary-file registry: a small array; signal-safe removal. */
+struct tempfile {
+	char *path;
+	pid_t owner;
+};
+static struct tempfile *temps;
+static size_t ntemps, captemps;
+static bool handlers_installed;
+
+static void remove_registered(void)
+{
+	pid_t me = getpid();
+	for (size_t i = 0; i < ntemps; i++)
+		if (temps[i].path && temps[i].owner == me)
+			remove_tree_at(AT_FDCWD, temps[i].path);
+}
+
+static void on_signal(int sig)
+{
+	remove_registered();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void install_handlers(void)
+{
+	if (handlers_installed)
+		return;
+	handlers_installed = true;
+	atexit(remove_registered);
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT };
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+void cjc_tempfile_add(const char *path)
+{
+	install_handlers();
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	if (ntemps == captemps) {
+		size_t cap = captemps ? captemps * 2 : 8;
+		struct tempfile *t = cjc_xcalloc(cap, sizeof *t);
+		if (ntemps)
+			memcpy(t, temps, ntemps * sizeof *t);
+		struct tempfile *old_temps = temps;
+		temps = t;
+		captemps = cap;
+		free(old_temps);
+	}
+	temps[ntemps].path = cjc_xstrdup(path);
+	temps[ntemps].owner = getpid();
+	ntemps++;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static void drop(const char *path, bool remove)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	for (size_t i = 0; i < ntemps; i++) {
+		if (temps[i].path && !strcmp(temps[i].path, path)) {
+			if (remove)
+				remove_tree_at(AT_FDCWD, temps[i].path);
+			free(temps[i].path);
+			temps[i] = temps[--ntemps];
+			break;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+void cjc_tempfile_remove(const char *path)
+{
+	drop(path, true);
+}
+
+void cjc_tempfile_forget(const char *path)
+{
+	drop(path, false);
+}

@@ -1,0 +1,53 @@
+#include "log.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "util.h"
+
+static char *log_path;
+static bool log_debug;
+
+void cjc_log_setup(const char *path, bool debug)
+{
+	free(log_path);
+	log_path = path && *path ? cjc_xstrdup(path) : NULL;
+	log_debug = debug;
+}
+
+void cjc_log(const char *fmt, ...)
+{
+	if (!log_path && !log_debug)
+		return;
+	struct cjc_buf line = CJC_BUF_INIT;
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32];
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cjc_buf_addf(&line, "%s [%ld] ", stamp, (long)getpid());
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg;
+	if (vasprintf(&msg, fmt, ap) >= 0) {
+		cjc_buf_adds(&line, msg);
+		free(msg);
+	}
+	va_end(ap);
+	cjc_buf_add(&line, "\n", 1);
+	if (log_path) {
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+		if (fd >= 0) {
+			(void)!cjc_write_all(fd, line.data, line.len);
+			close(fd);
+		}
+	}
+	if (log_debug)
+		(void)!cjc_write_all(2, line.data, line.len);
+	cjc_buf_release(&line);
+}

@@ -1,0 +1,186 @@
+#include "manifest.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "blob.h"
+#include "filehash.h"
+
+static const char magic[4] = { 'C', 'J', 'C', 'M' };
+#define MANIFEST_VERSION 1
+#define MAX_PATH_LEN 4096
+
+static char *read_path(struct cjc_cursor *c)
+{
+	uint32_t len = cjc_cursor_u32(c);
+	if (!len || len > MAX_PATH_LEN)
+		return c->bad = true, NULL;
+	const char *p = cjc_cursor_bytes(c, len);
+	if (!p || memchr(p, '\0', len))
+		return c->bad = true, NULL;
+	return cjc_xstrndup(p, len);
+}
+
+static int decode_record(struct cjc_cursor *c, struct cjc_manifest_record *r)
+{
+	const char *key = cjc_cursor_bytes(c, CJC_HEX_LEN);
+	if (!key)
+		return -1;
+	memcpy(r->entry_key, key, CJC_HEX_LEN);
+	r->entry_key[CJC_HEX_LEN] = '\0';
+	if (!cjc_is_hex64(r->entry_key))
+		return -1;
+	uint32_t ndeps = cjc_cursor_u32(c);
+	if (c->bad || ndeps == 0 || ndeps > c->left / 44)
+		return -1;
+	r->deps = cjc_xcalloc(ndeps, sizeof *r->deps);
+	for (; r->ndeps < ndeps; r->ndeps++) {
+		struct cjc_dep *d = &r->deps[r->ndeps];
+		d->path = read_path(c);
+		d->size = cjc_cursor_u64(c);
+		const void *sha = cjc_cursor_bytes(c, CJC_DIGEST_LEN);
+		if (!d->path || !sha)
+			return -1;
+		memcpy(d->sha, sha, CJC_DIGEST_LEN);
+	}
+	uint32_t nabsent = cjc_cursor_u32(c);
+	if (c->bad || nabsent > c->left / 5)
+		return -1;
+	for (uint32_t i = 0; i < nabsent; i++) {
+		char *p = read_path(c);
+		if (!p)
+			return -1;
+		cjc_strvec_push(&r->absent, p);
+		free(p);
+	}
+	return 0;
+}
+
+int cjc_manifest_decode(const void *p, size_t n, struct cjc_manifest *m)
+{
+	struct cjc_cursor c;
+	memset(m, 0, sizeof *m);
+	cjc_cursor_init(&c, p, n);
+	uint32_t version = cjc_cursor_u32(&c);
+	uint32_t count = cjc_cursor_u32(&c);
+	if (c.bad || version != MANIFEST_VERSION || count > CJC_MANIFEST_MAX)
+		goto bad;
+	m->recs = cjc_xcalloc(count ? count : 1, sizeof *m->recs);
+	for (; m->n < count; m->n++)
+		if (decode_record(&c, &m->recs[m->n])) {
+			m->n++;
+			goto bad;
+		}
+	if (c.left)
+		goto bad;
+	return 0;
+bad:
+	cjc_manifest_release(m);
+	errno = EBADMSG;
+	return -1;
+}
+
+static void encode_record(const struct cjc_manifest_record *r, struct cjc_buf *out)
+{
+	cjc_buf_add(out, r->entry_key, CJC_HEX_LEN);
+	cjc_buf_add_u32(out, (uint32_t)r->ndeps);
+	for (size_t i = 0; i < r->ndeps; i++) {
+		size_t len = strlen(r->deps[i].path);
+		cjc_buf_add_u32(out, (uint32_t)len);
+		cjc_buf_add(out, r->deps[i].path, len);
+		cjc_buf_add_u64(out, r->deps[i].size);
+		cjc_buf_add(out, r->deps[i].sha, CJC_DIGEST_LEN);
+	}
+	cjc_buf_add_u32(out, (uint32_t)r->absent.n);
+	for (size_t i = 0; i < r->absent.n; i++) {
+		size_t len = strlen(r->absent.v[i]);
+		cjc_buf_add_u32(out, (uint32_t)len);
+		cjc_buf_add(out, r->absent.v[i], len);
+	}
+}
+
+void cjc_manifest_encode(const struct cjc_manifest *m, struct cjc_buf *out)
+{
+	cjc_buf_add_u32(out, MANIFEST_VERSION);
+	cjc_buf_add_u32(out, (uint32_t)m->n);
+	for (size_t i = 0; i < m->n; i++)
+		encode_record(&m->recs[i], out);
+}
+
+int cjc_manifest_read(const char *path, struct cjc_manifest *m)
+{
+	struct cjc_buf payload = CJC_BUF_INIT;
+	memset(m, 0, sizeof *m);
+	int rc = cjc_blob_read(path, magic, &payload);
+	if (!rc)
+		rc = cjc_manifest_decode(payload.data, payload.len, m);
+	int e = errno;
+	cjc_buf_release(&payload);
+	errno = e;
+	return rc;
+}
+
+int cjc_manifest_add(const char *path, const struct cjc_manifest_record *rec)
+{
+	struct cjc_manifest old, out = { 0 };
+	if (cjc_manifest_read(path, &old))
+		memset(&old, 0, sizeof old);
+	out.recs = cjc_xcalloc(old.n + 1, sizeof *out.recs);
+	out.recs[out.n++] = *rec;
+	for (size_t i = 0; i < old.n && out.n < CJC_MANIFEST_MAX; i++)
+		if (strcmp(old.recs[i].entry_key, rec->entry_key))
+			out.recs[out.n++] = old.recs[i];
+	struct cjc_buf payload = CJC_BUF_INIT;
+	cjc_manifest_encode(&out, &payload);
+	int rc = cjc_blob_write(path, magic, &payload);
+	int e = errno;
+	cjc_buf_release(&payload);
+	free(out.recs);
+	cjc_manifest_release(&old);
+	errno = e;
+	return rc;
+}
+
+static bool record_matches(const struct cjc_manifest_record *r)
+{
+	for (size_t i = 0; i < r->ndeps; i++) {
+		uint64_t size;
+		unsigned char sha[CJC_DIGEST_LEN];
+		if (cjc_filehash_get(r->deps[i].path, &size, sha) || size != r->deps[i].size ||
+		    memcmp(sha, r->deps[i].sha, CJC_DIGEST_LEN))
+			return false;
+	}
+	for (size_t i = 0; i < r->absent.n; i++) {
+		struct stat st;
+		if (!stat(r->absent.v[i], &st) || (errno != ENOENT && errno != ENOTDIR))
+			return false;
+	}
+	return true;
+}
+
+long cjc_manifest_match(const struct cjc_manifest *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (record_matches(&m->recs[i]))
+			return (long)i;
+	return -1;
+}
+
+void cjc_manifest_record_release(struct cjc_manifest_record *rec)
+{
+	for (size_t i = 0; i < rec->ndeps; i++)
+		free(rec->deps[i].path);
+	free(rec->deps);
+	cjc_strvec_clear(&rec->absent);
+	memset(rec, 0, sizeof *rec);
+}
+
+void cjc_manifest_release(struct cjc_manifest *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		cjc_manifest_record_release(&m->recs[i]);
+	free(m->recs);
+	memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,80 @@
+/*
+ * metadata.h - metadata.json, the record of how an entry was built.
+ *
+ * One JSON object (SPEC §5), written before publication, read strictly:
+ *
+ *   format         "cudajitcache.entry.v1", exactly
+ *   key            the entry's key, 64 lowercase hex, equal to its directory name
+ *   created        RFC 3339 UTC time, e.g. "2026-11-30T10:52:38Z"
+ *   files          object, artifact name -> {"size": positive integer,
+ *                  "sha256": 64 lowercase hex}; names are [A-Za-z0-9._-],
+ *                  at most 64 bytes, not "metadata.json", not starting with '.'
+ *   command        the compile as one shell-quoted line
+ *   argv           the same as an array of strings
+ *   cwd            the working directory of the compile
+ *   compiler       {"path", "realpath", "version"} of nvcc
+ *   host_compiler  {"path", "version"}
+ *   options        the parsed compile: kind, archs, defines, include_dirs, std,
+ *                  optimize, debug, line_info, fast_math, rdc, extra
+ *   inputs         array of {"path", "sha256"}: the source and every dependency
+ *   environment    object: the key-relevant variables that were set
+ *   target         the build-target label, or null
+ *   tool           {"name": "cudajitcache", "version"}
+ *   duration_ms    how long nvcc ran, a non-negative integer
+ *   dependency_file (optional) true when the compile asked for one
+ *
+ * cjc_metadata_format() builds the document; cjc_metadata_parse() checks one
+ * and returns the parsed object (json_decref() it) or NULL with the reason in
+ * `why`.  Nothing is served from an entry whose metadata fails the check.
+ */
+#ifndef CJC_METADATA_H
+#define CJC_METADATA_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "hash.h"
+#include "manifest.h"
+#include "util.h"
+
+#define CJC_ENTRY_FORMAT "cudajitcache.entry.v1"
+
+struct cjc_artifact {
+	char *name;
+	uint64_t size;
+	char sha256[CJC_HEX_LEN + 1];
+};
+
+struct cjc_metadata {
+	const char *key;
+	char *const *argv;
+	size_t argc;
+	const char *cwd;
+	const char *compiler_path;
+	const char *compiler_realpath;
+	const char *compiler_version;
+	const char *host_path;
+	const char *host_version;
+	json_t *options; /* borrowed */
+	const struct cjc_dep *inputs;
+	size_t ninputs;
+	char *const *environment; /* "NAME=value" */
+	size_t nenvironment;
+	const char *target; /* or NULL */
+	int64_t duration_ms;
+	const struct cjc_artifact *files;
+	size_t nfiles;
+};
+
+int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out);
+/* expected_key may be NULL to skip the key comparison. */
+json_t *cjc_metadata_parse(const char *text, size_t len, const char *expected_key,
+			   struct cjc_buf *why);
+/* The artifacts of a parsed document, in name order; free with cjc_artifacts_free(). */
+struct cjc_artifact *cjc_metadata_artifacts(json_t *root, size_t *n);
+void cjc_artifacts_free(struct cjc_artifact *a, size_t n);
+bool cjc_artifact_name_ok(const char *name);
+/* The current time as RFC 3339 UTC. */
+void cjc_rfc3339_now(char out[32]);
+
+#endif

@@ -1,0 +1,341 @@
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "hash.h"
+
+int cjc_store_open(struct cjc_store *s, const char *cache_dir)
+{
+	struct utsname u;
+	if (uname(&u))
+		strcpy(u.machine, "unknown");
+	s->dir = cjc_xasprintf("%s/%s/linux-%s", cache_dir, CJC_STORE_FORMAT, u.machine);
+	static const char *subdirs[] = { "entries", "manifests", "staging", "ids", "stats" };
+	for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
+		char *p = cjc_store_path(s, subdirs[i]);
+		int rc = cjc_mkdirs(p, 0777);
+		int e = errno;
+		free(p);
+		if (rc) {
+			cjc_store_close(s);
+			errno = e;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void cjc_store_close(struct cjc_store *s)
+{
+	free(s->dir);
+	s->dir = NULL;
+}
+
+char *cjc_store_path(const struct cjc_store *s, const char *sub)
+{
+	return cjc_path_join(s->dir, sub);
+}
+
+char *cjc_store_entry_dir(const struct cjc_store *s, const char *key)
+{
+	return cjc_xasprintf("%s/entries/%.2s/%s", s->dir, key, key);
+}
+
+char *cjc_store_manifest_path(const struct cjc_store *s, const char *direct_key)
+{
+	return cjc_xasprintf("%s/manifests/%.2s/%s", s->dir, direct_key, direct_key);
+}
+
+enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_entry *e,
+				   struct cjc_buf *why)
+{
+	memset(e, 0, sizeof *e);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ENOENT)
+			return CJC_ENTRY_ABSENT;
+		cjc_buf_addf(why, "cannot open the entry: %s", strerror(errno));
+		return CJC_ENTRY_DAMAGED;
+	}
+	struct cjc_buf text = CJC_BUF_INIT;
+	int fd = openat(dfd, "metadata.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = fd < 0 ? -1 : cjc_read_fd(fd, &text);
+	int err = errno;
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	if (rc) {
+		cjc_buf_addf(why, "cannot read metadata.json: %s", strerror(err));
+		cjc_buf_release(&text);
+		return CJC_ENTRY_DAMAGED;
+	}
+	e->meta = cjc_metadata_parse(text.data, text.len, key, why);
+	cjc_buf_release(&text);
+	if (!e->meta)
+		return CJC_ENTRY_DAMAGED;
+	e->dir = cjc_xstrdup(dir);
+	e->files = cjc_metadata_artifacts(e->meta, &e->nfiles);
+	return CJC_ENTRY_FOUND;
+}
+
+enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
+				     struct cjc_entry *e, struct cjc_buf *why)
+{
+	char *dir = cjc_store_entry_dir(s, key);
+	enum cjc_lookup r = cjc_entry_open_dir(dir, key, e, why);
+	free(dir);
+	return r;
+}
+
+const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const char *name)
+{
+	for (size_t i = 0; i < e->nfiles; i++)
+		if (!strcmp(e->files[i].name, name))
+			return &e->files[i];
+	return NULL;
+}
+
+/* Streams an artifact through the hash into out_fd and/or data, then checks it. */
+static int stream_artifact(const struct cjc_entry *e, const char *name, int out_fd,
+			   struct cjc_buf *data, struct cjc_buf *why)
+{
+	const struct cjc_artifact *a = cjc_entry_artifact(e, name);
+	if (!a) {
+		cjc_buf_addf(why, "%s is not listed in metadata.json", name);
+		return -1;
+	}
+	char *path = cjc_path_join(e->dir, name);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	free(path);
+	if (fd < 0) {
+		cjc_buf_addf(why, "cannot open %s: %s", name, strerror(errno));
+		return -1;
+	}
+	struct cjc_hash h;
+	cjc_hash_init(&h);
+	char chunk[1 << 16];
+	uint64_t total = 0;
+	int rc = 0;
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0)
+				cjc_buf_addf(why, "cannot read %s: %s", name, strerror(errno)), rc = -1;
+			break;
+		}
+		total += (uint64_t)n;
+		cjc_hash_update(&h, chunk, (size_t)n);
+		if (total > a->size)
+			break;
+		if (out_fd >= 0 && cjc_write_all(out_fd, chunk, (size_t)n)) {
+			cjc_buf_addf(why, "cannot write the output: %s", strerror(errno));
+			rc = -1;
+			break;
+		}
+		if (data)
+			cjc_buf_add(data, chunk, (size_t)n);
+	}
+	close(fd);
+	char hex[CJC_HEX_LEN + 1];
+	cjc_hash_final_hex(&h, hex);
+	if (!rc && total != a->size) {
+		cjc_buf_addf(why, "%s has %llu bytes, metadata.json says %llu", name,
+			     (unsigned long long)total, (unsigned long long)a->size);
+		rc = -1;
+	} else if (!rc && strcmp(hex, a->sha256)) {
+		cjc_buf_addf(why, "%s does not match its sha256", name);
+		rc = -1;
+	}
+	return rc;
+}
+
+int cjc_entry_copy(const struct cjc_entry *e, const char *name, int out_fd, struct cjc_buf *why)
+{
+	return stream_artifact(e, name, out_fd, NULL, why);
+}
+
+int cjc_entry_read(const struct cjc_entry *e, const char *name, struct cjc_buf *data,
+		   struct cjc_buf *why)
+{
+	return stream_artifact(e, name, -1, data, why);
+}
+
+int cjc_entry_verify(const struct cjc_entry *e, struct cjc_buf *why)
+{
+	for (size_t i = 0; i < e->nfiles; i++)
+		if (stream_artifact(e, e->files[i].name, -1, NULL, why))
+			return -1;
+	return 0;
+}
+
+void cjc_entry_release(struct cjc_entry *e)
+{
+	free(e->dir);
+	if (e->meta)
+		json_decref(e->meta);
+	cjc_artifacts_free(e->files, e->nfiles);
+	memset(e, 0, sizeof *e);
+}
+
+int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
+{
+	memset(st, 0, sizeof *st);
+	char *base = cjc_store_path(s, "staging/s");
+	st->dir = cjc_unique_name(base);
+	free(base);
+	cjc_tempfile_add(st->dir);
+	if (mkdir(st->dir, 0777)) {
+		int e = errno;
+		cjc_staging_abort(st);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, const void *p,
+			size_t n)
+{
+	if (st->nfiles == sizeof st->files / sizeof *st->files || !cjc_artifact_name_ok(name)) {
+		errno = EINVAL;
+		return -1;
+	}
+	char *path = cjc_path_join(st->dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+	free(path);
+	if (fd < 0)
+		return -1;
+	struct cjc_buf copy = CJC_BUF_INIT;
+	int rc = 0;
+	if (src_fd >= 0) {
+		rc = cjc_read_fd(src_fd, &copy);
+		p = copy.data;
+		n = copy.len;
+	}
+	if (!rc && n == 0)
+		rc = -1, errno = ENODATA; /* an empty artifact is never published */
+	if (!rc)
+		rc = cjc_write_all(fd, p, n);
+	if (!rc)
+		rc = fsync(fd);
+	int e = errno;
+	if (close(fd) && !rc)
+		rc = -1, e = errno;
+	if (!rc) {
+		struct cjc_artifact *a = &st->files[st->nfiles++];
+		a->name = cjc_xstrdup(name);
+		a->size = n;
+		cjc_hash_buf_hex(p, n, a->sha256);
+	}
+	cjc_buf_release(&copy);
+	errno = e;
+	return rc;
+}
+
+int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *src)
+{
+	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = add_artifact(st, name, fd, NULL, 0);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n)
+{
+	return add_artifact(st, name, -1, p, n);
+}
+
+int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
+			const struct cjc_buf *metadata, bool *won)
+{
+	*won = false;
+	char *meta = cjc_path_join(st->dir, "metadata.json");
+	int rc = cjc_write_new_file(meta, metadata->data, metadata->len, 0444, true);
+	free(meta);
+	if (!rc)
+		rc = cjc_fsync_path(st->dir);
+	char *dest = cjc_store_entry_dir(s, key);
+	char *parent = cjc_dirname(dest);
+	if (!rc)
+		rc = cjc_mkdirs(parent, 0777);
+	if (!rc) {
+		if (!rename(st->dir, dest)) {
+			*won = true;
+			cjc_tempfile_forget(st->dir);
+			(void)cjc_fsync_path(parent);
+		} else if (errno != EEXIST && errno != ENOTEMPTY) {
+			rc = -1;
+		}
+	}
+	int e = errno;
+	free(dest);
+	free(parent);
+	cjc_staging_abort(st);
+	errno = e;
+	return rc;
+}
+
+void cjc_staging_abort(struct cjc_staging *st)
+{
+	if (st->dir)
+		cjc_tempfile_remove(st->dir);
+	free(st->dir);
+	st->dir = NULL;
+	for (size_t i = 0; i < st->nfiles; i++)
+		free(st->files[i].name);
+	st->nfiles = 0;
+}
+
+static bool is_key_name(const char *name, size_t len)
+{
+	size_t n = strlen(name);
+	return n == len && strspn(name, "0123456789abcdef") == n;
+}
+
+int cjc_store_foreach_entry(const struct cjc_store *s,
+			    int (*fn)(const char *key, const char *dir, void *ctx), void *ctx)
+{
+	char *root = cjc_store_path(s, "entries");
+	DIR *top = opendir(root);
+	int rc = 0;
+	if (!top) {
+		free(root);
+		return errno == ENOENT ? 0 : -1;
+	}
+	struct dirent *de;
+	while (!rc && (de = readdir(top))) {
+		if (!is_key_name(de->d_name, 2))
+			continue;
+		char *sub = cjc_path_join(root, de->d_name);
+		DIR *d = opendir(sub);
+		struct dirent *ke;
+		while (d && !rc && (ke = readdir(d))) {
+			if (!is_key_name(ke->d_name, CJC_HEX_LEN) || strncmp(ke->d_name, de->d_name, 2))
+				continue;
+			char *dir = cjc_path_join(sub, ke->d_name);
+			rc = fn(ke->d_name, dir, ctx);
+			free(dir);
+		}
+		if (d)
+			closedir(d);
+		free(sub);
+	}
+	closedir(top);
+	free(root);
+	return rc;
+}

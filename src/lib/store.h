@@ -1,0 +1,96 @@
+/*
+ * store.h - the artifact store on a local or shared file system.
+ *
+ * Layout under the namespace directory $CJC_DIR/v1/<os>-<arch>/:
+ *
+ *   entries/<kk>/<key>/     one entry per key (<kk>: the key's first two hex
+ *                           digits); holds metadata.json (metadata.h) and the
+ *                           artifacts it lists, all read-only:
+ *       output.o | output.cubin | output.fatbin | output.ptx   what nvcc made
+ *       stdout, stderr      what nvcc printed, when it printed anything
+ *   manifests/<kk>/<key>    direct key -> entry keys (manifest.h)
+ *   ids/<hash>              remembered compiler identities (identity.h)
+ *   stats/<n>               counter shards (stats.h)
+ *   staging/<host>.<pid>.<random>/   entries being written; a crashed
+ *                           writer's staging is left for `cjc gc`
+ *
+ * Publication (cjc_staging_*): a writer creates its own staging directory,
+ * writes every artifact with O_EXCL, fsyncs each file, writes metadata.json
+ * last, fsyncs the directory, then renames it to entries/<kk>/<key> in one
+ * rename(2) and fsyncs the parent.  rename() of a directory onto an existing
+ * non-empty one fails, so the first writer wins; a loser removes its own
+ * staging and keeps its own output.  Nothing ever writes inside a visible
+ * entry.  No locks: this is safe on NFS-like file systems.
+ *
+ * Reading (cjc_store_open_entry, cjc_entry_copy/read): the metadata is parsed
+ * strictly, and every byte of every artifact is hashed and its size checked
+ * as it is served.  Any failure is reported as damage, with the reason; the
+ * entry is not touched.  Functions return 0 or -1 with errno / a reason in
+ * `why`, except where an enum says more.
+ */
+#ifndef CJC_STORE_H
+#define CJC_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "metadata.h"
+#include "util.h"
+
+#define CJC_STORE_FORMAT "v1"
+
+struct cjc_store {
+	char *dir; /* the namespace directory */
+};
+
+int cjc_store_open(struct cjc_store *s, const char *cache_dir);
+void cjc_store_close(struct cjc_store *s);
+/* A path inside the namespace, in a new allocation. */
+char *cjc_store_path(const struct cjc_store *s, const char *sub);
+char *cjc_store_entry_dir(const struct cjc_store *s, const char *key);
+char *cjc_store_manifest_path(const struct cjc_store *s, const char *direct_key);
+
+struct cjc_entry {
+	char *dir;
+	json_t *meta;
+	struct cjc_artifact *files;
+	size_t nfiles;
+};
+
+enum cjc_lookup { CJC_ENTRY_FOUND, CJC_ENTRY_ABSENT, CJC_ENTRY_DAMAGED };
+
+enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
+				     struct cjc_entry *e, struct cjc_buf *why);
+enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_entry *e,
+				   struct cjc_buf *why);
+const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const char *name);
+/* Copies an artifact to out_fd, verifying size and hash; -1: damaged or I/O error. */
+int cjc_entry_copy(const struct cjc_entry *e, const char *name, int out_fd, struct cjc_buf *why);
+int cjc_entry_read(const struct cjc_entry *e, const char *name, struct cjc_buf *data,
+		   struct cjc_buf *why);
+/* Verifies every artifact. */
+int cjc_entry_verify(const struct cjc_entry *e, struct cjc_buf *why);
+void cjc_entry_release(struct cjc_entry *e);
+
+struct cjc_staging {
+	char *dir;
+	struct cjc_artifact files[8];
+	size_t nfiles;
+};
+
+int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st);
+/* Adds an artifact from the current contents of a file / from memory. */
+int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *src);
+int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n);
+/* Writes metadata.json and renames the staging into place.  *won is false
+ * when an entry with that key was already there (not an error). */
+int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
+			const struct cjc_buf *metadata, bool *won);
+/* Removes this writer's staging directory. */
+void cjc_staging_abort(struct cjc_staging *st);
+
+/* Calls fn for each entry directory (key, path); stops when fn returns non-zero. */
+int cjc_store_foreach_entry(const struct cjc_store *s,
+			    int (*fn)(const char *key, const char *dir, void *ctx), void *ctx);
+
+#endif

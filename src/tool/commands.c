@@ -1,0 +1,463 @@
+#include "commands.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cudajitcache.h"
+#include "nvcc_args.h"
+
+/* Settings and store for a subcommand; problems with settings are printed. */
+struct session {
+	struct cjc_config cfg;
+	struct cjc_store store;
+	bool json;
+	bool fix;
+	bool zero;
+	const char *arg;
+};
+
+static int usage_error(const char *cmd, const char *word)
+{
+	fprintf(stderr, "cjc %s: unexpected argument '%s' (see `cjc --help`)\n", cmd, word);
+	return 2;
+}
+
+/* Parses the common flags; returns 0, or an exit status for a bad word. */
+static int parse_flags(int argc, char **argv, struct session *s, bool takes_arg)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			s->json = true;
+		else if (!strcmp(argv[i], "--fix") && !strcmp(argv[0], "verify"))
+			s->fix = true;
+		else if (!strcmp(argv[i], "--zero") && !strcmp(argv[0], "stats"))
+			s->zero = true;
+		else if (takes_arg && !s->arg && argv[i][0] != '-')
+			s->arg = argv[i];
+		else
+			return usage_error(argv[0], argv[i]);
+	}
+	if (takes_arg && !s->arg) {
+		fprintf(stderr, "cjc %s: missing argument (see `cjc --help`)\n", argv[0]);
+		return 2;
+	}
+	return 0;
+}
+
+static int open_session(struct session *s)
+{
+	struct cjc_buf problems = CJC_BUF_INIT;
+	if (cjc_config_load(&s->cfg, &problems))
+		fputs(problems.data, stderr);
+	cjc_buf_release(&problems);
+	if (cjc_store_open(&s->store, s->cfg.dir)) {
+		fprintf(stderr, "cjc: cache directory %s is unusable: %s\n", s->cfg.dir, strerror(errno));
+		cjc_config_release(&s->cfg);
+		return 1;
+	}
+	return 0;
+}
+
+static void close_session(struct session *s)
+{
+	cjc_store_close(&s->store);
+	cjc_config_release(&s->cfg);
+}
+
+static void print_json(json_t *doc)
+{
+	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	fputc('\n', stdout);
+	json_decref(doc);
+}
+
+/* Sums the sizes of an entry's files. */
+static uint64_t dir_bytes(const char *dir)
+{
+	static const char *const names[] = { "metadata.json", "output.o", "output.cubin",
+		"output.fatbin", "output.ptx", "stdout", "stderr" };
+	uint64_t total = 0;
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		char *p = cjc_path_join(dir, names[i]);
+		struct stat st;
+		if (!lstat(p, &st) && S_ISREG(st.st_mode))
+			total += (uint64_t)st.st_size;
+		free(p);
+	}
+	return total;
+}
+
+struct totals {
+	uint64_t entries, bytes;
+};
+
+static int add_entry_size(const char *key, const char *dir, void *ctx)
+{
+	(void)key;
+	struct totals *t = ctx;
+	t->entries++;
+	t->bytes += dir_bytes(dir);
+	return 0;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+	struct session s = { 0 };
+	int rc = parse_flags(argc, argv, &s, false);
+	if (rc || (rc = open_session(&s)))
+		return rc;
+	if (s.zero) {
+		rc = cjc_stats_zero(&s.store) ? 1 : 0;
+		if (rc)
+			fprintf(stderr, "cjc stats: cannot zero the counters: %s\n", strerror(errno));
+		else if (!s.json)
+			printf("counters zeroed\n");
+		close_session(&s);
+		return rc;
+	}
+	uint64_t v[CJC_STAT_COUNT];
+	struct totals t = { 0, 0 };
+	cjc_stats_read(&s.store, v);
+	cjc_store_foreach_entry(&s.store, add_entry_size, &t);
+	uint64_t lookups = v[CJC_STAT_HITS] + v[CJC_STAT_MISSES];
+	double rate = lookups ? 100.0 * (double)v[CJC_STAT_HITS] / (double)lookups : 0.0;
+	if (s.json) {
+		json_t *o = json_object();
+		for (int i = 0; i < CJC_STAT_COUNT; i++)
+			json_object_set_new(o, cjc_stats_name(i), json_integer((json_int_t)v[i]));
+		json_object_set_new(o, "hit_rate", json_real(rate));
+		json_object_set_new(o, "entries", json_integer((json_int_t)t.entries));
+		json_object_set_new(o, "bytes", json_integer((json_int_t)t.bytes));
+		json_object_set_new(o, "max_size", json_integer((json_int_t)s.cfg.max_size));
+		json_object_set_new(o, "dir", json_string(s.store.dir));
+		print_json(o);
+	} else {
+		printf("cache directory  %s\n", s.store.dir);
+		for (int i = 0; i < CJC_STAT_COUNT; i++)
+			if (i != CJC_STAT_SAVED_MS)
+				printf("%-16s %llu\n", cjc_stats_name(i), (unsigned long long)v[i]);
+		printf("%-16s %.1f %%\n", "hit rate", rate);
+		printf("%-16s %llu\n", "entries", (unsigned long long)t.entries);
+		printf("%-16s %llu\n", "bytes", (unsigned long long)t.bytes);
+		printf("%-16s %.3f s\n", "time saved", (double)v[CJC_STAT_SAVED_MS] / 1000.0);
+		if (v[CJC_STAT_DAMAGED])
+			printf("damaged entries were seen and skipped: run `cjc verify --fix` to repair\n");
+	}
+	close_session(&s);
+	return 0;
+}
+
+/* One row of `cjc ls`, from an entry's metadata (NULL when damaged). */
+static json_t *entry_row(const char *key, const char *dir)
+{
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	json_t *row = json_object();
+	json_object_set_new(row, "key", json_string(key));
+	json_object_set_new(row, "path", json_string(dir));
+	if (cjc_entry_open_dir(dir, key, &e, &why) != CJC_ENTRY_FOUND) {
+		json_object_set_new(row, "damaged", json_string(why.data ? why.data : "unreadable"));
+		cjc_buf_release(&why);
+		return row;
+	}
+	json_t *opts = json_object_get(e.meta, "options");
+	json_t *kind = json_object_get(opts, "kind");
+	uint64_t size = 0;
+	json_t *files = json_array();
+	for (size_t i = 0; i < e.nfiles; i++) {
+		size += e.files[i].size;
+		json_array_append_new(files, json_string(e.files[i].name));
+	}
+	json_object_set_new(row, "kind", json_is_string(kind) ? json_copy(kind) : json_string("unknown"));
+	json_object_set(row, "target", json_object_get(e.meta, "target"));
+	json_object_set_new(row, "size", json_integer((json_int_t)size));
+	json_object_set(row, "created", json_object_get(e.meta, "created"));
+	json_object_set_new(row, "files", files);
+	cjc_entry_release(&e);
+	return row;
+}
+
+static int add_row(const char *key, const char *dir, void *ctx)
+{
+	json_array_append_new(ctx, entry_row(key, dir));
+	return 0;
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+	struct session s = { 0 };
+	int rc = parse_flags(argc, argv, &s, false);
+	if (rc || (rc = open_session(&s)))
+		return rc;
+	json_t *rows = json_array();
+	cjc_store_foreach_entry(&s.store, add_row, rows);
+	if (s.json) {
+		print_json(rows);
+	} else {
+		size_t i;
+		json_t *r;
+		json_array_foreach(rows, i, r) {
+			const char *key = json_string_value(json_object_get(r, "key"));
+			if (json_object_get(r, "damaged")) {
+				printf("%s  damaged: %s\n", key, json_string_value(json_object_get(r, "damaged")));
+				continue;
+			}
+			json_t *target = json_object_get(r, "target");
+			printf("%s  %-18s %-20s %10lld  %s\n", key,
+			       json_string_value(json_object_get(r, "kind")),
+			       json_is_string(target) ? json_string_value(target) : "-",
+			       (long long)json_integer_value(json_object_get(r, "size")),
+			       json_string_value(json_object_get(r, "created")));
+		}
+		json_decref(rows);
+	}
+	close_session(&s);
+	return 0;
+}
+
+struct prefix_search {
+	const char *prefix;
+	char *key;
+	char *dir;
+	int matches;
+};
+
+static int match_prefix(const char *key, const char *dir, void *ctx)
+{
+	struct prefix_search *p = ctx;
+	if (!cjc_starts_with(key, p->prefix))
+		return 0;
+	if (!p->matches++) {
+		p->key = cjc_xstrdup(key);
+		p->dir = cjc_xstrdup(dir);
+	}
+	return 0;
+}
+
+static void print_entry_summary(json_t *meta)
+{
+	static const char *const fields[] = { "key", "created", "command", "cwd", "target" };
+	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+		json_t *v = json_object_get(meta, fields[i]);
+		printf("%-14s %s\n", fields[i], json_is_string(v) ? json_string_value(v) : "-");
+	}
+	json_t *compiler = json_object_get(meta, "compiler");
+	printf("%-14s %s\n", "compiler", json_string_value(json_object_get(compiler, "realpath")));
+	printf("%-14s %s\n", "kind",
+	       json_string_value(json_object_get(json_object_get(meta, "options"), "kind")));
+	printf("%-14s %lld ms\n", "duration",
+	       (long long)json_integer_value(json_object_get(meta, "duration_ms")));
+	printf("%-14s %zu\n", "inputs", json_array_size(json_object_get(meta, "inputs")));
+	const char *name;
+	json_t *f;
+	json_object_foreach(json_object_get(meta, "files"), name, f)
+		printf("%-14s %s  %lld bytes  sha256 %s\n", "file", name,
+		       (long long)json_integer_value(json_object_get(f, "size")),
+		       json_string_value(json_object_get(f, "sha256")));
+}
+
+static int cmd_show(int argc, char **argv)
+{
+	struct session s = { 0 };
+	int rc = parse_flags(argc, argv, &s, true);
+	if (rc || (rc = open_session(&s)))
+		return rc;
+	struct prefix_search p = { .prefix = s.arg };
+	cjc_store_foreach_entry(&s.store, match_prefix, &p);
+	rc = 1;
+	if (p.matches == 0) {
+		fprintf(stderr, "cjc show: no entry has a key starting with '%s'\n", s.arg);
+	} else if (p.matches > 1) {
+		fprintf(stderr, "cjc show: '%s' names %d entries: give more of the key\n", s.arg, p.matches);
+	} else {
+		struct cjc_entry e;
+		struct cjc_buf why = CJC_BUF_INIT;
+		if (cjc_entry_open_dir(p.dir, p.key, &e, &why) != CJC_ENTRY_FOUND) {
+			fprintf(stderr, "cjc show: entry %s is damaged: %s (run `cjc verify --fix`)\n",
+				p.key, why.data);
+		} else {
+			if (s.json)
+				print_json(json_incref(e.meta));
+			else
+				print_entry_summary(e.meta);
+			cjc_entry_release(&e);
+			rc = 0;
+		}
+		cjc_buf_release(&why);
+	}
+	free(p.key);
+	free(p.dir);
+	close_session(&s);
+	return rc;
+}
+
+struct verify_run {
+	struct session *s;
+	json_t *bad;
+	uint64_t checked;
+};
+
+static int verify_one(const char *key, const char *dir, void *ctx)
+{
+	struct verify_run *v = ctx;
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	v->checked++;
+	enum cjc_lookup r = cjc_entry_open_dir(dir, key, &e, &why);
+	bool ok = r == CJC_ENTRY_FOUND && !cjc_entry_verify(&e, &why);
+	if (r == CJC_ENTRY_FOUND)
+		cjc_entry_release(&e);
+	if (!ok) {
+		json_t *row = json_pack("{s:s, s:s, s:s}", "key", key, "path", dir, "reason", why.data);
+		if (v->s->fix) {
+			char *qdir = cjc_store_path(&v->s->store, "quarantine");
+			char *base = cjc_path_join(qdir, key);
+			char *dest = cjc_unique_name(base);
+			bool moved = !cjc_mkdirs(qdir, 0777) && !rename(dir, dest);
+			json_object_set_new(row, "quarantined", moved ? json_string(dest) : json_null());
+			free(qdir);
+			free(base);
+			free(dest);
+		}
+		if (!v->s->json)
+			printf("%s: %s%s\n", key, why.data,
+			       v->s->fix ? " (moved to quarantine)" : "");
+		json_array_append_new(v->bad, row);
+	}
+	cjc_buf_release(&why);
+	return 0;
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+	struct session s = { 0 };
+	int rc = parse_flags(argc, argv, &s, false);
+	if (rc || (rc = open_session(&s)))
+		return rc;
+	struct verify_run v = { .s = &s, .bad = json_array() };
+	cjc_store_foreach_entry(&s.store, verify_one, &v);
+	size_t nbad = json_array_size(v.bad);
+	if (s.json) {
+		print_json(json_pack("{s:I, s:I, s:O}", "checked", (json_int_t)v.checked, "bad",
+				     (json_int_t)nbad, "entries", v.bad));
+	} else {
+		printf("%llu entries checked, %zu bad%s\n", (unsigned long long)v.checked, nbad,
+		       nbad && !s.fix ? ": run `cjc verify --fix` to quarantine them" : "");
+	}
+	json_decref(v.bad);
+	close_session(&s);
+	return nbad ? 1 : 0;
+}
+
+static int remove_entry(const char *key, const char *dir, void *ctx)
+{
+	struct session *s = ctx;
+	char *trash_base = cjc_store_path(&s->store, "staging/clean");
+	char *trash = cjc_unique_name(trash_base);
+	(void)key;
+	/* Rename first: a concurrent reader sees the whole entry or none of it. */
+	if (!rename(dir, trash))
+		cjc_remove_tree(trash);
+	free(trash_base);
+	free(trash);
+	return 0;
+}
+
+static int cmd_clean(int argc, char **argv)
+{
+	struct session s = { 0 };
+	int rc = parse_flags(argc, argv, &s, false);
+	if (rc || (rc = open_session(&s)))
+		return rc;
+	cjc_store_foreach_entry(&s.store, remove_entry, &s);
+	char *manifests = cjc_store_path(&s.store, "manifests");
+	char *trash_base = cjc_store_path(&s.store, "staging/clean");
+	char *trash = cjc_unique_name(trash_base);
+	if (!rename(manifests, trash))
+		cjc_remove_tree(trash);
+	cjc_mkdirs(manifests, 0777);
+	free(manifests);
+	free(trash_base);
+	free(trash);
+	if (!s.json)
+		printf("cache emptied: %s\n", s.store.dir);
+	close_session(&s);
+	return 0;
+}
+
+static int cmd_config(int argc, char **argv)
+{
+	struct session s = { 0 };
+	int rc = parse_flags(argc, argv, &s, false);
+	if (rc)
+		return rc;
+	struct cjc_buf problems = CJC_BUF_INIT;
+	int bad = cjc_config_load(&s.cfg, &problems);
+	if (bad)
+		fputs(problems.data, stderr);
+	json_t *o = json_object();
+	for (int i = 0; i < CJC_SET_COUNT; i++) {
+		if (s.json)
+			json_object_set_new(o, cjc_config_name(i), json_pack("{s:s, s:s, s:s}",
+				"value", s.cfg.text[i], "origin", s.cfg.origin[i], "env", cjc_config_env(i)));
+		else
+			printf("%-10s = %-40s (%s)\n", cjc_config_name(i), s.cfg.text[i], s.cfg.origin[i]);
+	}
+	if (s.json)
+		print_json(o);
+	else
+		json_decref(o);
+	cjc_buf_release(&problems);
+	cjc_config_release(&s.cfg);
+	return bad ? 1 : 0;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("cjc %s\n", CJC_VERSION);
+	return 0;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	cjc_usage(stdout);
+	return 0;
+}
+
+static const struct cjc_command commands[] = {
+	{ "--help", cmd_help, NULL },
+	{ "--version", cmd_version, NULL },
+	{ "clean", cmd_clean, "remove every entry, safely while builds run" },
+	{ "config", cmd_config, "show the effective settings and where each came from [--json]" },
+	{ "help", cmd_help, "show this help" },
+	{ "ls", cmd_ls, "list the entries [--json]" },
+	{ "show", cmd_show, "show an entry's metadata: KEY (a unique prefix will do) [--json]" },
+	{ "stats", cmd_stats, "show the counters [--json] [--zero]" },
+	{ "verify", cmd_verify, "check every entry as a read does [--fix] [--json]" },
+};
+
+const struct cjc_command *cjc_command_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+void cjc_usage(FILE *out)
+{
+	fprintf(out, "usage: cjc [--target NAME] [--] nvcc ARG...   compile through the cache\n"
+		     "       cjc SUBCOMMAND [OPTION...]\n\nsubcommands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+		if (commands[i].help)
+			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+	fprintf(out, "  --version\n\nsettings: see `cjc config`; environment variables CJC_DIR, "
+		     "CJC_DISABLE, CJC_READONLY, CJC_CONFIG, CJC_LOG, CJC_DEBUG, CJC_MAX_SIZE, CJC_REMOTE\n");
+}

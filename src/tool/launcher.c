@@ -1,0 +1,543 @@
+/*
+ * The compile path.  On every call: settings, the parse of nvcc's arguments,
+ * the compiler identities, and the direct key (everything known before nvcc
+ * runs).  A manifest maps the direct key to the entry keys of earlier misses
+ * with their dependency sets; the first record whose files are unchanged
+ * names the entry, which is verified byte for byte as it is served.  On a
+ * miss nvcc runs with its dependency output sent to us, the files it read
+ * are hashed and scanned for include candidates (includescan.h), and the
+ * result is published under entry key = H(direct key, each dependency's path
+ * and hash).  See store.h for the layout and manifest.h for the manifest.
+ */
+#include "launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cudajitcache.h"
+#include "nvcc_args.h"
+
+/* The environment nvcc reads (SPEC §3): part of the key. */
+static const char *const key_env[] = {
+	"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
+	"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+};
+#define NKEY_ENV (sizeof key_env / sizeof *key_env)
+
+/* Everything one compile through the cache works with. */
+struct job {
+	const char *target;
+	int argc;
+	char **argv; /* argv[0] is the compiler */
+	struct cjc_config cfg;
+	struct cjc_store store;
+	bool have_store;
+	struct cjc_compile c;
+	struct cjc_identity nvcc, host;
+	char cwd[PATH_MAX];
+	char direct_key[CJC_HEX_LEN + 1];
+};
+
+static void count(struct job *j, enum cjc_counter what, uint64_t saved_ms)
+{
+	if (j->have_store && cjc_stats_bump(&j->store, what, saved_ms))
+		cjc_log("cannot update the counters: %s", strerror(errno));
+}
+
+/* Runs nvcc as the user asked, replacing this process. */
+static int run_uncached(struct job *j, const char *why)
+{
+	if (why)
+		cjc_log("running uncached: %s", why);
+	cjc_exec(j->argv);
+	fprintf(stderr, "cjc: cannot run %s: %s\n", j->argv[0], strerror(errno));
+	return 127;
+}
+
+static char *host_compiler_name(const struct cjc_compile *c)
+{
+	const char *ccbin = c->ccbin ? c->ccbin : getenv("NVCC_CCBIN");
+	if (!ccbin || !*ccbin)
+		return cjc_xstrdup("gcc");
+	if (cjc_is_dir(ccbin))
+		return cjc_path_join(ccbin, "gcc");
+	return cjc_xstrdup(ccbin);
+}
+
+static int compute_direct_key(struct job *j, struct cjc_buf *why)
+{
+	unsigned char src[CJC_DIGEST_LEN];
+	uint64_t size;
+	if (cjc_filehash_get(j->c.source, &size, src)) {
+		cjc_buf_addf(why, "cannot read %s: %s", j->c.source, strerror(errno));
+		return -1;
+	}
+	struct cjc_hash h;
+	cjc_hash_init(&h);
+	cjc_hash_str(&h, "cudajitcache-direct");
+	cjc_hash_str(&h, CJC_STORE_FORMAT);
+	cjc_hash_str(&h, cjc_kind_name(j->c.kind));
+	cjc_hash_str(&h, j->nvcc.digest);
+	cjc_hash_str(&h, j->host.digest);
+	cjc_hash_update(&h, src, sizeof src);
+	for (size_t i = 0; i < j->c.key_args.n; i++)
+		cjc_hash_str(&h, j->c.key_args.v[i]);
+	for (size_t i = 0; i < NKEY_ENV; i++) {
+		const char *v = getenv(key_env[i]);
+		cjc_hash_str(&h, key_env[i]);
+		cjc_hash_str(&h, v ? v : "\001unset");
+	}
+	cjc_hash_str(&h, j->c.embeds_cwd ? j->cwd : "");
+	cjc_hash_final_hex(&h, j->direct_key);
+	return 0;
+}
+
+static void entry_key(const char *direct_key, const struct cjc_dep *deps, size_t n,
+		      char out[CJC_HEX_LEN + 1])
+{
+	struct cjc_hash h;
+	cjc_hash_init(&h);
+	cjc_hash_str(&h, "cudajitcache-entry");
+	cjc_hash_str(&h, direct_key);
+	for (size_t i = 0; i < n; i++) {
+		cjc_hash_str(&h, deps[i].path);
+		cjc_hash_update(&h, deps[i].sha, CJC_DIGEST_LEN);
+	}
+	cjc_hash_final_hex(&h, out);
+}
+
+static bool is_system_header(const struct job *j, const char *path, const char *cccl)
+{
+	static const char *const dirs[] = { "/usr/include/", "/usr/lib/gcc/", "/usr/local/include/" };
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+		if (cjc_starts_with(path, dirs[i]))
+			return true;
+	for (size_t i = 0; i < j->c.isystem.n; i++)
+		if (cjc_starts_with(path, j->c.isystem.v[i]))
+			return true;
+	return cccl && cjc_starts_with(path, cccl);
+}
+
+/* The toolkit's include directory, as nvcc named it in the dependency list. */
+static char *toolkit_include(const struct cjc_dep *deps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cjc_ends_with(deps[i].path, "/cuda_runtime.h"))
+			return cjc_dirname(deps[i].path);
+	return NULL;
+}
+
+/* Writes the user's dependency file, the same on a hit as on a miss. */
+static int write_depfile(const struct job *j, const struct cjc_dep *deps, size_t n)
+{
+	if (!j->c.dep_requested)
+		return 0;
+	char *toolkit = toolkit_include(deps, n);
+	char *cccl = toolkit ? cjc_path_join(toolkit, "cccl/") : NULL;
+	struct cjc_strvec names = CJC_STRVEC_INIT;
+	for (size_t i = 0; i < n; i++)
+		if (!j->c.dep_nonsystem || i == 0 || !is_system_header(j, deps[i].path, cccl))
+			cjc_strvec_push(&names, deps[i].path);
+	struct cjc_buf text = CJC_BUF_INIT;
+	cjc_depfile_format(&text, j->c.dep_target, names.v, names.n, j->c.dep_phony);
+	int rc = cjc_replace_file(j->c.dep_file, text.data, text.len, false);
+	int e = errno;
+	cjc_buf_release(&text);
+	cjc_strvec_clear(&names);
+	free(toolkit);
+	free(cccl);
+	errno = e;
+	return rc;
+}
+
+static void replay(const struct cjc_buf *out, const struct cjc_buf *err)
+{
+	if (out->len)
+		(void)!cjc_write_all(1, out->data, out->len);
+	if (err->len)
+		(void)!cjc_write_all(2, err->data, err->len);
+}
+
+static char *artifact_name(const struct job *j)
+{
+	return cjc_xasprintf("output.%s", cjc_kind_ext(j->c.kind));
+}
+
+/* Serves an entry: verified output beside the target, dependency file, replay. */
+static int serve(struct job *j, const struct cjc_entry *e, const struct cjc_manifest_record *rec,
+		 struct cjc_buf *why)
+{
+	struct cjc_buf out = CJC_BUF_INIT, err = CJC_BUF_INIT;
+	char *name = artifact_name(j);
+	char *tmp = cjc_unique_name(j->c.output);
+	cjc_tempfile_add(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	int rc = fd < 0 ? -1 : cjc_entry_copy(e, name, fd, why);
+	if (fd < 0)
+		cjc_buf_addf(why, "cannot create %s: %s", tmp, strerror(errno));
+	if (fd >= 0 && close(fd) && !rc)
+		rc = -1, cjc_buf_addf(why, "cannot write %s: %s", tmp, strerror(errno));
+	if (!rc && cjc_entry_artifact(e, "stdout"))
+		rc = cjc_entry_read(e, "stdout", &out, why);
+	if (!rc && cjc_entry_artifact(e, "stderr"))
+		rc = cjc_entry_read(e, "stderr", &err, why);
+	if (!rc && write_depfile(j, rec->deps, rec->ndeps))
+		rc = -1, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
+	if (!rc && rename(tmp, j->c.output))
+		rc = -1, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
+	if (rc) {
+		cjc_tempfile_remove(tmp);
+	} else {
+		cjc_tempfile_forget(tmp);
+		replay(&out, &err);
+	}
+	free(tmp);
+	free(name);
+	cjc_buf_release(&out);
+	cjc_buf_release(&err);
+	return rc;
+}
+
+/* Looks for an entry; returns 0 once the compile has been served from it. */
+static int try_hit(struct job *j)
+{
+	struct cjc_manifest m;
+	char *path = cjc_store_manifest_path(&j->store, j->direct_key);
+	int found = cjc_manifest_read(path, &m);
+	if (found && errno == EBADMSG)
+		cjc_log("damaged manifest %s: ignored", path);
+	free(path);
+	if (found)
+		return -1;
+	long i = cjc_manifest_match(&m);
+	int rc = -1;
+	if (i >= 0) {
+		const struct cjc_manifest_record *rec = &m.recs[i];
+		struct cjc_entry e;
+		struct cjc_buf why = CJC_BUF_INIT;
+		enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
+		if (r == CJC_ENTRY_FOUND)
+			rc = serve(j, &e, rec, &why);
+		if (r == CJC_ENTRY_DAMAGED || (r == CJC_ENTRY_FOUND && rc)) {
+			cjc_log("damaged entry %s: %s; compiling instead (run `cjc verify --fix`)",
+				rec->entry_key, why.data);
+			count(j, CJC_STAT_DAMAGED, 0);
+		}
+		if (!rc) {
+			json_t *d = json_object_get(e.meta, "duration_ms");
+			cjc_log("hit %s for %s", rec->entry_key, j->c.source);
+			count(j, CJC_STAT_HITS, (uint64_t)json_integer_value(d));
+		}
+		if (r == CJC_ENTRY_FOUND)
+			cjc_entry_release(&e);
+		cjc_buf_release(&why);
+	}
+	cjc_manifest_release(&m);
+	return rc;
+}
+
+static void read_memfd(int fd, struct cjc_buf *out)
+{
+	lseek(fd, 0, SEEK_SET);
+	(void)cjc_read_fd(fd, out);
+	close(fd);
+}
+
+/* What one nvcc run produced. */
+struct compile_result {
+	int status;
+	int64_t duration_ms;
+	struct timespec started; /* the file system's clock */
+	char *tmp_out;
+	char *tmp_dep;
+	struct cjc_buf out, err;
+};
+
+static int run_nvcc(struct job *j, struct compile_result *r)
+{
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	r->tmp_out = cjc_unique_name(j->c.output);
+	r->tmp_dep = cjc_xasprintf("%s.d", r->tmp_out);
+	cjc_tempfile_add(r->tmp_out);
+	cjc_tempfile_add(r->tmp_dep);
+	cjc_strvec_push(&argv, j->argv[0]);
+	cjc_strvec_pushv(&argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
+	char *extra[] = { "-o", r->tmp_out, "-MD", "-MF", r->tmp_dep };
+	cjc_strvec_pushv(&argv, extra, 5);
+	int out_fd = memfd_create("cjc-stdout", MFD_CLOEXEC);
+	int err_fd = memfd_create("cjc-stderr", MFD_CLOEXEC);
+	clock_gettime(CLOCK_REALTIME_COARSE, &r->started);
+	int64_t t0 = cjc_now_ms();
+	r->status = out_fd < 0 || err_fd < 0 ? -1 : cjc_run(argv.v, out_fd, err_fd);
+	r->duration_ms = cjc_now_ms() - t0;
+	if (out_fd >= 0)
+		read_memfd(out_fd, &r->out);
+	if (err_fd >= 0)
+		read_memfd(err_fd, &r->err);
+	cjc_strvec_clear(&argv);
+	return r->status < 0 ? -1 : 0;
+}
+
+static void result_release(struct compile_result *r)
+{
+	if (r->tmp_out)
+		cjc_tempfile_remove(r->tmp_out);
+	if (r->tmp_dep)
+		cjc_tempfile_remove(r->tmp_dep);
+	free(r->tmp_out);
+	free(r->tmp_dep);
+	cjc_buf_release(&r->out);
+	cjc_buf_release(&r->err);
+}
+
+static bool newer_than(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/*
+ * Fills a manifest record from nvcc's dependency file: each file's size and
+ * hash, and the include candidates that were absent.  Fails when a file was
+ * modified after nvcc started: what we hash might not be what nvcc read.
+ */
+static int record_dependencies(struct job *j, const struct compile_result *r,
+			       struct cjc_manifest_record *rec, struct cjc_buf *why)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	struct cjc_strvec deps = CJC_STRVEC_INIT;
+	int rc = cjc_read_file(r->tmp_dep, &text);
+	if (rc || cjc_depfile_parse(text.data, text.len, &deps)) {
+		cjc_buf_addf(why, "cannot read nvcc's dependency output: %s", strerror(errno));
+		rc = -1;
+	}
+	rec->deps = cjc_xcalloc(deps.n + 1, sizeof *rec->deps);
+	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
+	for (size_t i = 0; !rc && i < deps.n; i++) {
+		struct cjc_dep *d = &rec->deps[rec->ndeps++];
+		struct stat st;
+		d->path = cjc_xstrdup(deps.v[i]);
+		if (stat(d->path, &st) || cjc_filehash_get(d->path, &d->size, d->sha)) {
+			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
+			rc = -1;
+		} else if (newer_than(&st.st_mtim, &r->started) || newer_than(&st.st_ctim, &r->started)) {
+			cjc_buf_addf(why, "%s changed during the compile", d->path);
+			rc = -1;
+		}
+	}
+	if (!rc) {
+		char *toolkit = toolkit_include(rec->deps, rec->ndeps);
+		cjc_strvec_pushv(&sp.dirs, j->c.search.dirs.v, j->c.search.dirs.n);
+		if (toolkit)
+			cjc_strvec_push(&sp.dirs, toolkit);
+		cjc_strvec_pushv(&sp.dirs, j->c.isystem.v, j->c.isystem.n);
+		if (toolkit) {
+			char *cccl = cjc_path_join(toolkit, "cccl");
+			cjc_strvec_push(&sp.dirs, cccl);
+			free(cccl);
+		}
+		free(toolkit);
+	}
+	for (size_t i = 0; !rc && i < rec->ndeps; i++) {
+		struct cjc_buf content = CJC_BUF_INIT;
+		if (!cjc_read_file(rec->deps[i].path, &content))
+			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent);
+		cjc_buf_release(&content);
+	}
+	cjc_strvec_sort_unique(&rec->absent);
+	cjc_strvec_clear(&sp.dirs);
+	cjc_strvec_clear(&deps);
+	cjc_buf_release(&text);
+	return rc;
+}
+
+static void collect_environment(struct cjc_strvec *env)
+{
+	for (size_t i = 0; i < NKEY_ENV; i++) {
+		const char *v = getenv(key_env[i]);
+		if (v) {
+			char *kv = cjc_xasprintf("%s=%s", key_env[i], v);
+			cjc_strvec_push(env, kv);
+			free(kv);
+		}
+	}
+}
+
+static int format_metadata(struct job *j, const struct compile_result *r,
+			   const struct cjc_manifest_record *rec, const struct cjc_staging *st,
+			   struct cjc_buf *out)
+{
+	struct cjc_strvec env = CJC_STRVEC_INIT;
+	collect_environment(&env);
+	struct cjc_metadata md = {
+		.key = rec->entry_key,
+		.argv = j->argv,
+		.argc = (size_t)j->argc,
+		.cwd = j->cwd,
+		.compiler_path = j->nvcc.path,
+		.compiler_realpath = j->nvcc.realpath,
+		.compiler_version = j->nvcc.version,
+		.host_path = j->host.path,
+		.host_version = j->host.version,
+		.options = j->c.options,
+		.inputs = rec->deps,
+		.ninputs = rec->ndeps,
+		.environment = env.v,
+		.nenvironment = env.n,
+		.target = j->target,
+		.duration_ms = r->duration_ms,
+		.files = st->files,
+		.nfiles = st->nfiles,
+	};
+	int rc = cjc_metadata_format(&md, out);
+	cjc_strvec_clear(&env);
+	return rc;
+}
+
+/* Stages, publishes and records the entry; failures are logged, never fatal. */
+static void publish(struct job *j, const struct compile_result *r,
+		    const struct cjc_manifest_record *rec)
+{
+	struct cjc_staging st;
+	struct cjc_buf meta = CJC_BUF_INIT;
+	char *name = artifact_name(j);
+	bool won = false;
+	int rc = cjc_staging_begin(&j->store, &st);
+	if (!rc)
+		rc = cjc_staging_add_file(&st, name, r->tmp_out);
+	if (!rc && r->out.len)
+		rc = cjc_staging_add_data(&st, "stdout", r->out.data, r->out.len);
+	if (!rc && r->err.len)
+		rc = cjc_staging_add_data(&st, "stderr", r->err.data, r->err.len);
+	if (!rc)
+		rc = format_metadata(j, r, rec, &st, &meta);
+	if (!rc)
+		rc = cjc_staging_publish(&j->store, &st, rec->entry_key, &meta, &won);
+	if (rc) {
+		cjc_log("cannot publish %s: %s", rec->entry_key, strerror(errno));
+		cjc_staging_abort(&st);
+		count(j, CJC_STAT_ERRORS, 0);
+	} else {
+		cjc_log("%s %s for %s", won ? "published" : "already published", rec->entry_key,
+			j->c.source);
+		char *mpath = cjc_store_manifest_path(&j->store, j->direct_key);
+		char *mdir = cjc_dirname(mpath);
+		if (cjc_mkdirs(mdir, 0777) || cjc_manifest_add(mpath, rec))
+			cjc_log("cannot update manifest %s: %s", mpath, strerror(errno));
+		free(mdir);
+		free(mpath);
+	}
+	cjc_buf_release(&meta);
+	free(name);
+}
+
+static int compile_miss(struct job *j)
+{
+	struct compile_result r = { 0 };
+	struct cjc_manifest_record rec = { 0 };
+	struct cjc_buf why = CJC_BUF_INIT;
+	if (run_nvcc(j, &r)) {
+		result_release(&r);
+		return run_uncached(j, "cannot run nvcc with its output redirected");
+	}
+	if (r.status != 0) {
+		replay(&r.out, &r.err);
+		count(j, CJC_STAT_COMPILE_FAILED, 0);
+		int status = r.status;
+		result_release(&r);
+		return status;
+	}
+	bool cacheable = !record_dependencies(j, &r, &rec, &why);
+	if (cacheable)
+		entry_key(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
+	if (cacheable && !j->cfg.readonly)
+		publish(j, &r, &rec);
+	int rc = cacheable && write_depfile(j, rec.deps, rec.ndeps) ? -1 : 0;
+	if (!rc && cacheable && rename(r.tmp_out, j->c.output))
+		rc = -1;
+	if (!cacheable || rc) {
+		cjc_log("miss without publication for %s: %s", j->c.source,
+			why.len ? why.data : strerror(errno));
+		cjc_manifest_record_release(&rec);
+		result_release(&r);
+		cjc_buf_release(&why);
+		count(j, CJC_STAT_ERRORS, 0);
+		return run_uncached(j, NULL);
+	}
+	cjc_tempfile_forget(r.tmp_out);
+	replay(&r.out, &r.err);
+	cjc_log("miss for %s", j->c.source);
+	count(j, CJC_STAT_MISSES, 0);
+	cjc_manifest_record_release(&rec);
+	result_release(&r);
+	cjc_buf_release(&why);
+	return 0;
+}
+
+/* Everything before the lookup; -1 means compile uncached. */
+static int prepare(struct job *j, struct cjc_buf *why)
+{
+	if (cjc_store_open(&j->store, j->cfg.dir)) {
+		cjc_buf_addf(why, "cache directory %s is unusable: %s", j->cfg.dir, strerror(errno));
+		return -1;
+	}
+	j->have_store = true;
+	if (cjc_compile_parse(j->argc - 1, j->argv + 1, &j->c) || j->c.uncacheable) {
+		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);
+		count(j, CJC_STAT_UNCACHEABLE, 0);
+		return -1;
+	}
+	char *host = host_compiler_name(&j->c);
+	int rc = 0;
+	if (!getcwd(j->cwd, sizeof j->cwd))
+		rc = -1, cjc_buf_addf(why, "cannot tell the working directory");
+	else if (cjc_identity_nvcc(&j->store, j->argv[0], &j->nvcc))
+		rc = -1, cjc_buf_addf(why, "cannot identify %s: %s", j->argv[0], strerror(errno));
+	else if (cjc_identity_host(&j->store, host, &j->host))
+		rc = -1, cjc_buf_addf(why, "cannot identify host compiler %s: %s", host, strerror(errno));
+	else
+		rc = compute_direct_key(j, why);
+	free(host);
+	if (rc)
+		count(j, CJC_STAT_ERRORS, 0);
+	return rc;
+}
+
+static void job_release(struct job *j)
+{
+	cjc_compile_release(&j->c);
+	cjc_identity_release(&j->nvcc);
+	cjc_identity_release(&j->host);
+	cjc_store_close(&j->store);
+	cjc_config_release(&j->cfg);
+	cjc_filehash_forget();
+}
+
+int cjc_launch(const char *target, int argc, char **argv)
+{
+	struct job j = { .target = target, .argc = argc, .argv = argv };
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc;
+	if (cjc_config_load(&j.cfg, &why)) {
+		fputs(why.data, stderr);
+		fputs("cjc: compiling without the cache until the setting is fixed\n", stderr);
+		cjc_log_setup(j.cfg.log, j.cfg.debug);
+		rc = run_uncached(&j, "malformed configuration");
+	} else if (cjc_log_setup(j.cfg.log, j.cfg.debug), j.cfg.disable) {
+		rc = run_uncached(&j, "disabled by configuration");
+	} else if (prepare(&j, &why)) {
+		rc = run_uncached(&j, why.data);
+	} else {
+		rc = try_hit(&j) ? compile_miss(&j) : 0;
+	}
+	job_release(&j);
+	cjc_buf_release(&why);
+	return rc;
+}

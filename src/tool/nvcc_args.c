@@ -1,0 +1,637 @@
+#include "nvcc_args.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What an option does to the key and to the command run on a miss. */
+enum action {
+	KEY,         /* part of the key, passed to nvcc */
+	MODE,        /* selects the output kind */
+	UNCACHEABLE, /* we run nvcc unchanged */
+	OUTPUT,      /* -o: where the output goes, not in the key */
+	ODIR,        /* -odir */
+	DEP_MD,      /* -MD */
+	DEP_MMD,     /* -MMD */
+	DEP_MF,      /* -MF */
+	DEP_MT,      /* -MT */
+	DEP_MP,      /* -MP */
+	OPTFILE,     /* --options-file: read, hashed, parsed */
+	CCBIN,       /* host compiler */
+	INCLUDE,     /* -I: key, and the include search path */
+	ISYSTEM,     /* -isystem: likewise */
+	DEBUG,       /* -g, -G, -lineinfo: key, and the working directory */
+	RDC,         /* -rdc=true|false */
+	FORWARD,     /* -forward-unknown-to-host-compiler */
+};
+
+/* Which field of metadata.json "options" the value feeds ("extra" if none). */
+enum field { F_EXTRA, F_ARCH, F_DEFINE, F_INCLUDE, F_STD, F_OPT, F_DEBUG, F_LINEINFO, F_FASTMATH, F_NONE };
+
+#define VALUE 1   /* takes a value */
+#define ATTACH 2  /* the value may follow the name directly (-Ifoo) */
+
+struct nvcc_option {
+	const char *name;
+	unsigned flags;
+	enum action action;
+	enum field field;
+	int detail; /* MODE: the kind; UNCACHEABLE: index into reasons */
+};
+
+static const char *const reasons[] = {
+	"preprocessing only (-E)",
+	"dependency generation only (-M/-MM)",
+	"linking or archiving",
+	"device linking",
+	"keeps intermediate files (-keep, -save-temps)",
+	"dry run",
+	"a query (--version, --help, --list-gpu-*)",
+	"writes extra files (--time, -fdevice-time-trace)",
+	"runs the program (--run)",
+	"an output kind cjc does not cache (-cuda, -optix-ir, -dw, -lto)",
+};
+
+/* Sorted by name (strcmp order): a unit test checks it. */
+static const struct nvcc_option options[] = {
+	{ "D", VALUE | ATTACH, KEY, F_DEFINE, 0 },
+	{ "E", 0, UNCACHEABLE, F_NONE, 0 },
+	{ "G", 0, DEBUG, F_DEBUG, 0 },
+	{ "I", VALUE | ATTACH, INCLUDE, F_INCLUDE, 0 },
+	{ "L", VALUE | ATTACH, KEY, F_EXTRA, 0 },
+	{ "M", 0, UNCACHEABLE, F_NONE, 1 },
+	{ "MD", 0, DEP_MD, F_NONE, 0 },
+	{ "MF", VALUE, DEP_MF, F_NONE, 0 },
+	{ "MM", 0, UNCACHEABLE, F_NONE, 1 },
+	{ "MMD", 0, DEP_MMD, F_NONE, 0 },
+	{ "MP", 0, DEP_MP, F_NONE, 0 },
+	{ "MT", VALUE, DEP_MT, F_NONE, 0 },
+	{ "O", VALUE | ATTACH, KEY, F_OPT, 0 },
+	{ "Ofast-compile", VALUE, KEY, F_EXTRA, 0 },
+	{ "Ofc", VALUE, KEY, F_EXTRA, 0 },
+	{ "U", VALUE | ATTACH, KEY, F_EXTRA, 0 },
+	{ "V", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "Wdefault-stream-launch", 0, KEY, F_EXTRA, 0 },
+	{ "Werror", VALUE, KEY, F_EXTRA, 0 },
+	{ "Wext-lambda-captures-this", 0, KEY, F_EXTRA, 0 },
+	{ "Wmissing-launch-bounds", 0, KEY, F_EXTRA, 0 },
+	{ "Wno-deprecated-declarations", 0, KEY, F_EXTRA, 0 },
+	{ "Wno-deprecated-gpu-targets", 0, KEY, F_EXTRA, 0 },
+	{ "Wreorder", 0, KEY, F_EXTRA, 0 },
+	{ "Xarchive", VALUE, KEY, F_EXTRA, 0 },
+	{ "Xcompiler", VALUE, KEY, F_EXTRA, 0 },
+	{ "Xcudafe", VALUE, KEY, F_EXTRA, 0 },
+	{ "Xfatbin", VALUE, KEY, F_EXTRA, 0 },
+	{ "Xlinker", VALUE, KEY, F_EXTRA, 0 },
+	{ "Xnvlink", VALUE, KEY, F_EXTRA, 0 },
+	{ "Xptxas", VALUE, KEY, F_EXTRA, 0 },
+	{ "allow-unsupported-compiler", 0, KEY, F_EXTRA, 0 },
+	{ "arch", VALUE, KEY, F_ARCH, 0 },
+	{ "archive-options", VALUE, KEY, F_EXTRA, 0 },
+	{ "brief-diag", VALUE, KEY, F_EXTRA, 0 },
+	{ "brief-diagnostics", VALUE, KEY, F_EXTRA, 0 },
+	{ "c", 0, MODE, F_NONE, CJC_KIND_OBJECT },
+	{ "ccbin", VALUE, CCBIN, F_EXTRA, 0 },
+	{ "code", VALUE, KEY, F_ARCH, 0 },
+	{ "compile", 0, MODE, F_NONE, CJC_KIND_OBJECT },
+	{ "compiler-bindir", VALUE, CCBIN, F_EXTRA, 0 },
+	{ "compiler-options", VALUE, KEY, F_EXTRA, 0 },
+	{ "compress-mode", VALUE, KEY, F_EXTRA, 0 },
+	{ "cubin", 0, MODE, F_NONE, CJC_KIND_CUBIN },
+	{ "cuda", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "cudadevrt", VALUE, KEY, F_EXTRA, 0 },
+	{ "cudafe-options", VALUE, KEY, F_EXTRA, 0 },
+	{ "cudart", VALUE, KEY, F_EXTRA, 0 },
+	{ "dc", 0, MODE, F_NONE, CJC_KIND_RDC_OBJECT },
+	{ "debug", 0, DEBUG, F_DEBUG, 0 },
+	{ "default-stream", VALUE, KEY, F_EXTRA, 0 },
+	{ "define-macro", VALUE, KEY, F_DEFINE, 0 },
+	{ "dependency-output", VALUE, DEP_MF, F_NONE, 0 },
+	{ "dependency-target-name", VALUE, DEP_MT, F_NONE, 0 },
+	{ "device-c", 0, MODE, F_NONE, CJC_KIND_RDC_OBJECT },
+	{ "device-debug", 0, DEBUG, F_DEBUG, 0 },
+	{ "device-link", 0, UNCACHEABLE, F_NONE, 3 },
+	{ "device-stack-protector", VALUE, KEY, F_EXTRA, 0 },
+	{ "device-w", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "diag-error", VALUE, KEY, F_EXTRA, 0 },
+	{ "diag-suppress", VALUE, KEY, F_EXTRA, 0 },
+	{ "diag-warn", VALUE, KEY, F_EXTRA, 0 },
+	{ "disable-warnings", 0, KEY, F_EXTRA, 0 },
+	{ "display-error-number", 0, KEY, F_EXTRA, 0 },
+	{ "dlink", 0, UNCACHEABLE, F_NONE, 3 },
+	{ "dlink-time-opt", 0, KEY, F_EXTRA, 0 },
+	{ "dlto", 0, KEY, F_EXTRA, 0 },
+	{ "dopt", VALUE, KEY, F_EXTRA, 0 },
+	{ "dryrun", 0, UNCACHEABLE, F_NONE, 5 },
+	{ "dw", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "e", VALUE, KEY, F_EXTRA, 0 },
+	{ "entries", VALUE, KEY, F_EXTRA, 0 },
+	{ "err-no", 0, KEY, F_EXTRA, 0 },
+	{ "ewp", 0, KEY, F_EXTRA, 0 },
+	{ "expt-extended-lambda", 0, KEY, F_EXTRA, 0 },
+	{ "expt-relaxed-constexpr", 0, KEY, F_EXTRA, 0 },
+	{ "extended-lambda", 0, KEY, F_EXTRA, 0 },
+	{ "extensible-whole-program", 0, KEY, F_EXTRA, 0 },
+	{ "extra-device-vectorization", 0, KEY, F_EXTRA, 0 },
+	{ "fatbin", 0, MODE, F_NONE, CJC_KIND_FATBIN },
+	{ "fatbin-options", VALUE, KEY, F_EXTRA, 0 },
+	{ "fdevice-sanitize", VALUE, KEY, F_EXTRA, 0 },
+	{ "fdevice-syntax-only", 0, KEY, F_EXTRA, 0 },
+	{ "fdevice-time-trace", VALUE, UNCACHEABLE, F_NONE, 7 },
+	{ "fmad", VALUE, KEY, F_EXTRA, 0 },
+	{ "forward-unknown-opts", 0, FORWARD, F_EXTRA, 0 },
+	{ "forward-unknown-to-host-compiler", 0, FORWARD, F_EXTRA, 0 },
+	{ "forward-unknown-to-host-linker", 0, KEY, F_EXTRA, 0 },
+	{ "ftemplate-backtrace-limit", VALUE, KEY, F_EXTRA, 0 },
+	{ "ftemplate-depth", VALUE, KEY, F_EXTRA, 0 },
+	{ "ftz", VALUE, KEY, F_EXTRA, 0 },
+	{ "g", 0, DEBUG, F_DEBUG, 0 },
+	{ "gencode", VALUE, KEY, F_ARCH, 0 },
+	{ "generate-code", VALUE, KEY, F_ARCH, 0 },
+	{ "generate-dependencies", 0, UNCACHEABLE, F_NONE, 1 },
+	{ "generate-dependencies-with-compile", 0, DEP_MD, F_NONE, 0 },
+	{ "generate-dependency-targets", 0, DEP_MP, F_NONE, 0 },
+	{ "generate-line-info", 0, DEBUG, F_LINEINFO, 0 },
+	{ "generate-nonsystem-dependencies", 0, UNCACHEABLE, F_NONE, 1 },
+	{ "generate-nonsystem-dependencies-with-compile", 0, DEP_MMD, F_NONE, 0 },
+	{ "gpu-architecture", VALUE, KEY, F_ARCH, 0 },
+	{ "gpu-code", VALUE, KEY, F_ARCH, 0 },
+	{ "h", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "help", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "host-linker-script", VALUE, KEY, F_EXTRA, 0 },
+	{ "include", VALUE, KEY, F_EXTRA, 0 },
+	{ "include-path", VALUE, INCLUDE, F_INCLUDE, 0 },
+	{ "isystem", VALUE, ISYSTEM, F_EXTRA, 0 },
+	{ "jump-table-density", VALUE, KEY, F_EXTRA, 0 },
+	{ "keep", 0, UNCACHEABLE, F_NONE, 4 },
+	{ "keep-device-functions", 0, KEY, F_EXTRA, 0 },
+	{ "keep-dir", VALUE, UNCACHEABLE, F_NONE, 4 },
+	{ "l", VALUE | ATTACH, KEY, F_EXTRA, 0 },
+	{ "lib", 0, UNCACHEABLE, F_NONE, 2 },
+	{ "library", VALUE, KEY, F_EXTRA, 0 },
+	{ "library-path", VALUE, KEY, F_EXTRA, 0 },
+	{ "lineinfo", 0, DEBUG, F_LINEINFO, 0 },
+	{ "link", 0, UNCACHEABLE, F_NONE, 2 },
+	{ "linker-options", VALUE, KEY, F_EXTRA, 0 },
+	{ "list-gpu-arch", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "list-gpu-code", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "lto", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "m", VALUE | ATTACH, KEY, F_EXTRA, 0 },
+	{ "machine", VALUE, KEY, F_EXTRA, 0 },
+	{ "maxrregcount", VALUE, KEY, F_EXTRA, 0 },
+	{ "minimal", 0, KEY, F_EXTRA, 0 },
+	{ "no-compress", 0, KEY, F_EXTRA, 0 },
+	{ "no-device-link", 0, KEY, F_EXTRA, 0 },
+	{ "no-display-error-number", 0, KEY, F_EXTRA, 0 },
+	{ "no-exceptions", 0, KEY, F_EXTRA, 0 },
+	{ "no-host-device-initializer-list", 0, KEY, F_EXTRA, 0 },
+	{ "no-host-device-move-forward", 0, KEY, F_EXTRA, 0 },
+	{ "nodlink", 0, KEY, F_EXTRA, 0 },
+	{ "noeh", 0, KEY, F_EXTRA, 0 },
+	{ "nvlink-options", VALUE, KEY, F_EXTRA, 0 },
+	{ "o", VALUE | ATTACH, OUTPUT, F_NONE, 0 },
+	{ "objdir-as-tempdir", 0, KEY, F_EXTRA, 0 },
+	{ "objtemp", 0, KEY, F_EXTRA, 0 },
+	{ "odir", VALUE, ODIR, F_NONE, 0 },
+	{ "optf", VALUE, OPTFILE, F_NONE, 0 },
+	{ "optimize", VALUE, KEY, F_OPT, 0 },
+	{ "options-file", VALUE, OPTFILE, F_NONE, 0 },
+	{ "optix-ir", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "output-directory", VALUE, ODIR, F_NONE, 0 },
+	{ "output-file", VALUE, OUTPUT, F_NONE, 0 },
+	{ "pre-include", VALUE, KEY, F_EXTRA, 0 },
+	{ "prec-div", VALUE, KEY, F_EXTRA, 0 },
+	{ "prec-sqrt", VALUE, KEY, F_EXTRA, 0 },
+	{ "preprocess", 0, UNCACHEABLE, F_NONE, 0 },
+	{ "ptx", 0, MODE, F_NONE, CJC_KIND_PTX },
+	{ "ptxas-options", VALUE, KEY, F_EXTRA, 0 },
+	{ "qpp-config", VALUE, KEY, F_EXTRA, 0 },
+	{ "rdc", VALUE, RDC, F_NONE, 0 },
+	{ "relocatable-device-code", VALUE, RDC, F_NONE, 0 },
+	{ "res-usage", 0, KEY, F_EXTRA, 0 },
+	{ "resource-usage", 0, KEY, F_EXTRA, 0 },
+	{ "restrict", 0, KEY, F_EXTRA, 0 },
+	{ "run", 0, UNCACHEABLE, F_NONE, 8 },
+	{ "run-args", VALUE, UNCACHEABLE, F_NONE, 8 },
+	{ "save-temps", 0, UNCACHEABLE, F_NONE, 4 },
+	{ "source-in-ptx", 0, KEY, F_EXTRA, 0 },
+	{ "split-compile", VALUE, KEY, F_EXTRA, 0 },
+	{ "split-compile-extended", VALUE, KEY, F_EXTRA, 0 },
+	{ "src-in-ptx", 0, KEY, F_EXTRA, 0 },
+	{ "static-global-template-stub", VALUE, KEY, F_EXTRA, 0 },
+	{ "std", VALUE, KEY, F_STD, 0 },
+	{ "system-include", VALUE, ISYSTEM, F_EXTRA, 0 },
+	{ "t", VALUE, KEY, F_EXTRA, 0 },
+	{ "threads", VALUE, KEY, F_EXTRA, 0 },
+	{ "time", VALUE, UNCACHEABLE, F_NONE, 7 },
+	{ "undefine-macro", VALUE, KEY, F_EXTRA, 0 },
+	{ "use-local-env", 0, KEY, F_EXTRA, 0 },
+	{ "use_fast_math", 0, KEY, F_FASTMATH, 0 },
+	{ "version", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "w", 0, KEY, F_EXTRA, 0 },
+	{ "x", VALUE, KEY, F_EXTRA, 0 },
+};
+
+#define NOPTIONS (sizeof options / sizeof *options)
+
+static int cmp_option(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct nvcc_option *)elem)->name);
+}
+
+const struct nvcc_option *cjc_nvcc_option_find(const char *name)
+{
+	return bsearch(name, options, NOPTIONS, sizeof *options, cmp_option);
+}
+
+size_t cjc_nvcc_option_count(void)
+{
+	return NOPTIONS;
+}
+
+const char *cjc_nvcc_option_name(size_t i)
+{
+	return options[i].name;
+}
+
+bool cjc_nvcc_option_takes_value(const struct nvcc_option *o)
+{
+	return o->flags & VALUE;
+}
+
+const char *cjc_kind_name(enum cjc_kind k)
+{
+	static const char *const names[] = { "none", "object", "relocatable-object", "cubin", "fatbin", "ptx" };
+	return names[k];
+}
+
+const char *cjc_kind_ext(enum cjc_kind k)
+{
+	static const char *const exts[] = { "", "o", "o", "cubin", "fatbin", "ptx" };
+	return exts[k];
+}
+
+/* State of one parse: the compile being filled in and the metadata fields. */
+struct parser {
+	struct cjc_compile *c;
+	bool forward_unknown;
+	bool rdc;
+	bool debug;
+	bool line_info;
+	bool fast_math;
+	char *odir;
+	struct cjc_strvec inputs;
+	json_t *archs, *defines, *include_dirs, *extra;
+	json_t *std, *optimize;
+	int depth;
+};
+
+static void uncacheable(struct cjc_compile *c, const char *reason)
+{
+	if (!c->uncacheable)
+		c->uncacheable = cjc_xstrdup(reason);
+}
+
+/* Finds the option argv[i] names; sets its value and how many words it used. */
+static const struct nvcc_option *lookup(char *const *argv, int argc, int i, const char **value,
+					int *used, bool *missing)
+{
+	const char *a = argv[i];
+	const char *name = a + (a[1] == '-' ? 2 : 1);
+	const struct nvcc_option *o;
+	*value = NULL;
+	*used = 1;
+	*missing = false;
+	const char *eq = strchr(name, '=');
+	if (eq) {
+		char *n = cjc_xstrndup(name, (size_t)(eq - name));
+		o = cjc_nvcc_option_find(n);
+		free(n);
+		if (o && (o->flags & VALUE)) {
+			*value = eq + 1;
+			return o;
+		}
+	}
+	o = cjc_nvcc_option_find(name);
+	if (o) {
+		if (o->flags & VALUE) {
+			if (i + 1 >= argc)
+				*missing = true;
+			else
+				*value = argv[i + 1], *used = 2;
+		}
+		return o;
+	}
+	if (a[1] != '-' && name[0] && name[1]) {
+		char one[2] = { name[0], '\0' };
+		o = cjc_nvcc_option_find(one);
+		if (o && (o->flags & ATTACH)) {
+			*value = name + 1;
+			return o;
+		}
+	}
+	return NULL;
+}
+
+static void add_archs(json_t *archs, const char *value)
+{
+	char *copy = cjc_xstrdup(value), *save = NULL;
+	for (char *t = strtok_r(copy, ",=[] ", &save); t; t = strtok_r(NULL, ",=[] ", &save)) {
+		if (!strcmp(t, "arch") || !strcmp(t, "code"))
+			continue;
+		bool seen = false;
+		size_t i;
+		json_t *v;
+		json_array_foreach(archs, i, v)
+			seen |= !strcmp(json_string_value(v), t);
+		if (!seen)
+			json_array_append_new(archs, json_string(t));
+	}
+	free(copy);
+}
+
+static void record_field(struct parser *p, const struct nvcc_option *o, char *const *words,
+			 int used, const char *value)
+{
+	switch (o->field) {
+	case F_ARCH: add_archs(p->archs, value); break;
+	case F_DEFINE: json_array_append_new(p->defines, json_string(value)); break;
+	case F_INCLUDE: json_array_append_new(p->include_dirs, json_string(value)); break;
+	case F_STD: json_decref(p->std); p->std = json_string(value); break;
+	case F_OPT: json_decref(p->optimize); p->optimize = json_string(value); break;
+	case F_DEBUG: p->debug = true; break;
+	case F_LINEINFO: p->line_info = true; break;
+	case F_FASTMATH: p->fast_math = true; break;
+	case F_NONE: break;
+	case F_EXTRA:
+		for (int k = 0; k < used; k++)
+			json_array_append_new(p->extra, json_string(words[k]));
+		break;
+	}
+}
+
+/* Splits an options file into words: blanks separate, quotes group. */
+static void split_options_file(const char *text, struct cjc_strvec *words)
+{
+	struct cjc_buf w = CJC_BUF_INIT;
+	bool in_word = false;
+	char quote = 0;
+	for (const char *s = text; *s; s++) {
+		if (quote) {
+			if (*s == quote)
+				quote = 0;
+			else if (*s == '\\' && quote == '"' && (s[1] == '"' || s[1] == '\\'))
+				cjc_buf_add(&w, ++s, 1);
+			else
+				cjc_buf_add(&w, s, 1);
+		} else if (*s == '"' || *s == '\'') {
+			quote = *s;
+			in_word = true;
+		} else if (isspace((unsigned char)*s)) {
+			if (in_word)
+				cjc_strvec_pushn(words, w.data ? w.data : "", w.len);
+			cjc_buf_reset(&w);
+			in_word = false;
+		} else {
+			cjc_buf_add(&w, s, 1);
+			in_word = true;
+		}
+	}
+	if (in_word)
+		cjc_strvec_pushn(words, w.data ? w.data : "", w.len);
+	cjc_buf_release(&w);
+}
+
+static int parse_words(struct parser *p, int argc, char *const *argv, bool from_file);
+
+static void read_options_file(struct parser *p, const char *path)
+{
+	struct cjc_compile *c = p->c;
+	struct cjc_buf text = CJC_BUF_INIT;
+	if (p->depth >= 4) {
+		uncacheable(c, "options files nested too deeply");
+		return;
+	}
+	if (cjc_read_file(path, &text)) {
+		char *why = cjc_xasprintf("cannot read options file %s: %s", path, strerror(errno));
+		uncacheable(c, why);
+		free(why);
+		return;
+	}
+	cjc_strvec_push(&c->optfiles, path);
+	char *content = cjc_xasprintf("options-file-content:%s", text.data);
+	cjc_strvec_push(&c->key_args, content);
+	free(content);
+	struct cjc_strvec words = CJC_STRVEC_INIT;
+	split_options_file(text.data, &words);
+	p->depth++;
+	parse_words(p, (int)words.n, words.v, true);
+	p->depth--;
+	cjc_strvec_clear(&words);
+	cjc_buf_release(&text);
+}
+
+static void set_once(struct cjc_compile *c, char **slot, const char *value, const char *what)
+{
+	if (*slot) {
+		uncacheable(c, what);
+		return;
+	}
+	*slot = cjc_xstrdup(value);
+}
+
+/* Applies one option; words are the one or two command-line words it used. */
+static void apply_option(struct parser *p, const struct nvcc_option *o, char *const *words,
+			 int used, const char *value, bool from_file)
+{
+	struct cjc_compile *c = p->c;
+	bool is_dep = o->action >= OUTPUT && o->action <= DEP_MP;
+	if (is_dep && from_file) {
+		uncacheable(c, "an output or dependency option inside an options file");
+		return;
+	}
+	if (!is_dep) {
+		cjc_strvec_pushv(&c->key_args, words, (size_t)used);
+		if (!from_file)
+			cjc_strvec_pushv(&c->nvcc_args, words, (size_t)used);
+		record_field(p, o, words, used, value);
+	}
+	switch (o->action) {
+	case KEY: case FORWARD: break;
+	case MODE:
+		if (c->kind != CJC_KIND_NONE && c->kind != (enum cjc_kind)o->detail)
+			uncacheable(c, "several output kinds");
+		c->kind = (enum cjc_kind)o->detail;
+		break;
+	case UNCACHEABLE: uncacheable(c, reasons[o->detail]); break;
+	case OUTPUT: set_once(c, &c->output, value, "several output files"); break;
+	case ODIR: set_once(c, &p->odir, value, "several output directories"); break;
+	case DEP_MD: c->dep_requested = true; break;
+	case DEP_MMD: c->dep_requested = c->dep_nonsystem = true; break;
+	case DEP_MP: c->dep_phony = true; break;
+	case DEP_MF: set_once(c, &c->dep_file, value, "several dependency files"); break;
+	case DEP_MT: set_once(c, &c->dep_target, value, "several dependency targets"); break;
+	case OPTFILE: read_options_file(p, value); break;
+	case CCBIN: free(c->ccbin); c->ccbin = cjc_xstrdup(value); break;
+	case INCLUDE: cjc_strvec_push(&c->search.dirs, value); break;
+	case ISYSTEM: cjc_strvec_push(&c->isystem, value); break;
+	case DEBUG: c->embeds_cwd = true; break;
+	case RDC:
+		if (strcmp(value, "true") && strcmp(value, "false"))
+			uncacheable(c, "a malformed -rdc value");
+		p->rdc = !strcmp(value, "true");
+		break;
+	}
+}
+
+static int parse_words(struct parser *p, int argc, char *const *argv, bool from_file)
+{
+	struct cjc_compile *c = p->c;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] != '-' || !a[1]) {
+			if (!strcmp(a, "-"))
+				uncacheable(c, "input from standard input");
+			cjc_strvec_push(&p->inputs, a);
+			cjc_strvec_push(&c->key_args, a);
+			if (!from_file)
+				cjc_strvec_push(&c->nvcc_args, a);
+			continue;
+		}
+		const char *value;
+		int used;
+		bool missing;
+		const struct nvcc_option *o = lookup(argv, argc, i, &value, &used, &missing);
+		if (!o && p->forward_unknown) {
+			cjc_strvec_push(&c->key_args, a);
+			if (!from_file)
+				cjc_strvec_push(&c->nvcc_args, a);
+			json_array_append_new(p->extra, json_string(a));
+			continue;
+		}
+		if (!o || missing) {
+			char *why = cjc_xasprintf(o ? "option %s lacks its value" : "unknown option %s", a);
+			uncacheable(c, why);
+			free(why);
+			return -1;
+		}
+		apply_option(p, o, argv + i, used, value, from_file);
+		i += used - 1;
+	}
+	return 0;
+}
+
+static bool is_source(const char *path)
+{
+	static const char *const exts[] = { ".cu", ".c", ".cc", ".cpp", ".cxx", ".C" };
+	for (size_t i = 0; i < sizeof exts / sizeof *exts; i++)
+		if (cjc_ends_with(path, exts[i]))
+			return true;
+	return false;
+}
+
+/* "dir/name.cu" -> "name.<ext>", in odir when given. */
+static char *default_output(const char *source, const char *ext, const char *odir)
+{
+	const char *base = strrchr(source, '/');
+	base = base ? base + 1 : source;
+	const char *dot = strrchr(base, '.');
+	size_t stem = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+	char *name = cjc_xasprintf("%.*s.%s", (int)stem, base, ext);
+	char *out = odir ? cjc_path_join(odir, name) : cjc_xstrdup(name);
+	free(name);
+	return out;
+}
+
+/* "out/x.cu.o" -> "out/x.cu.d", as nvcc names a dependency file. */
+static char *default_depfile(const char *output)
+{
+	const char *slash = strrchr(output, '/');
+	const char *dot = strrchr(output, '.');
+	size_t n = dot && (!slash || dot > slash + 1) ? (size_t)(dot - output) : strlen(output);
+	return cjc_xasprintf("%.*s.d", (int)n, output);
+}
+
+static void finish(struct parser *p)
+{
+	struct cjc_compile *c = p->c;
+	if (c->uncacheable)
+		return;
+	if (c->kind == CJC_KIND_NONE)
+		return uncacheable(c, "linking (no -c, -dc, --cubin, --fatbin or --ptx)");
+	if (p->inputs.n != 1)
+		return uncacheable(c, p->inputs.n ? "several input files" : "no input file");
+	c->source = cjc_xstrdup(p->inputs.v[0]);
+	bool has_x = false;
+	for (size_t i = 0; i < c->key_args.n; i++)
+		has_x |= !strcmp(c->key_args.v[i], "-x") || cjc_starts_with(c->key_args.v[i], "--x=") ||
+			 cjc_starts_with(c->key_args.v[i], "-x=");
+	if (!has_x && !is_source(c->source))
+		return uncacheable(c, "the input is not a CUDA or C/C++ source file");
+	if (c->kind == CJC_KIND_OBJECT && p->rdc)
+		c->kind = CJC_KIND_RDC_OBJECT;
+	if (!c->output)
+		c->output = default_output(c->source, cjc_kind_ext(c->kind), p->odir);
+	if (c->dep_requested && !c->dep_file)
+		c->dep_file = default_depfile(c->output);
+	if (c->dep_requested && !c->dep_target)
+		c->dep_target = cjc_xstrdup(c->output);
+}
+
+static void build_options(struct parser *p)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "kind", json_string(cjc_kind_name(p->c->kind)));
+	json_object_set_new(o, "archs", p->archs);
+	json_object_set_new(o, "defines", p->defines);
+	json_object_set_new(o, "include_dirs", p->include_dirs);
+	json_object_set_new(o, "std", p->std ? p->std : json_null());
+	json_object_set_new(o, "optimize", p->optimize ? p->optimize : json_null());
+	json_object_set_new(o, "debug", json_boolean(p->debug));
+	json_object_set_new(o, "line_info", json_boolean(p->line_info));
+	json_object_set_new(o, "fast_math", json_boolean(p->fast_math));
+	json_object_set_new(o, "rdc", json_boolean(p->rdc || p->c->kind == CJC_KIND_RDC_OBJECT));
+	json_object_set_new(o, "extra", p->extra);
+	p->c->options = o;
+}
+
+int cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c)
+{
+	memset(c, 0, sizeof *c);
+	struct parser p = { .c = c };
+	p.archs = json_array();
+	p.defines = json_array();
+	p.include_dirs = json_array();
+	p.extra = json_array();
+	for (int i = 0; i < argc; i++)
+		p.forward_unknown |= !strcmp(argv[i], "-forward-unknown-to-host-compiler") ||
+				     !strcmp(argv[i], "--forward-unknown-to-host-compiler") ||
+				     !strcmp(argv[i], "-forward-unknown-opts") ||
+				     !strcmp(argv[i], "--forward-unknown-opts");
+	int rc = parse_words(&p, argc, argv, false);
+	finish(&p);
+	build_options(&p);
+	free(p.odir);
+	cjc_strvec_clear(&p.inputs);
+	return rc;
+}
+
+void cjc_compile_release(struct cjc_compile *c)
+{
+	free(c->uncacheable);
+	free(c->source);
+	free(c->output);
+	free(c->dep_file);
+	free(c->dep_target);
+	free(c->ccbin);
+	cjc_strvec_clear(&c->key_args);
+	cjc_strvec_clear(&c->nvcc_args);
+	cjc_strvec_clear(&c->optfiles);
+	cjc_strvec_clear(&c->isystem);
+	cjc_strvec_clear(&c->search.quote);
+	cjc_strvec_clear(&c->search.dirs);
+	if (c->options)
+		json_decref(c->options);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,64 @@
+/*
+ * nvcc_args.h - what an nvcc command line asks for, and whether we can cache it.
+ *
+ * cjc_compile_parse() walks the arguments with the sorted option table in
+ * nvcc_args.c (name, takes a value?, value may be attached?, what it does to
+ * the key, which metadata field it feeds).  Long and short spellings, with
+ * one or two dashes, values separate, after '=' or attached (-I, -D, -O...),
+ * and the contents of --options-file/-optf files are all understood.
+ *
+ * The result says what kind of output is made and where, which dependency
+ * file was asked for, which arguments form the key, which arguments nvcc runs
+ * with on a miss (the same, less outputs and dependency options, which cjc
+ * supplies itself), the include search path, and the parsed options for
+ * metadata.json.  When the command is not a single-source compile we can
+ * cache, `uncacheable` names the reason and the caller runs nvcc unchanged.
+ *
+ * Ownership: cjc_compile_release() frees everything in the struct.
+ */
+#ifndef CJC_NVCC_ARGS_H
+#define CJC_NVCC_ARGS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "cudajitcache.h"
+
+enum cjc_kind { CJC_KIND_NONE, CJC_KIND_OBJECT, CJC_KIND_RDC_OBJECT, CJC_KIND_CUBIN, CJC_KIND_FATBIN, CJC_KIND_PTX };
+
+struct cjc_compile {
+	enum cjc_kind kind;
+	char *uncacheable; /* the reason, or NULL when cacheable */
+	char *source;
+	char *output;      /* where the user wants the output */
+	bool dep_requested;
+	bool dep_nonsystem; /* -MMD */
+	bool dep_phony;     /* -MP */
+	char *dep_file;
+	char *dep_target;
+	char *ccbin;
+	bool embeds_cwd;   /* -g, -G, -lineinfo */
+	struct cjc_strvec key_args;  /* arguments that bear on the output, in order */
+	struct cjc_strvec nvcc_args; /* the command to run on a miss, less -o and -M* */
+	struct cjc_strvec optfiles;  /* options files read, with their contents in key_args */
+	struct cjc_strvec isystem;   /* -isystem directories */
+	struct cjc_search_path search;
+	json_t *options;   /* for metadata.json */
+};
+
+/* Returns 0; -1 only on a malformed command (then uncacheable says why). */
+int cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c);
+void cjc_compile_release(struct cjc_compile *c);
+const char *cjc_kind_name(enum cjc_kind k);
+/* The file name extension of the kind's artifact, e.g. "o" or "fatbin". */
+const char *cjc_kind_ext(enum cjc_kind k);
+
+/* For the unit tests: the option table. */
+struct nvcc_option;
+size_t cjc_nvcc_option_count(void);
+const char *cjc_nvcc_option_name(size_t i);
+/* Looks an option up by name (no dashes); NULL if unknown. */
+const struct nvcc_option *cjc_nvcc_option_find(const char *name);
+bool cjc_nvcc_option_takes_value(const struct nvcc_option *o);
+
+#endif
