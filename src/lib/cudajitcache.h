@@ -16,6 +16,7 @@
  *   store.h       the artifact store
  *   stats.h       counters
  *   identity.h    compiler identities
+ *   key.h         the direct key and the entry key
  */
 #ifndef CUDAJITCACHE_H
 #define CUDAJITCACHE_H
@@ -28,6 +29,7 @@
 #include "hash.h"
 #include "identity.h"
 #include "includescan.h"
+#include "key.h"
 #include "log.h"
 #include "manifest.h"
 #include "metadata.h"

@@ -74,44 +74,23 @@ static char *host_compiler_name(const struct cjc_compile *c)
 
 static int compute_direct_key(struct job *j, struct cjc_buf *why)
 {
-	unsigned char src[CJC_DIGEST_LEN];
+	struct cjc_key_input in = {
+		.kind = cjc_kind_name(j->c.kind),
+		.nvcc_digest = j->nvcc.digest,
+		.host_digest = j->host.digest,
+		.args = j->c.key_args.v,
+		.nargs = j->c.key_args.n,
+		.env_names = (char *const *)key_env,
+		.nenv = NKEY_ENV,
+		.cwd = j->c.embeds_cwd ? j->cwd : "",
+	};
 	uint64_t size;
-	if (cjc_filehash_get(j->c.source, &size, src)) {
+	if (cjc_filehash_get(j->c.source, &size, in.source_sha)) {
 		cjc_buf_addf(why, "cannot read %s: %s", j->c.source, strerror(errno));
 		return -1;
 	}
-	struct cjc_hash h;
-	cjc_hash_init(&h);
-	cjc_hash_str(&h, "cudajitcache-direct");
-	cjc_hash_str(&h, CJC_STORE_FORMAT);
-	cjc_hash_str(&h, cjc_kind_name(j->c.kind));
-	cjc_hash_str(&h, j->nvcc.digest);
-	cjc_hash_str(&h, j->host.digest);
-	cjc_hash_update(&h, src, sizeof src);
-	for (size_t i = 0; i < j->c.key_args.n; i++)
-		cjc_hash_str(&h, j->c.key_args.v[i]);
-	for (size_t i = 0; i < NKEY_ENV; i++) {
-		const char *v = getenv(key_env[i]);
-		cjc_hash_str(&h, key_env[i]);
-		cjc_hash_str(&h, v ? v : "\001unset");
-	}
-	cjc_hash_str(&h, j->c.embeds_cwd ? j->cwd : "");
-	cjc_hash_final_hex(&h, j->direct_key);
+	cjc_key_direct(&in, j->direct_key);
 	return 0;
-}
-
-static void entry_key(const char *direct_key, const struct cjc_dep *deps, size_t n,
-		      char out[CJC_HEX_LEN + 1])
-{
-	struct cjc_hash h;
-	cjc_hash_init(&h);
-	cjc_hash_str(&h, "cudajitcache-entry");
-	cjc_hash_str(&h, direct_key);
-	for (size_t i = 0; i < n; i++) {
-		cjc_hash_str(&h, deps[i].path);
-		cjc_hash_update(&h, deps[i].sha, CJC_DIGEST_LEN);
-	}
-	cjc_hash_final_hex(&h, out);
 }
 
 static bool is_system_header(const struct job *j, const char *path, const char *cccl)
@@ -456,7 +435,7 @@ static int compile_miss(struct job *j)
 	}
 	bool cacheable = !record_dependencies(j, &r, &rec, &why);
 	if (cacheable)
-		entry_key(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
+		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
 	if (cacheable && !j->cfg.readonly)
 		publish(j, &r, &rec);
 	int rc = cacheable && write_depfile(j, rec.deps, rec.ndeps) ? -1 : 0;

@@ -1,0 +1,43 @@
+#include "key.h"
+
+#include <stdlib.h>
+
+#include "store.h"
+
+void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
+{
+	struct cjc_hash h;
+	cjc_hash_init(&h);
+	cjc_hash_str(&h, "cudajitcache-direct");
+	cjc_hash_str(&h, CJC_STORE_FORMAT);
+	cjc_hash_str(&h, in->kind);
+	cjc_hash_str(&h, in->nvcc_digest);
+	cjc_hash_str(&h, in->host_digest);
+	cjc_hash_update(&h, in->source_sha, CJC_DIGEST_LEN);
+	cjc_hash_str(&h, "args");
+	for (size_t i = 0; i < in->nargs; i++)
+		cjc_hash_str(&h, in->args[i]);
+	cjc_hash_str(&h, "env");
+	for (size_t i = 0; i < in->nenv; i++) {
+		const char *v = getenv(in->env_names[i]);
+		cjc_hash_str(&h, in->env_names[i]);
+		cjc_hash_str(&h, v ? "set" : "unset");
+		cjc_hash_str(&h, v ? v : "");
+	}
+	cjc_hash_str(&h, in->cwd ? in->cwd : "");
+	cjc_hash_final_hex(&h, out);
+}
+
+void cjc_key_entry(const char *direct_key, const struct cjc_dep *deps, size_t n,
+		   char out[CJC_HEX_LEN + 1])
+{
+	struct cjc_hash h;
+	cjc_hash_init(&h);
+	cjc_hash_str(&h, "cudajitcache-entry");
+	cjc_hash_str(&h, direct_key);
+	for (size_t i = 0; i < n; i++) {
+		cjc_hash_str(&h, deps[i].path);
+		cjc_hash_update(&h, deps[i].sha, CJC_DIGEST_LEN);
+	}
+	cjc_hash_final_hex(&h, out);
+}

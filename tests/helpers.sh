@@ -1,0 +1,122 @@
+# helpers.sh - sourced by every shell suite, before shunit2.
+#
+# Each test gets its own directory, cache ($CJC_DIR) and log; nvcc is a
+# wrapper that logs each call and execs the real nvcc, so tests can count
+# the compiles that really ran.  A suite whose tools are missing exits 125
+# (ctest reports it skipped); CI installs them, so nothing is skipped there.
+
+: "${CJC:?set CJC to the cjc binary}"
+REAL_NVCC=${REAL_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if [ ! -x "$REAL_NVCC" ]; then
+	echo "nvcc not found (set REAL_NVCC): skipping" >&2
+	exit 125
+fi
+SHUNIT2=${SHUNIT2:-/usr/share/shunit2/shunit2}
+if [ ! -r "$SHUNIT2" ]; then
+	echo "shunit2 not found: skipping" >&2
+	exit 125
+fi
+ARCH=${CJC_TEST_ARCH:-sm_80}
+
+# The key-relevant environment and our own settings must not leak in.
+unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE
+unset NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS NVCC_CCBIN CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
+
+# make_nvcc_wrapper PATH [VERSION-SUFFIX]: an nvcc that logs and execs the real one.
+make_nvcc_wrapper() {
+	cat >"$1" <<WRAP
+#!/bin/sh
+echo "\$*" >>"\$NVCC_LOG"
+case " \$* " in
+*" --version "*) "$REAL_NVCC" --version
+	${2:+echo "$2"}
+	exit 0 ;;
+esac
+exec "$REAL_NVCC" "\$@"
+WRAP
+	chmod +x "$1"
+}
+
+write_sources() {
+	cat >k.h <<'SRC'
+#define SCALE 2.0f
+SRC
+	cat >dev.h <<'SRC'
+#define DEVICE_OFFSET 1.0f
+SRC
+	cat >host.h <<'SRC'
+static const int host_value = 1;
+SRC
+	cat >k.cu <<'SRC'
+#include "k.h"
+#ifdef __CUDA_ARCH__
+#include "dev.h"
+#else
+#include "host.h"
+#endif
+__global__ void scale(float *a, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+#ifdef __CUDA_ARCH__
+	if (i < n)
+		a[i] = a[i] * SCALE + DEVICE_OFFSET;
+#endif
+}
+#ifndef __CUDA_ARCH__
+int host_side(void) { return host_value; }
+#endif
+SRC
+}
+
+setUp() {
+	TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-test.XXXXXX")
+	export CJC_DIR="$TEST_DIR/cache" CJC_LOG="$TEST_DIR/cjc.log" NVCC_LOG="$TEST_DIR/nvcc.log"
+	mkdir -p "$TEST_DIR/bin" "$TEST_DIR/src"
+	NVCC="$TEST_DIR/bin/nvcc"
+	make_nvcc_wrapper "$NVCC"
+	cd "$TEST_DIR/src" || return 1
+	write_sources
+}
+
+tearDown() {
+	cd / && rm -rf "$TEST_DIR"
+}
+
+# cjc_nvcc ARGS...: compile through the cache with the counting nvcc.
+cjc_nvcc() {
+	"$CJC" "$NVCC" "$@"
+}
+
+# How many times nvcc ran for something other than --version.
+nvcc_compiles() {
+	[ -f "$NVCC_LOG" ] || { echo 0; return; }
+	grep -vc -- '--version' "$NVCC_LOG" || true
+}
+
+expect_nvcc_runs() {
+	assertEquals "nvcc compiles" "$1" "$(nvcc_compiles)"
+}
+
+stat_value() {
+	"$CJC" stats --json | sed -n "s/^  \"$1\": \([0-9.]*\).*/\1/p"
+}
+
+expect_stat() {
+	assertEquals "counter $1" "$2" "$(stat_value "$1")"
+}
+
+entry_count() {
+	"$CJC" ls --json | grep -c '"key"' || true
+}
+
+# The device code of an object: its .nv_fatbin section (__nv_relfatbin for -dc).
+devcode() {
+	objcopy -O binary --only-section=.nv_fatbin --only-section=__nv_relfatbin "$1" "$1.devcode" &&
+		cat "$1.devcode"
+}
+
+assert_same_devcode() {
+	devcode "$1" >/dev/null && devcode "$2" >/dev/null
+	assertTrue "device code of $1 and $2 differ" "cmp -s '$1.devcode' '$2.devcode'"
+	assertTrue "$1 has no device code" "[ -s '$1.devcode' ]"
+}

@@ -1,0 +1,165 @@
+#!/bin/bash
+# SPEC §3: a miss for every change that can change the output, a hit for
+# every change that cannot.  A wrong hit is the worst bug we can have.
+. "$(dirname "$0")/helpers.sh"
+
+compile() {
+	cjc_nvcc -c k.cu -o "$1" -arch=$ARCH "${@:2}" || fail "compile of $1 failed"
+}
+
+# expect_miss_after ACTION...: compile, do ACTION, compile again: nvcc must run.
+expect_miss_after() {
+	compile before.o
+	"$@"
+	compile after.o
+	expect_nvcc_runs 2
+	"$REAL_NVCC" -c k.cu -o plain.o -arch=$ARCH
+	assert_same_devcode after.o plain.o
+}
+
+testHeaderChangeMisses() {
+	expect_miss_after sed -i 's/2.0f/3.0f/' k.h
+	devcode before.o >/dev/null
+	assertFalse "device code should differ" "cmp -s before.o.devcode after.o.devcode"
+}
+
+testDeviceOnlyHeaderChangeMisses() {
+	expect_miss_after sed -i 's/1.0f/5.0f/' dev.h
+}
+
+testHostOnlyHeaderChangeMisses() {
+	expect_miss_after sed -i 's/= 1;/= 7;/' host.h
+}
+
+testHostOnlyLineChangeMisses() {
+	expect_miss_after sed -i 's/return host_value;/return host_value + 1;/' k.cu
+}
+
+testDefineMisses() {
+	compile a.o -DFOO=1
+	compile b.o -DFOO=2
+	compile c.o -DFOO=1
+	expect_nvcc_runs 2
+}
+
+testArchListMisses() {
+	cjc_nvcc --fatbin k.cu -o a.fatbin -arch=sm_80 || fail
+	cjc_nvcc --fatbin k.cu -o b.fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 || fail
+	expect_nvcc_runs 2
+	assertFalse "fatbins should differ" "cmp -s a.fatbin b.fatbin"
+}
+
+testOptionsFileContentMisses() {
+	echo "-DFOO=1 -I$PWD" >opts.rsp
+	compile a.o --options-file opts.rsp
+	compile b.o --options-file opts.rsp
+	echo "-DFOO=2 -I$PWD" >opts.rsp
+	compile c.o -optf opts.rsp
+	expect_nvcc_runs 2
+}
+
+testEachEnvironmentVariableMisses() {
+	mkdir -p empty
+	compile base.o
+	local n=1 var
+	for var in "NVCC_PREPEND_FLAGS=-DPRE=1" "NVCC_APPEND_FLAGS=-DAPP=1" "NVCC_CCBIN=/usr/bin/gcc" \
+		"CPATH=$PWD/empty" "C_INCLUDE_PATH=$PWD/empty" "CPLUS_INCLUDE_PATH=$PWD/empty"; do
+		env "$var" "$CJC" "$NVCC" -c k.cu -o env.o -arch=$ARCH || fail "compile with $var failed"
+		n=$((n + 1))
+		assertEquals "a miss with $var" "$n" "$(nvcc_compiles)"
+	done
+	env NVCC_APPEND_FLAGS=-DAPP=1 "$CJC" "$NVCC" -c k.cu -o again.o -arch=$ARCH || fail
+	assertEquals "the same value again hits" "$n" "$(nvcc_compiles)"
+}
+
+testOtherHostCompilerOnPathMisses() {
+	mkdir hostbin
+	printf '#!/bin/sh\nexec /usr/bin/gcc "$@"\n' >hostbin/gcc
+	chmod +x hostbin/gcc
+	compile a.o
+	PATH="$PWD/hostbin:$PATH" compile b.o
+	PATH="$PWD/hostbin:$PATH" compile c.o
+	expect_nvcc_runs 2
+}
+
+testOtherNvccVersionAtSamePathMisses() {
+	compile a.o
+	make_nvcc_wrapper "$NVCC" "Cuda compilation tools, release 99.9"
+	compile b.o
+	expect_nvcc_runs 2
+}
+
+testShadowingHeaderInEarlierIncludeDirMisses() {
+	mkdir inc1 inc2
+	echo '#define SHADOW 1.0f' >inc2/shadow.h
+	cat >s.cu <<'SRC'
+#include <shadow.h>
+__global__ void f(float *a) { a[0] = SHADOW; }
+SRC
+	cjc_nvcc -c s.cu -o a.o -Iinc1 -Iinc2 -arch=$ARCH || fail
+	echo '#define SHADOW 2.0f' >inc1/shadow.h
+	cjc_nvcc -c s.cu -o b.o -Iinc1 -Iinc2 -arch=$ARCH || fail
+	expect_nvcc_runs 2
+	"$REAL_NVCC" -c s.cu -o plain.o -Iinc1 -Iinc2 -arch=$ARCH
+	assert_same_devcode b.o plain.o
+}
+
+testShadowingHeaderBesideSourceMisses() {
+	mkdir inc
+	echo '#define NEAR 1.0f' >inc/near.h
+	cat >n.cu <<'SRC'
+#include "near.h"
+__global__ void f(float *a) { a[0] = NEAR; }
+SRC
+	cjc_nvcc -c n.cu -o a.o -Iinc -arch=$ARCH || fail
+	echo '#define NEAR 2.0f' >near.h
+	cjc_nvcc -c n.cu -o b.o -Iinc -arch=$ARCH || fail
+	expect_nvcc_runs 2
+}
+
+testMtimeOnlyTouchHits() {
+	compile a.o
+	touch k.cu k.h dev.h host.h
+	compile b.o
+	expect_nvcc_runs 1
+}
+
+testOtherOutputPathAndTargetLabelHit() {
+	"$CJC" --target one "$NVCC" -c k.cu -o a.o -arch=$ARCH || fail
+	mkdir -p sub
+	"$CJC" --target two -- "$NVCC" -c k.cu -o sub/b.o -arch=$ARCH || fail
+	expect_nvcc_runs 1
+	assertTrue "label recorded" "\"$CJC\" ls | grep -q ' one '"
+}
+
+testSameSourceFromAnotherDirectoryHitsUnlessDebugInfo() {
+	local src=$PWD
+	compile a.o
+	compile g.o -lineinfo
+	mkdir -p elsewhere && cd elsewhere || fail
+	"$CJC" "$NVCC" -c "$src/k.cu" -o a.o -arch=$ARCH || fail
+	"$CJC" "$NVCC" -c ../k.cu -o b.o -arch=$ARCH -lineinfo || fail
+	cd .. || fail
+	# the absolute path is another argument: one more miss; -lineinfo in another cwd: one more
+	assertEquals "compiles" 4 "$(nvcc_compiles)"
+	"$CJC" "$NVCC" -c "$src/k.cu" -o c.o -arch=$ARCH || fail
+	assertEquals "absolute source path from the first directory hits" 4 "$(nvcc_compiles)"
+}
+
+testDamagedArtifactIsRecompiledNotServed() {
+	compile a.o
+	local entry
+	entry=$("$CJC" ls --json | sed -n 's/.*"path": "\(.*\)".*/\1/p')
+	chmod u+w "$entry/output.o"
+	printf '\x55' | dd of="$entry/output.o" bs=1 seek=100 conv=notrunc 2>/dev/null
+	local before
+	before=$(sha256sum "$entry/output.o")
+	compile b.o
+	expect_nvcc_runs 2
+	assert_same_devcode a.o b.o
+	expect_stat damaged 1
+	assertEquals "damaged entry untouched" "$before" "$(sha256sum "$entry/output.o")"
+	assertTrue "stats says how to repair" "\"$CJC\" stats | grep -q 'cjc verify --fix'"
+}
+
+. "$SHUNIT2"
