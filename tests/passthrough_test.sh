@@ -1,4 +1,109 @@
 #!/bin/bash
+# What cjc does not cache runs nvcc unchanged; nothing the cache does wrong
+# can break a build.
 . "$(dirname "$0")/helpers.sh"
-testNothing() { :; }
+
+testLinkPassesThrough() {
+	cat >main.cu <<'SRC'
+__global__ void k() {}
+int main() { k<<<1, 1>>>(); return 0; }
+SRC
+	cjc_nvcc -c main.cu -o main.o -arch=$ARCH || fail "compile failed"
+	cjc_nvcc main.o -o app -arch=$ARCH || fail "link failed"
+	assertTrue "program linked" "[ -x app ]"
+	expect_stat uncacheable 1
+	assertTrue "reason logged" "grep -q 'uncacheable: linking' \"$CJC_LOG\""
+}
+
+testSingleStepCompileAndLinkPassesThrough() {
+	printf 'int main() { return 0; }\n' >main.cu
+	cjc_nvcc main.cu -o app2 || fail "compile-and-link failed"
+	assertTrue "program built" "[ -x app2 ]"
+	expect_stat uncacheable 1
+}
+
+testPreprocessPassesThrough() {
+	cjc_nvcc -E k.cu -o cjc.ii || fail "-E failed"
+	"$REAL_NVCC" -E k.cu -o plain.ii
+	assertTrue "same preprocessed output" "cmp cjc.ii plain.ii"
+	expect_stat uncacheable 1
+}
+
+testVersionQueryPassesThrough() {
+	assertEquals "nvcc --version" "$("$REAL_NVCC" --version)" "$(cjc_nvcc --version)"
+}
+
+testFailingUncachedCommandKeepsExitStatus() {
+	cjc_nvcc no-such-file.o -o app 2>err.txt
+	local got=$?
+	"$REAL_NVCC" no-such-file.o -o app 2>/dev/null
+	assertEquals "nvcc's exit status" "$?" "$got"
+}
+
+testDisableRunsNvccUncached() {
+	CJC_DISABLE=1 cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	CJC_DISABLE=1 cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail
+	expect_nvcc_runs 2
+	assertEquals "entries" 0 "$(entry_count)"
+}
+
+testReadonlyPublishesNothing() {
+	CJC_READONLY=1 cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	assertEquals "entries" 0 "$(entry_count)"
+	cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail
+	CJC_READONLY=1 cjc_nvcc -c k.cu -o c.o -arch=$ARCH || fail
+	expect_nvcc_runs 2
+	assert_same_devcode b.o c.o
+}
+
+testUnusableCacheDirectoryStillBuilds() {
+	echo "a file, not a directory" >notadir
+	CJC_DIR=$PWD/notadir cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail "build broke"
+	assertTrue "output made" "[ -s a.o ]"
+	mkdir -p ro && chmod 500 ro
+	if [ "$(id -u)" != 0 ]; then
+		CJC_DIR=$PWD/ro/cache cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail "build broke"
+	fi
+	assertTrue "reason logged" "grep -q 'is unusable' \"$CJC_LOG\""
+}
+
+testMalformedVariableStillBuilds() {
+	CJC_MAX_SIZE=lots cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>err.txt || fail "build broke"
+	assertTrue "output made" "[ -s a.o ]"
+	assertTrue "message names the variable" "grep -q CJC_MAX_SIZE err.txt"
+	CJC_DISABLE=maybe cjc_nvcc -c k.cu -o b.o -arch=$ARCH 2>err.txt || fail "build broke"
+	assertTrue "message names the variable" "grep -q CJC_DISABLE err.txt"
+	assertEquals "entries" 0 "$(entry_count)"
+}
+
+testMalformedConfigFileStillBuilds() {
+	mkdir -p "$CJC_DIR"
+	printf 'max_size = 1G\nthis line is wrong\n' >"$CJC_DIR/cudajitcache.conf"
+	cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>err.txt || fail "build broke"
+	assertTrue "output made" "[ -s a.o ]"
+	assertTrue "message names the file" "grep -q 'cudajitcache.conf' err.txt"
+	printf 'max_size = huge\n' >"$CJC_DIR/cudajitcache.conf"
+	cjc_nvcc -c k.cu -o b.o -arch=$ARCH 2>err.txt || fail "build broke"
+	assertTrue "message names file and line" "grep -q 'cudajitcache.conf:1' err.txt"
+}
+
+testDamagedManifestIsIgnored() {
+	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	local m
+	for m in "$CJC_DIR"/v1/*/manifests/*/*; do
+		chmod u+w "$m"
+		printf 'garbage' | dd of="$m" bs=1 seek=20 conv=notrunc 2>/dev/null
+	done
+	cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail "build broke"
+	assert_same_devcode a.o b.o
+	assertTrue "logged" "grep -q 'damaged manifest' \"$CJC_LOG\""
+}
+
+testUnknownOptionRunsUncached() {
+	cjc_nvcc -c k.cu -o a.o -arch=$ARCH --no-such-option 2>/dev/null
+	assertNotEquals "nvcc's own error" 0 $?
+	expect_stat uncacheable 1
+	assertTrue "reason logged" "grep -q 'unknown option --no-such-option' \"$CJC_LOG\""
+}
+
 . "$SHUNIT2"

@@ -1,4 +1,95 @@
 #!/bin/bash
+# The subcommands show what the cache did.
 . "$(dirname "$0")/helpers.sh"
-testNothing() { :; }
+
+populate() {
+	"$CJC" --target app "$NVCC" -c k.cu -o a.o -arch=$ARCH || fail
+	"$CJC" --target app "$NVCC" -c k.cu -o b.o -arch=$ARCH || fail
+	"$CJC" "$NVCC" --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+}
+
+testVersion() {
+	assertTrue "cjc VERSION" "\"$CJC\" --version | grep -Eq '^cjc [0-9]+\.[0-9]+\.[0-9]+$'"
+}
+
+testStatsCountsAndZero() {
+	populate
+	expect_stat hits 1
+	expect_stat misses 2
+	assertEquals "entries" 2 "$(stat_value entries)"
+	assertTrue "time saved shown" "\"$CJC\" stats | grep -q 'time saved'"
+	"$CJC" stats --zero >/dev/null || fail
+	expect_stat hits 0
+	assertEquals "entries stay" 2 "$(stat_value entries)"
+}
+
+testStatsStayRightUnderParallelBuilds() {
+	"$CJC" "$NVCC" -c k.cu -o warm.o -arch=$ARCH || fail
+	"$CJC" stats --zero >/dev/null
+	local i
+	for i in $(seq 1 24); do
+		"$CJC" "$NVCC" -c k.cu -o par$i.o -arch=$ARCH &
+	done
+	wait
+	expect_stat hits 24
+}
+
+testLsAndShow() {
+	populate
+	assertEquals "rows" 2 "$("$CJC" ls | wc -l)"
+	assertTrue "target shown" "\"$CJC\" ls | grep -q ' app '"
+	assertTrue "kinds shown" "\"$CJC\" ls | grep -q fatbin"
+	local key
+	key=$("$CJC" ls --json | sed -n 's/.*"key": "\(.*\)".*/\1/p' | head -1)
+	assertEquals "64 hex" 64 "${#key}"
+	assertTrue "show by prefix" "\"$CJC\" show ${key:0:10} | grep -q \"$key\""
+	"$CJC" show "$key" --json >meta.json || fail
+	local field
+	for field in format key created files command argv cwd compiler host_compiler options \
+		inputs environment target tool duration_ms; do
+		assertTrue "metadata has $field" "grep -q '^  \"$field\":' meta.json"
+	done
+	assertTrue "format" "grep -q '\"cudajitcache.entry.v1\"' meta.json"
+	assertFalse "unknown key" "\"$CJC\" show ffffffffff 2>/dev/null"
+}
+
+testConfigShowsWhereEachSettingCameFrom() {
+	mkdir -p "$CJC_DIR"
+	printf '[cache]\nmax_size = 2G\n' >"$CJC_DIR/cudajitcache.conf"
+	CJC_READONLY=1 "$CJC" config >config.txt || fail
+	assertTrue "file origin" "grep -q 'max_size.*2G.*cudajitcache.conf:2' config.txt"
+	assertTrue "env origin" "grep -q 'readonly.*CJC_READONLY' config.txt"
+	assertTrue "default origin" "grep -q 'debug.*default' config.txt"
+	"$CJC" config --json | grep -q '"origin"' || fail "json"
+}
+
+testVerifyFindsAndFixesDamage() {
+	populate
+	"$CJC" verify >/dev/null || fail "a clean store verifies"
+	local entry
+	entry=$("$CJC" ls --json | sed -n 's/.*"path": "\(.*\)".*/\1/p' | head -1)
+	chmod u+w "$entry/metadata.json"
+	echo '{' >"$entry/metadata.json"
+	"$CJC" verify >verify.txt
+	assertEquals "exit 1" 1 $?
+	assertTrue "names the entry" "grep -q \"$(basename "$entry")\" verify.txt"
+	"$CJC" verify --fix >/dev/null
+	"$CJC" verify >/dev/null || fail "fixed"
+	assertEquals "entries" 1 "$(entry_count)"
+}
+
+testCleanEmptiesTheStore() {
+	populate
+	"$CJC" clean >/dev/null || fail
+	assertEquals "entries" 0 "$(entry_count)"
+	"$CJC" "$NVCC" -c k.cu -o c.o -arch=$ARCH || fail
+	expect_nvcc_runs 3
+}
+
+testBadSubcommandUsage() {
+	"$CJC" ls --bogus 2>err.txt
+	assertEquals "usage error" 2 $?
+	assertTrue "message" "grep -q bogus err.txt"
+}
+
 . "$SHUNIT2"

@@ -198,7 +198,7 @@ static int load_file(struct cjc_config *cfg, const char *path, struct cjc_buf *e
 {
 	struct cjc_buf text = CJC_BUF_INIT;
 	if (cjc_read_file(path, &text)) {
-		if (errno == ENOENT)
+		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
 		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path, strerror(errno));
 		return -1;

@@ -1,1 +1,261 @@
-int main(void){return 0;}
+/*
+ * unit_test.c - C unit tests: the nvcc option table and parser, key
+ * derivation, the metadata validator, dependency files, manifests, sizes.
+ * Prints one line per failed check and "N passed, N failed" at the end.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudajitcache.h"
+#include "nvcc_args.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                  \
+	do {                                                                         \
+		if (cond) {                                                          \
+			passed++;                                                    \
+		} else {                                                             \
+			failed++;                                                    \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+		}                                                                    \
+	} while (0)
+
+static void test_option_table_sorted(void)
+{
+	size_t n = cjc_nvcc_option_count();
+	CHECK(n > 100);
+	for (size_t i = 1; i < n; i++)
+		CHECK(strcmp(cjc_nvcc_option_name(i - 1), cjc_nvcc_option_name(i)) < 0);
+	for (size_t i = 0; i < n; i++)
+		CHECK(cjc_nvcc_option_find(cjc_nvcc_option_name(i)) != NULL);
+}
+
+static void test_option_lookups(void)
+{
+	CHECK(cjc_nvcc_option_find("I") && cjc_nvcc_option_takes_value(cjc_nvcc_option_find("I")));
+	CHECK(cjc_nvcc_option_find("gencode") && cjc_nvcc_option_takes_value(cjc_nvcc_option_find("gencode")));
+	CHECK(cjc_nvcc_option_find("c") && !cjc_nvcc_option_takes_value(cjc_nvcc_option_find("c")));
+	CHECK(cjc_nvcc_option_find("Ifoo") == NULL);
+	CHECK(cjc_nvcc_option_find("no-such-option") == NULL);
+}
+
+static void parse(struct cjc_compile *c, const char *line)
+{
+	struct cjc_strvec words = CJC_STRVEC_INIT;
+	char *copy = cjc_xstrdup(line), *save = NULL;
+	for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		cjc_strvec_push(&words, t);
+	cjc_compile_parse((int)words.n, words.v, c);
+	cjc_strvec_clear(&words);
+	free(copy);
+}
+
+static void test_parse_compiles(void)
+{
+	struct cjc_compile c;
+	parse(&c, "-c x.cu -o out/x.o -Iinc -DA=1 -O3 -std=c++17 -arch=sm_90 -MD -MF x.d");
+	CHECK(!c.uncacheable && c.kind == CJC_KIND_OBJECT);
+	CHECK(!strcmp(c.source, "x.cu") && !strcmp(c.output, "out/x.o"));
+	CHECK(c.dep_requested && !strcmp(c.dep_file, "x.d") && !strcmp(c.dep_target, "out/x.o"));
+	CHECK(!cjc_strvec_contains(&c.key_args, "out/x.o") && !cjc_strvec_contains(&c.key_args, "-MD"));
+	CHECK(cjc_strvec_contains(&c.key_args, "-Iinc") && cjc_strvec_contains(&c.search.dirs, "inc"));
+	CHECK(!strcmp(json_string_value(json_object_get(c.options, "std")), "c++17"));
+	CHECK(!strcmp(json_string_value(json_array_get(json_object_get(c.options, "archs"), 0)), "sm_90"));
+	cjc_compile_release(&c);
+
+	parse(&c, "--fatbin -gencode=arch=compute_80,code=[compute_80,sm_80] k.cu");
+	CHECK(!c.uncacheable && c.kind == CJC_KIND_FATBIN && !strcmp(c.output, "k.fatbin"));
+	CHECK(json_array_size(json_object_get(c.options, "archs")) == 2);
+	cjc_compile_release(&c);
+
+	parse(&c, "-c -rdc=true a.cu -odir objs -MD");
+	CHECK(c.kind == CJC_KIND_RDC_OBJECT && !strcmp(c.output, "objs/a.o") && !strcmp(c.dep_file, "objs/a.d"));
+	cjc_compile_release(&c);
+
+	parse(&c, "--ptx -g -Xcompiler -fPIC a.cu --output-file=a.ptx");
+	CHECK(c.kind == CJC_KIND_PTX && c.embeds_cwd && !strcmp(c.output, "a.ptx"));
+	CHECK(cjc_strvec_contains(&c.key_args, "-fPIC"));
+	cjc_compile_release(&c);
+}
+
+static void test_parse_uncacheable(void)
+{
+	static const char *const lines[] = {
+		"a.o b.o -o app", "-E a.cu", "-c a.cu b.cu", "-c", "-c a.cu -keep", "-M a.cu",
+		"-c a.cu --frobnicate", "-c a.cu -o", "-lib a.cu -o a.a", "-c a.o", "--version",
+		"-c a.cu -rdc=maybe", "-dlink a.o -o d.o", "-c - -o a.o",
+	};
+	for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+		struct cjc_compile c;
+		parse(&c, lines[i]);
+		if (!c.uncacheable)
+			fprintf(stderr, "expected uncacheable: %s\n", lines[i]);
+		CHECK(c.uncacheable != NULL);
+		cjc_compile_release(&c);
+	}
+	struct cjc_compile c;
+	parse(&c, "-c a.cu -forward-unknown-to-host-compiler -fPIC -Wall");
+	CHECK(!c.uncacheable);
+	cjc_compile_release(&c);
+}
+
+static void test_keys(void)
+{
+	char *args[] = { "-c", "k.cu", "-DA=1" };
+	char *env[] = { "CJC_UNIT_TEST_VAR" };
+	struct cjc_key_input in = { .kind = "object", .nvcc_digest = "n", .host_digest = "h",
+		.args = args, .nargs = 3, .env_names = env, .nenv = 1, .cwd = "" };
+	char a[65], b[65];
+	unsetenv("CJC_UNIT_TEST_VAR");
+	cjc_key_direct(&in, a);
+	cjc_key_direct(&in, b);
+	CHECK(!strcmp(a, b) && cjc_is_hex64(a));
+	in.kind = "ptx";
+	cjc_key_direct(&in, b);
+	CHECK(strcmp(a, b));
+	in.kind = "object";
+	in.host_digest = "h2";
+	cjc_key_direct(&in, b);
+	CHECK(strcmp(a, b));
+	in.host_digest = "h";
+	in.source_sha[0] = 1;
+	cjc_key_direct(&in, b);
+	CHECK(strcmp(a, b));
+	in.source_sha[0] = 0;
+	setenv("CJC_UNIT_TEST_VAR", "", 1);
+	cjc_key_direct(&in, b);
+	CHECK(strcmp(a, b)); /* set-but-empty differs from unset */
+	unsetenv("CJC_UNIT_TEST_VAR");
+	args[2] = "-DA=2";
+	cjc_key_direct(&in, b);
+	CHECK(strcmp(a, b));
+
+	struct cjc_dep deps[2] = { { .path = "k.cu" }, { .path = "k.h" } };
+	char e1[65], e2[65];
+	cjc_key_entry(a, deps, 2, e1);
+	deps[1].sha[5] = 9;
+	cjc_key_entry(a, deps, 2, e2);
+	CHECK(strcmp(e1, e2));
+}
+
+static const char *good_metadata =
+	"{\"format\":\"cudajitcache.entry.v1\",\"key\":\"%s\",\"created\":\"2026-01-01T00:00:00Z\","
+	"\"files\":{\"output.o\":{\"size\":%s,\"sha256\":\"%s\"}},\"command\":\"nvcc -c k.cu\","
+	"\"argv\":[\"nvcc\",\"-c\",\"k.cu\"],\"cwd\":\"/\",\"compiler\":{\"path\":\"nvcc\",\"realpath\":\"/n\","
+	"\"version\":\"13\"},\"host_compiler\":{\"path\":\"gcc\",\"version\":\"12\"},\"options\":{},"
+	"\"inputs\":[{\"path\":\"k.cu\",\"sha256\":\"x\"}],\"environment\":{},\"target\":null,"
+	"\"tool\":{\"name\":\"cudajitcache\",\"version\":\"0\"},\"duration_ms\":5}";
+
+static bool metadata_ok(const char *size, const char *sha)
+{
+	char key[65];
+	memset(key, 'a', 64);
+	key[64] = '\0';
+	char *text = cjc_xasprintf(good_metadata, key, size, sha);
+	struct cjc_buf why = CJC_BUF_INIT;
+	json_t *root = cjc_metadata_parse(text, strlen(text), key, &why);
+	bool ok = root != NULL;
+	if (root)
+		json_decref(root);
+	cjc_buf_release(&why);
+	free(text);
+	return ok;
+}
+
+static void test_metadata_validator(void)
+{
+	const char *hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	CHECK(metadata_ok("10", hex));
+	CHECK(!metadata_ok("0", hex));
+	CHECK(!metadata_ok("-3", hex));
+	CHECK(!metadata_ok("true", hex));
+	CHECK(!metadata_ok("\"10\"", hex));
+	CHECK(!metadata_ok("1.5", hex));
+	CHECK(!metadata_ok("10", ""));
+	CHECK(!metadata_ok("10", "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef"));
+	CHECK(!metadata_ok("10", "                                                                "));
+	struct cjc_buf why = CJC_BUF_INIT;
+	CHECK(cjc_metadata_parse("{", 1, NULL, &why) == NULL && why.len > 0);
+	CHECK(cjc_metadata_parse("[]", 2, NULL, &why) == NULL);
+	CHECK(cjc_metadata_parse("\"\xff\"", 3, NULL, &why) == NULL);
+	cjc_buf_release(&why);
+	CHECK(!cjc_artifact_name_ok("../x") && !cjc_artifact_name_ok("metadata.json"));
+	CHECK(cjc_artifact_name_ok("output.fatbin"));
+}
+
+static void test_depfile(void)
+{
+	const char *text = "x.o : x.cu \\\n    /a/b.h \\\n    my\\ dir/c.h\n";
+	struct cjc_strvec deps = CJC_STRVEC_INIT;
+	CHECK(!cjc_depfile_parse(text, strlen(text), &deps));
+	CHECK(deps.n == 3 && !strcmp(deps.v[2], "my dir/c.h"));
+	struct cjc_buf out = CJC_BUF_INIT;
+	cjc_depfile_format(&out, "x.o", deps.v, deps.n, false);
+	CHECK(!strcmp(out.data, text));
+	cjc_buf_reset(&out);
+	cjc_depfile_format(&out, "x.o", deps.v, 2, true);
+	CHECK(!strcmp(out.data, "x.o : x.cu \\\n    /a/b.h\n\n/a/b.h:\n"));
+	cjc_buf_release(&out);
+	cjc_strvec_clear(&deps);
+	CHECK(cjc_depfile_parse("no rule here", 12, &deps) == -1);
+	cjc_strvec_clear(&deps);
+}
+
+static void test_manifest_roundtrip(void)
+{
+	struct cjc_dep dep = { .path = "k.cu", .size = 42 };
+	dep.sha[0] = 7;
+	struct cjc_manifest_record rec = { .deps = &dep, .ndeps = 1 };
+	memset(rec.entry_key, 'b', 64);
+	cjc_strvec_push(&rec.absent, "inc/k.h");
+	struct cjc_manifest m = { .recs = &rec, .n = 1 }, back;
+	struct cjc_buf payload = CJC_BUF_INIT;
+	cjc_manifest_encode(&m, &payload);
+	CHECK(!cjc_manifest_decode(payload.data, payload.len, &back));
+	CHECK(back.n == 1 && back.recs[0].ndeps == 1 && back.recs[0].deps[0].size == 42);
+	CHECK(back.recs[0].absent.n == 1 && !strcmp(back.recs[0].absent.v[0], "inc/k.h"));
+	cjc_manifest_release(&back);
+	for (size_t cut = 0; cut < payload.len; cut += 7)
+		CHECK(cjc_manifest_decode(payload.data, cut, &back) == -1);
+	struct cjc_buf framed = CJC_BUF_INIT;
+	const void *p;
+	size_t n;
+	cjc_blob_encode(&framed, "CJCM", payload.data, payload.len);
+	CHECK(!cjc_blob_decode(framed.data, framed.len, "CJCM", &p, &n) && n == payload.len);
+	framed.data[10] ^= 1;
+	CHECK(cjc_blob_decode(framed.data, framed.len, "CJCM", &p, &n) == -1);
+	cjc_buf_release(&framed);
+	cjc_buf_release(&payload);
+	cjc_strvec_clear(&rec.absent);
+}
+
+static void test_sizes(void)
+{
+	uint64_t v;
+	CHECK(!cjc_parse_size("20G", &v) && v == 20ULL << 30);
+	CHECK(!cjc_parse_size("512M", &v) && v == 512ULL << 20);
+	CHECK(!cjc_parse_size("1000", &v) && v == 1000);
+	CHECK(!cjc_parse_size("4KiB", &v) && v == 4096);
+	CHECK(cjc_parse_size("lots", &v) == -1 && cjc_parse_size("", &v) == -1);
+	CHECK(cjc_parse_size("5X", &v) == -1 && cjc_parse_size("-1", &v) == -1);
+	int64_t age;
+	CHECK(!cjc_parse_age("7d", &age) && age == 7 * 86400);
+	CHECK(cjc_parse_age("soon", &age) == -1);
+}
+
+int main(void)
+{
+	test_option_table_sorted();
+	test_option_lookups();
+	test_parse_compiles();
+	test_parse_uncacheable();
+	test_keys();
+	test_metadata_validator();
+	test_depfile();
+	test_manifest_roundtrip();
+	test_sizes();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
