@@ -1,0 +1,8 @@
+#include "saxpy.h"
+
+__global__ void saxpy(int n, float a, const float *x, float *y)
+{
+	int i = blockIdx.x * SAXPY_BLOCK + threadIdx.x;
+	if (i < n)
+		y[i] = a * x[i] + y[i];
+}

@@ -1,0 +1,2 @@
+#pragma once
+#define SAXPY_BLOCK 256
