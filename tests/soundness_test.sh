@@ -162,4 +162,22 @@ testDamagedArtifactIsRecompiledNotServed() {
 	assertTrue "stats says how to repair" "\"$CJC\" stats | grep -q 'cjc verify --fix'"
 }
 
+testHeaderEditedDuringCompileIsNotPublished() {
+	cat >"$TEST_DIR/bin/nvcc-edits" <<WRAP
+#!/bin/sh
+"$NVCC" "\$@" || exit
+case " \$* " in *" --version "*) exit 0 ;; esac
+sleep 0.05
+echo '#define EDITED 1' >>"$PWD/k.h"
+WRAP
+	chmod +x "$TEST_DIR/bin/nvcc-edits"
+	"$CJC" "$TEST_DIR/bin/nvcc-edits" -c k.cu -o a.o -arch=$ARCH || fail "build broke"
+	assertTrue "output delivered" "[ -s a.o ]"
+	assertEquals "nothing published" 0 "$(entry_count)"
+	assertTrue "reason logged" "grep -q 'k.h changed during the compile' \"$CJC_LOG\""
+	compile b.o
+	compile c.o
+	expect_nvcc_runs 2
+}
+
 . "$SHUNIT2"

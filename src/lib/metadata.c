@@ -76,7 +76,7 @@ int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out)
 		"realpath", md->compiler_realpath, "version", md->compiler_version));
 	json_object_set_new(root, "host_compiler", json_pack("{s:s, s:s}", "path", md->host_path,
 		"version", md->host_version));
-	json_object_set(root, "options", md->options ? md->options : json_object());
+	json_object_set_new(root, "options", md->options ? json_incref(md->options) : json_object());
 	json_object_set_new(root, "inputs", inputs_json(md->inputs, md->ninputs));
 	json_object_set_new(root, "environment", environment_json(md->environment, md->nenvironment));
 	json_object_set_new(root, "target", str_or_null(md->target));

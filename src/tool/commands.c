@@ -61,6 +61,14 @@ static int open_session(struct session *s)
 	return 0;
 }
 
+/* The flags, then the settings and the store; returns 0 or an exit status. */
+static int start(int argc, char **argv, struct session *s, bool takes_arg)
+{
+	memset(s, 0, sizeof *s);
+	int rc = parse_flags(argc, argv, s, takes_arg);
+	return rc ? rc : open_session(s);
+}
+
 static void close_session(struct session *s)
 {
 	cjc_store_close(&s->store);
@@ -105,9 +113,9 @@ static int add_entry_size(const char *key, const char *dir, void *ctx)
 
 static int cmd_stats(int argc, char **argv)
 {
-	struct session s = { 0 };
-	int rc = parse_flags(argc, argv, &s, false);
-	if (rc || (rc = open_session(&s)))
+	struct session s;
+	int rc = start(argc, argv, &s, false);
+	if (rc)
 		return rc;
 	if (s.zero) {
 		rc = cjc_stats_zero(&s.store) ? 1 : 0;
@@ -188,9 +196,9 @@ static int add_row(const char *key, const char *dir, void *ctx)
 
 static int cmd_ls(int argc, char **argv)
 {
-	struct session s = { 0 };
-	int rc = parse_flags(argc, argv, &s, false);
-	if (rc || (rc = open_session(&s)))
+	struct session s;
+	int rc = start(argc, argv, &s, false);
+	if (rc)
 		return rc;
 	json_t *rows = json_array();
 	cjc_store_foreach_entry(&s.store, add_row, rows);
@@ -261,9 +269,9 @@ static void print_entry_summary(json_t *meta)
 
 static int cmd_show(int argc, char **argv)
 {
-	struct session s = { 0 };
-	int rc = parse_flags(argc, argv, &s, true);
-	if (rc || (rc = open_session(&s)))
+	struct session s;
+	int rc = start(argc, argv, &s, true);
+	if (rc)
 		return rc;
 	struct prefix_search p = { .prefix = s.arg };
 	cjc_store_foreach_entry(&s.store, match_prefix, &p);
@@ -333,9 +341,9 @@ static int verify_one(const char *key, const char *dir, void *ctx)
 
 static int cmd_verify(int argc, char **argv)
 {
-	struct session s = { 0 };
-	int rc = parse_flags(argc, argv, &s, false);
-	if (rc || (rc = open_session(&s)))
+	struct session s;
+	int rc = start(argc, argv, &s, false);
+	if (rc)
 		return rc;
 	struct verify_run v = { .s = &s, .bad = json_array() };
 	cjc_store_foreach_entry(&s.store, verify_one, &v);
@@ -368,9 +376,9 @@ static int remove_entry(const char *key, const char *dir, void *ctx)
 
 static int cmd_clean(int argc, char **argv)
 {
-	struct session s = { 0 };
-	int rc = parse_flags(argc, argv, &s, false);
-	if (rc || (rc = open_session(&s)))
+	struct session s;
+	int rc = start(argc, argv, &s, false);
+	if (rc)
 		return rc;
 	cjc_store_foreach_entry(&s.store, remove_entry, &s);
 	char *manifests = cjc_store_path(&s.store, "manifests");

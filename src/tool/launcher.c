@@ -282,49 +282,21 @@ static bool newer_than(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
-/*
- * Fills a manifest record from nvcc's dependency file: each file's size and
- * hash, and the include candidates that were absent.  Fails when a file was
- * modified after nvcc started: what we hash might not be what nvcc read.
- */
-static int record_dependencies(struct job *j, const struct compile_result *r,
-			       struct cjc_manifest_record *rec, struct cjc_buf *why)
+/* Records the include candidates that must stay absent (includescan.h). */
+static void scan_includes(const struct job *j, struct cjc_manifest_record *rec)
 {
-	struct cjc_buf text = CJC_BUF_INIT;
-	struct cjc_strvec deps = CJC_STRVEC_INIT;
-	int rc = cjc_read_file(r->tmp_dep, &text);
-	if (rc || cjc_depfile_parse(text.data, text.len, &deps)) {
-		cjc_buf_addf(why, "cannot read nvcc's dependency output: %s", strerror(errno));
-		rc = -1;
-	}
-	rec->deps = cjc_xcalloc(deps.n + 1, sizeof *rec->deps);
 	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
-	for (size_t i = 0; !rc && i < deps.n; i++) {
-		struct cjc_dep *d = &rec->deps[rec->ndeps++];
-		struct stat st;
-		d->path = cjc_xstrdup(deps.v[i]);
-		if (stat(d->path, &st) || cjc_filehash_get(d->path, &d->size, d->sha)) {
-			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
-			rc = -1;
-		} else if (newer_than(&st.st_mtim, &r->started) || newer_than(&st.st_ctim, &r->started)) {
-			cjc_buf_addf(why, "%s changed during the compile", d->path);
-			rc = -1;
-		}
+	char *toolkit = toolkit_include(rec->deps, rec->ndeps);
+	cjc_strvec_pushv(&sp.dirs, j->c.search.dirs.v, j->c.search.dirs.n);
+	if (toolkit)
+		cjc_strvec_push(&sp.dirs, toolkit);
+	cjc_strvec_pushv(&sp.dirs, j->c.isystem.v, j->c.isystem.n);
+	if (toolkit) {
+		char *cccl = cjc_path_join(toolkit, "cccl");
+		cjc_strvec_push(&sp.dirs, cccl);
+		free(cccl);
 	}
-	if (!rc) {
-		char *toolkit = toolkit_include(rec->deps, rec->ndeps);
-		cjc_strvec_pushv(&sp.dirs, j->c.search.dirs.v, j->c.search.dirs.n);
-		if (toolkit)
-			cjc_strvec_push(&sp.dirs, toolkit);
-		cjc_strvec_pushv(&sp.dirs, j->c.isystem.v, j->c.isystem.n);
-		if (toolkit) {
-			char *cccl = cjc_path_join(toolkit, "cccl");
-			cjc_strvec_push(&sp.dirs, cccl);
-			free(cccl);
-		}
-		free(toolkit);
-	}
-	for (size_t i = 0; !rc && i < rec->ndeps; i++) {
+	for (size_t i = 0; i < rec->ndeps; i++) {
 		struct cjc_buf content = CJC_BUF_INIT;
 		if (!cjc_read_file(rec->deps[i].path, &content))
 			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent);
@@ -332,9 +304,46 @@ static int record_dependencies(struct job *j, const struct compile_result *r,
 	}
 	cjc_strvec_sort_unique(&rec->absent);
 	cjc_strvec_clear(&sp.dirs);
+	free(toolkit);
+}
+
+/*
+ * Fills a manifest record from nvcc's dependency file: each file's size and
+ * hash, and the include candidates that were absent.  Returns -1 when the
+ * dependency file cannot be read.  Sets *stable to false, with the reason,
+ * when a file cannot be hashed or was modified after nvcc started: what we
+ * hash might not be what nvcc read, so the result must not be published.
+ */
+static int record_dependencies(struct job *j, const struct compile_result *r,
+			       struct cjc_manifest_record *rec, bool *stable, struct cjc_buf *why)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	struct cjc_strvec deps = CJC_STRVEC_INIT;
+	*stable = true;
+	if (cjc_read_file(r->tmp_dep, &text) || cjc_depfile_parse(text.data, text.len, &deps)) {
+		cjc_buf_addf(why, "cannot read nvcc's dependency output: %s", strerror(errno));
+		cjc_buf_release(&text);
+		return -1;
+	}
+	rec->deps = cjc_xcalloc(deps.n + 1, sizeof *rec->deps);
+	for (size_t i = 0; i < deps.n; i++) {
+		struct cjc_dep *d = &rec->deps[rec->ndeps++];
+		struct stat st;
+		d->path = cjc_xstrdup(deps.v[i]);
+		if (*stable && (stat(d->path, &st) || cjc_filehash_get(d->path, &d->size, d->sha))) {
+			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
+			*stable = false;
+		} else if (*stable && (newer_than(&st.st_mtim, &r->started) ||
+				       newer_than(&st.st_ctim, &r->started))) {
+			cjc_buf_addf(why, "%s changed during the compile", d->path);
+			*stable = false;
+		}
+	}
+	if (*stable)
+		scan_includes(j, rec);
 	cjc_strvec_clear(&deps);
 	cjc_buf_release(&text);
-	return rc;
+	return 0;
 }
 
 static void collect_environment(struct cjc_strvec *env)
@@ -422,42 +431,45 @@ static int compile_miss(struct job *j)
 	struct compile_result r = { 0 };
 	struct cjc_manifest_record rec = { 0 };
 	struct cjc_buf why = CJC_BUF_INIT;
-	if (run_nvcc(j, &r)) {
-		result_release(&r);
-		return run_uncached(j, "cannot run nvcc with its output redirected");
-	}
-	if (r.status != 0) {
+	bool stable = false;
+	int rc = run_nvcc(j, &r);
+	if (!rc && r.status != 0) {
 		replay(&r.out, &r.err);
 		count(j, CJC_STAT_COMPILE_FAILED, 0);
-		int status = r.status;
-		result_release(&r);
-		return status;
+		rc = r.status;
+		goto out;
 	}
-	bool cacheable = !record_dependencies(j, &r, &rec, &why);
-	if (cacheable)
+	if (!rc)
+		rc = record_dependencies(j, &r, &rec, &stable, &why);
+	if (!rc && stable && !j->cfg.readonly) {
 		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
-	if (cacheable && !j->cfg.readonly)
 		publish(j, &r, &rec);
-	int rc = cacheable && write_depfile(j, rec.deps, rec.ndeps) ? -1 : 0;
-	if (!rc && cacheable && rename(r.tmp_out, j->c.output))
-		rc = -1;
-	if (!cacheable || rc) {
-		cjc_log("miss without publication for %s: %s", j->c.source,
-			why.len ? why.data : strerror(errno));
-		cjc_manifest_record_release(&rec);
-		result_release(&r);
-		cjc_buf_release(&why);
+	}
+	if (!rc && write_depfile(j, rec.deps, rec.ndeps))
+		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
+	if (!rc && rename(r.tmp_out, j->c.output))
+		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.output, strerror(errno));
+	if (rc) {
+		/* Nothing was delivered: let nvcc do the whole job itself. */
 		count(j, CJC_STAT_ERRORS, 0);
-		return run_uncached(j, NULL);
+		result_release(&r);
+		cjc_manifest_record_release(&rec);
+		rc = run_uncached(j, why.len ? why.data : "cannot run nvcc");
+		cjc_buf_release(&why);
+		return rc;
 	}
 	cjc_tempfile_forget(r.tmp_out);
 	replay(&r.out, &r.err);
-	cjc_log("miss for %s", j->c.source);
+	if (!stable)
+		cjc_log("miss for %s, not published: %s", j->c.source, why.data);
+	else
+		cjc_log("miss for %s", j->c.source);
 	count(j, CJC_STAT_MISSES, 0);
+out:
 	cjc_manifest_record_release(&rec);
 	result_release(&r);
 	cjc_buf_release(&why);
-	return 0;
+	return rc;
 }
 
 /* Everything before the lookup; -1 means compile uncached. */
