@@ -86,6 +86,26 @@ testCleanEmptiesTheStore() {
 	expect_nvcc_runs 3
 }
 
+testGcReclaimsOnlyOrphanedStaging() {
+	"$CJC" stats >/dev/null || fail
+	local staging host
+	staging=$(echo "$CJC_DIR"/v1/*/staging)
+	host=$(hostname | tr './' '__')
+	mkdir "$staging/s.$host.999999999.0000abcd" "$staging/s.$host.$$.0000abcd" \
+		"$staging/s.otherhost.1.0000abcd" "$staging/s.otherhost.2.0000abcd"
+	touch -d '3 days ago' "$staging/s.otherhost.1.0000abcd"
+	"$CJC" gc >gc.txt || fail
+	assertFalse "dead writer's staging reclaimed" "[ -e '$staging/s.$host.999999999.0000abcd' ]"
+	assertTrue "live writer's staging kept" "[ -e '$staging/s.$host.$$.0000abcd' ]"
+	assertFalse "another host's old staging reclaimed" "[ -e '$staging/s.otherhost.1.0000abcd' ]"
+	assertTrue "another host's recent staging kept" "[ -e '$staging/s.otherhost.2.0000abcd' ]"
+	assertTrue "report" "grep -q 'reclaimed 2' gc.txt"
+	"$CJC" gc --older-than 0s >/dev/null || fail
+	assertFalse "--older-than" "[ -e '$staging/s.otherhost.2.0000abcd' ]"
+	"$CJC" gc --max-size 1G 2>err.txt
+	assertEquals "eviction not offered yet" 2 $?
+}
+
 testBadSubcommandUsage() {
 	"$CJC" ls --bogus 2>err.txt
 	assertEquals "usage error" 2 $?

@@ -77,34 +77,6 @@ int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, b
 	return rc;
 }
 
-int cjc_copy_fd(int in, int out)
-{
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-		if (n == 0)
-			return 0;
-		if (n > 0)
-			continue;
-		if (errno == EINTR)
-			continue;
-		if (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)
-			break;
-		return -1;
-	}
-	char chunk[1 << 16];
-	for (;;) {
-		ssize_t n = read(in, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return 0;
-		if (cjc_write_all(out, chunk, (size_t)n))
-			return -1;
-	}
-}
-
 int cjc_mkdirs(const char *path, mode_t mode)
 {
 	if (!mkdir(path, mode) || errno == EEXIST)

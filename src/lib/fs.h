@@ -26,8 +26,6 @@ int cjc_read_file(const char *path, struct cjc_buf *out);
 int cjc_write_all(int fd, const void *p, size_t n);
 /* Creates a new file (O_EXCL) with the bytes, fsynced when asked. */
 int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);
-/* Copies all of in (from its current offset) to out. */
-int cjc_copy_fd(int in, int out);
 int cjc_mkdirs(const char *path, mode_t mode);
 int cjc_fsync_path(const char *path);
 int cjc_remove_tree(const char *path);

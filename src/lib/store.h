@@ -11,8 +11,9 @@
  *   manifests/<kk>/<key>    direct key -> entry keys (manifest.h)
  *   ids/<hash>              remembered compiler identities (identity.h)
  *   stats/<n>               counter shards (stats.h)
- *   staging/<host>.<pid>.<random>/   entries being written; a crashed
+ *   staging/s.<host>.<pid>.<random>/  entries being written; a crashed
  *                           writer's staging is left for `cjc gc`
+ *   quarantine/<key>.<host>.<pid>.<random>/  what `cjc verify --fix` moved aside
  *
  * Publication (cjc_staging_*): a writer creates its own staging directory,
  * writes every artifact with O_EXCL, fsyncs each file, writes metadata.json

@@ -1,6 +1,9 @@
 #include "commands.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -396,6 +399,78 @@ static int cmd_clean(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Staging names are "<prefix>.<host>.<pid>.<random>" (fs.h): a directory is
+ * orphaned when its pid is dead on this host, or, for another host's, when
+ * it is older than the age given.  A live writer's staging is never taken.
+ */
+static bool staging_orphaned(const char *name, time_t mtime, int64_t other_host_age)
+{
+	char *copy = cjc_xstrdup(name);
+	char *rand_part = strrchr(copy, '.');
+	char *pid_part = NULL;
+	bool orphaned = false;
+	if (rand_part) {
+		*rand_part = '\0';
+		pid_part = strrchr(copy, '.');
+	}
+	if (pid_part) {
+		*pid_part++ = '\0';
+		char *host = strrchr(copy, '.');
+		host = host ? host + 1 : copy;
+		long pid = strtol(pid_part, NULL, 10);
+		if (!strcmp(host, cjc_hostname()))
+			orphaned = pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH;
+		else
+			orphaned = time(NULL) - mtime >= other_host_age;
+	}
+	free(copy);
+	return orphaned;
+}
+
+static int cmd_gc(int argc, char **argv)
+{
+	int64_t age = 86400;
+	int i;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--older-than") && i + 1 < argc && !cjc_parse_age(argv[i + 1], &age)) {
+			i++;
+		} else if (!strcmp(argv[i], "--max-size")) {
+			fprintf(stderr, "cjc gc: --max-size: size-based eviction is not implemented yet\n");
+			return 2;
+		} else {
+			return usage_error("gc", argv[i]);
+		}
+	}
+	struct session s = { 0 };
+	if (open_session(&s))
+		return 1;
+	char *dir = cjc_store_path(&s.store, "staging");
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	unsigned long reclaimed = 0, kept = 0;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *path = cjc_path_join(dir, de->d_name);
+		struct stat st;
+		if (!lstat(path, &st) && staging_orphaned(de->d_name, st.st_mtime, age)) {
+			if (!cjc_remove_tree(path))
+				reclaimed++;
+		} else {
+			kept++;
+		}
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	printf("reclaimed %lu orphaned staging director%s, left %lu in use\n", reclaimed,
+	       reclaimed == 1 ? "y" : "ies", kept);
+	free(dir);
+	close_session(&s);
+	return 0;
+}
+
 static int cmd_config(int argc, char **argv)
 {
 	struct session s = { 0 };
@@ -444,6 +519,7 @@ static const struct cjc_command commands[] = {
 	{ "--version", cmd_version, NULL },
 	{ "clean", cmd_clean, "remove every entry, safely while builds run" },
 	{ "config", cmd_config, "show the effective settings and where each came from [--json]" },
+	{ "gc", cmd_gc, "reclaim orphaned staging [--older-than AGE, for other hosts' staging; default 1d]" },
 	{ "help", cmd_help, "show this help" },
 	{ "ls", cmd_ls, "list the entries [--json]" },
 	{ "show", cmd_show, "show an entry's metadata: KEY (a unique prefix will do) [--json]" },
