@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +236,7 @@ struct tempfile {
 static struct tempfile *temps;
 static size_t ntemps, captemps;
 static bool handlers_installed;
+static pthread_mutex_t temps_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void remove_registered(void)
 {
@@ -268,10 +270,11 @@ static void install_handlers(void)
 
 void cjc_tempfile_add(const char *path)
 {
-	install_handlers();
 	sigset_t all, old;
 	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_mutex_lock(&temps_lock);
+	install_handlers();
 	if (ntemps == captemps) {
 		size_t cap = captemps ? captemps * 2 : 8;
 		struct tempfile *t = cjc_xcalloc(cap, sizeof *t);
@@ -285,14 +288,16 @@ void cjc_tempfile_add(const char *path)
 	temps[ntemps].path = cjc_xstrdup(path);
 	temps[ntemps].owner = getpid();
 	ntemps++;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_unlock(&temps_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void drop(const char *path, bool remove)
 {
 	sigset_t all, old;
 	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_mutex_lock(&temps_lock);
 	for (size_t i = 0; i < ntemps; i++) {
 		if (temps[i].path && !strcmp(temps[i].path, path)) {
 			if (remove)
@@ -302,7 +307,8 @@ static void drop(const char *path, bool remove)
 			break;
 		}
 	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_unlock(&temps_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void cjc_tempfile_remove(const char *path)

@@ -11,6 +11,7 @@
  * cjc_tempfile_forget() forgets it once it was renamed into place.  At exit,
  * and on SIGINT, SIGTERM, SIGHUP and SIGPIPE, what is still registered is
  * removed — only by the process that registered it, never by a forked child.
+ * The registry may be used from several threads.
  */
 #ifndef CJC_FS_H
 #define CJC_FS_H
