@@ -60,11 +60,27 @@ testUnusableCacheDirectoryStillBuilds() {
 	echo "a file, not a directory" >notadir
 	CJC_DIR=$PWD/notadir cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail "build broke"
 	assertTrue "output made" "[ -s a.o ]"
-	mkdir -p ro && chmod 500 ro
-	if [ "$(id -u)" != 0 ]; then
-		CJC_DIR=$PWD/ro/cache cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail "build broke"
-	fi
-	assertTrue "reason logged" "grep -q 'is unusable' \"$CJC_LOG\""
+	CJC_DIR=/proc/cjc-cache cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail "build broke"
+	assertTrue "output made" "[ -s b.o ]"
+	assertEquals "both reasons logged" 2 "$(grep -c 'is unusable' "$CJC_LOG")"
+}
+
+testHitIntoMissingDirectoryFailsLikeNvccAndIsNoDamage() {
+	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	cjc_nvcc -c k.cu -o no/such/dir/b.o -arch=$ARCH 2>cjc.err
+	local got=$?
+	"$REAL_NVCC" -c k.cu -o no/such/dir/b.o -arch=$ARCH 2>/dev/null
+	assertEquals "nvcc's exit status" "$?" "$got"
+	assertNotEquals "a failure" 0 "$got"
+	expect_stat damaged 0
+	assertTrue "logged as a write failure" "grep -q 'cannot serve' \"$CJC_LOG\""
+}
+
+testDebugLogsToStderr() {
+	CJC_DEBUG=1 cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>err.txt || fail
+	assertTrue "miss explained on stderr" "grep -q 'miss for k.cu' err.txt"
+	cjc_nvcc -c k.cu -o b.o -arch=$ARCH 2>err.txt || fail
+	assertFalse "quiet without debug" "grep -q 'hit' err.txt"
 }
 
 testMalformedVariableStillBuilds() {

@@ -128,7 +128,9 @@ testOtherOutputPathAndTargetLabelHit() {
 	"$CJC" --target one "$NVCC" -c k.cu -o a.o -arch=$ARCH || fail
 	mkdir -p sub
 	"$CJC" --target two -- "$NVCC" -c k.cu -o sub/b.o -arch=$ARCH || fail
+	"$CJC" --target=three "$NVCC" -c k.cu -o sub/c.o -arch=$ARCH || fail
 	expect_nvcc_runs 1
+	expect_stat hits 2
 	assertTrue "label recorded" "\"$CJC\" ls | grep -q ' one '"
 }
 

@@ -73,8 +73,12 @@ testVerifyFindsAndFixesDamage() {
 	"$CJC" verify >verify.txt
 	assertEquals "exit 1" 1 $?
 	assertTrue "names the entry" "grep -q \"$(basename "$entry")\" verify.txt"
+	"$CJC" verify --json >verify.json
+	assertEquals "exit 1 with --json" 1 $?
+	assertTrue "json names the entry and reason" "grep -q '\"bad\": 1' verify.json && grep -q '\"reason\": \"metadata.json is not valid JSON' verify.json"
 	"$CJC" verify --fix >/dev/null
 	"$CJC" verify >/dev/null || fail "fixed"
+	assertEquals "quarantined" 1 "$(ls "$CJC_DIR"/v1/*/quarantine | wc -l)"
 	assertEquals "entries" 1 "$(entry_count)"
 }
 

@@ -220,14 +220,16 @@ static int load_file(struct cjc_config *cfg, const char *path, struct cjc_buf *e
 		const char *key = d->key[i];
 		if (!key || !d->val[i])
 			continue;
+		/* iniparser names keys "section:key"; top-level ones ":key". */
 		const char *colon = strchr(key, ':');
-		const char *section = colon ? key : "";
 		size_t seclen = colon ? (size_t)(colon - key) : 0;
 		const char *name = colon ? colon + 1 : key;
+		bool section_ok = seclen == 0 || (seclen == 5 && !strncmp(key, "cache", 5));
 		int line = line_of_key(text.data, name);
 		int s = find_setting(name);
-		if ((seclen && strncmp(section, "cache", seclen)) || (seclen && seclen != 5) || s < 0) {
-			cjc_buf_addf(error, "cjc: %s:%d: unknown setting '%s'\n", path, line, key + (seclen ? 0 : 1));
+		if (!section_ok || s < 0) {
+			cjc_buf_addf(error, "cjc: %s:%d: unknown setting '%s'\n", path, line,
+				     seclen ? key : name);
 			rc = -1;
 			continue;
 		}

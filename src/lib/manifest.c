@@ -70,7 +70,7 @@ int cjc_manifest_decode(const void *p, size_t n, struct cjc_manifest *m)
 	m->recs = cjc_xcalloc(count ? count : 1, sizeof *m->recs);
 	for (; m->n < count; m->n++)
 		if (decode_record(&c, &m->recs[m->n])) {
-			m->n++;
+			m->n++; /* so that the release frees the partial record too */
 			goto bad;
 		}
 	if (c.left)

@@ -19,8 +19,12 @@ int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 	if (uname(&u))
 		strcpy(u.machine, "unknown");
 	s->dir = cjc_xasprintf("%s/%s/linux-%s", cache_dir, CJC_STORE_FORMAT, u.machine);
+	/* Created in this order, so when the last exists they all do: one stat on a hit. */
 	static const char *subdirs[] = { "entries", "manifests", "staging", "ids", "stats" };
-	for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
+	char *last = cjc_store_path(s, "stats");
+	bool ready = cjc_is_dir(last);
+	free(last);
+	for (size_t i = 0; !ready && i < sizeof subdirs / sizeof *subdirs; i++) {
 		char *p = cjc_store_path(s, subdirs[i]);
 		int rc = cjc_mkdirs(p, 0777);
 		int e = errno;
@@ -140,7 +144,7 @@ static int stream_artifact(const struct cjc_entry *e, const char *name, int out_
 			break;
 		if (out_fd >= 0 && cjc_write_all(out_fd, chunk, (size_t)n)) {
 			cjc_buf_addf(why, "cannot write the output: %s", strerror(errno));
-			rc = -1;
+			rc = -2;
 			break;
 		}
 		if (data)

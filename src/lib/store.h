@@ -65,7 +65,8 @@ enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
 enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_entry *e,
 				   struct cjc_buf *why);
 const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const char *name);
-/* Copies an artifact to out_fd, verifying size and hash; -1: damaged or I/O error. */
+/* Copies an artifact to out_fd, verifying size and hash: 0, -1 when the
+ * entry is damaged or unreadable, -2 when out_fd cannot be written. */
 int cjc_entry_copy(const struct cjc_entry *e, const char *name, int out_fd, struct cjc_buf *why);
 int cjc_entry_read(const struct cjc_entry *e, const char *name, struct cjc_buf *data,
 		   struct cjc_buf *why);

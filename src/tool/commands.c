@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <time.h>
 #include <stdlib.h>
@@ -85,19 +86,19 @@ static void print_json(json_t *doc)
 	json_decref(doc);
 }
 
-/* Sums the sizes of an entry's files. */
+/* Sums the sizes of the regular files in an entry directory. */
 static uint64_t dir_bytes(const char *dir)
 {
-	static const char *const names[] = { "metadata.json", "output.o", "output.cubin",
-		"output.fatbin", "output.ptx", "stdout", "stderr" };
 	uint64_t total = 0;
-	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-		char *p = cjc_path_join(dir, names[i]);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
 		struct stat st;
-		if (!lstat(p, &st) && S_ISREG(st.st_mode))
+		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
 			total += (uint64_t)st.st_size;
-		free(p);
 	}
+	if (d)
+		closedir(d);
 	return total;
 }
 

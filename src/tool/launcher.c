@@ -93,6 +93,12 @@ static int compute_direct_key(struct job *j, struct cjc_buf *why)
 	return 0;
 }
 
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == '/' || (n && dir[n - 1] == '/'));
+}
+
 static bool is_system_header(const struct job *j, const char *path, const char *cccl)
 {
 	static const char *const dirs[] = { "/usr/include/", "/usr/lib/gcc/", "/usr/local/include/" };
@@ -100,18 +106,31 @@ static bool is_system_header(const struct job *j, const char *path, const char *
 		if (cjc_starts_with(path, dirs[i]))
 			return true;
 	for (size_t i = 0; i < j->c.isystem.n; i++)
-		if (cjc_starts_with(path, j->c.isystem.v[i]))
+		if (under(path, j->c.isystem.v[i]))
 			return true;
-	return cccl && cjc_starts_with(path, cccl);
+	return cccl && under(path, cccl);
 }
 
-/* The toolkit's include directory, as nvcc named it in the dependency list. */
-static char *toolkit_include(const struct cjc_dep *deps, size_t n)
+/* The toolkit's include directories, as nvcc named them in the dependency list. */
+struct toolkit_dirs {
+	char *include; /* .../targets/<arch>/include, or NULL */
+	char *cccl;    /* its cccl/ subdirectory (an -isystem of nvcc's own), or NULL */
+};
+
+static void find_toolkit_dirs(const struct cjc_dep *deps, size_t n, struct toolkit_dirs *t)
 {
-	for (size_t i = 0; i < n; i++)
+	t->include = t->cccl = NULL;
+	for (size_t i = 0; i < n && !t->include; i++)
 		if (cjc_ends_with(deps[i].path, "/cuda_runtime.h"))
-			return cjc_dirname(deps[i].path);
-	return NULL;
+			t->include = cjc_dirname(deps[i].path);
+	if (t->include)
+		t->cccl = cjc_path_join(t->include, "cccl");
+}
+
+static void toolkit_dirs_release(struct toolkit_dirs *t)
+{
+	free(t->include);
+	free(t->cccl);
 }
 
 /* Writes the user's dependency file, the same on a hit as on a miss. */
@@ -119,11 +138,11 @@ static int write_depfile(const struct job *j, const struct cjc_dep *deps, size_t
 {
 	if (!j->c.dep_requested)
 		return 0;
-	char *toolkit = toolkit_include(deps, n);
-	char *cccl = toolkit ? cjc_path_join(toolkit, "cccl/") : NULL;
+	struct toolkit_dirs t;
+	find_toolkit_dirs(deps, n, &t);
 	struct cjc_strvec names = CJC_STRVEC_INIT;
 	for (size_t i = 0; i < n; i++)
-		if (!j->c.dep_nonsystem || i == 0 || !is_system_header(j, deps[i].path, cccl))
+		if (!j->c.dep_nonsystem || i == 0 || !is_system_header(j, deps[i].path, t.cccl))
 			cjc_strvec_push(&names, deps[i].path);
 	struct cjc_buf text = CJC_BUF_INIT;
 	cjc_depfile_format(&text, j->c.dep_target, names.v, names.n, j->c.dep_phony);
@@ -131,8 +150,7 @@ static int write_depfile(const struct job *j, const struct cjc_dep *deps, size_t
 	int e = errno;
 	cjc_buf_release(&text);
 	cjc_strvec_clear(&names);
-	free(toolkit);
-	free(cccl);
+	toolkit_dirs_release(&t);
 	errno = e;
 	return rc;
 }
@@ -150,39 +168,51 @@ static char *artifact_name(const struct job *j)
 	return cjc_xasprintf("output.%s", cjc_kind_ext(j->c.kind));
 }
 
-/* Serves an entry: verified output beside the target, dependency file, replay. */
-static int serve(struct job *j, const struct cjc_entry *e, const struct cjc_manifest_record *rec,
-		 struct cjc_buf *why)
+enum served { SERVED, DAMAGED, NOT_WRITTEN };
+
+/*
+ * Serves an entry: verified output beside the target, dependency file,
+ * replay.  DAMAGED: the entry failed verification.  NOT_WRITTEN: the entry
+ * is fine but the output or dependency file could not be written here.
+ */
+static enum served serve(struct job *j, const struct cjc_entry *e,
+			 const struct cjc_manifest_record *rec, struct cjc_buf *why)
 {
 	struct cjc_buf out = CJC_BUF_INIT, err = CJC_BUF_INIT;
 	char *name = artifact_name(j);
 	char *tmp = cjc_unique_name(j->c.output);
+	enum served result = SERVED;
 	cjc_tempfile_add(tmp);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	int rc = fd < 0 ? -1 : cjc_entry_copy(e, name, fd, why);
-	if (fd < 0)
+	if (fd < 0) {
 		cjc_buf_addf(why, "cannot create %s: %s", tmp, strerror(errno));
-	if (fd >= 0 && close(fd) && !rc)
-		rc = -1, cjc_buf_addf(why, "cannot write %s: %s", tmp, strerror(errno));
-	if (!rc && cjc_entry_artifact(e, "stdout"))
-		rc = cjc_entry_read(e, "stdout", &out, why);
-	if (!rc && cjc_entry_artifact(e, "stderr"))
-		rc = cjc_entry_read(e, "stderr", &err, why);
-	if (!rc && write_depfile(j, rec->deps, rec->ndeps))
-		rc = -1, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
-	if (!rc && rename(tmp, j->c.output))
-		rc = -1, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
-	if (rc) {
-		cjc_tempfile_remove(tmp);
+		result = NOT_WRITTEN;
 	} else {
+		int copied = cjc_entry_copy(e, name, fd, why);
+		if (copied == -2)
+			result = NOT_WRITTEN;
+		else if (copied ||
+			 (cjc_entry_artifact(e, "stdout") && cjc_entry_read(e, "stdout", &out, why)) ||
+			 (cjc_entry_artifact(e, "stderr") && cjc_entry_read(e, "stderr", &err, why)))
+			result = DAMAGED;
+	}
+	if (fd >= 0 && close(fd) && result == SERVED)
+		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", tmp, strerror(errno));
+	if (result == SERVED && write_depfile(j, rec->deps, rec->ndeps))
+		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
+	if (result == SERVED && rename(tmp, j->c.output))
+		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
+	if (result == SERVED) {
 		cjc_tempfile_forget(tmp);
 		replay(&out, &err);
+	} else {
+		cjc_tempfile_remove(tmp);
 	}
 	free(tmp);
 	free(name);
 	cjc_buf_release(&out);
 	cjc_buf_release(&err);
-	return rc;
+	return result;
 }
 
 /* Looks for an entry; returns 0 once the compile has been served from it. */
@@ -203,17 +233,18 @@ static int try_hit(struct job *j)
 		struct cjc_entry e;
 		struct cjc_buf why = CJC_BUF_INIT;
 		enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
-		if (r == CJC_ENTRY_FOUND)
-			rc = serve(j, &e, rec, &why);
-		if (r == CJC_ENTRY_DAMAGED || (r == CJC_ENTRY_FOUND && rc)) {
-			cjc_log("damaged entry %s: %s; compiling instead (run `cjc verify --fix`)",
-				rec->entry_key, why.data);
-			count(j, CJC_STAT_DAMAGED, 0);
-		}
-		if (!rc) {
+		enum served s = r == CJC_ENTRY_FOUND ? serve(j, &e, rec, &why) : DAMAGED;
+		if (s == SERVED) {
 			json_t *d = json_object_get(e.meta, "duration_ms");
 			cjc_log("hit %s for %s", rec->entry_key, j->c.source);
 			count(j, CJC_STAT_HITS, (uint64_t)json_integer_value(d));
+			rc = 0;
+		} else if (s == NOT_WRITTEN) {
+			cjc_log("cannot serve %s: %s; compiling instead", rec->entry_key, why.data);
+		} else if (r != CJC_ENTRY_ABSENT) {
+			cjc_log("damaged entry %s: %s; compiling instead (run `cjc verify --fix`)",
+				rec->entry_key, why.data);
+			count(j, CJC_STAT_DAMAGED, 0);
 		}
 		if (r == CJC_ENTRY_FOUND)
 			cjc_entry_release(&e);
@@ -286,16 +317,15 @@ static bool newer_than(const struct timespec *a, const struct timespec *b)
 static void scan_includes(const struct job *j, struct cjc_manifest_record *rec)
 {
 	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
-	char *toolkit = toolkit_include(rec->deps, rec->ndeps);
+	struct toolkit_dirs t;
+	find_toolkit_dirs(rec->deps, rec->ndeps, &t);
+	/* nvcc's order: -I, the toolkit's include, -isystem, the toolkit's cccl. */
 	cjc_strvec_pushv(&sp.dirs, j->c.search.dirs.v, j->c.search.dirs.n);
-	if (toolkit)
-		cjc_strvec_push(&sp.dirs, toolkit);
+	if (t.include)
+		cjc_strvec_push(&sp.dirs, t.include);
 	cjc_strvec_pushv(&sp.dirs, j->c.isystem.v, j->c.isystem.n);
-	if (toolkit) {
-		char *cccl = cjc_path_join(toolkit, "cccl");
-		cjc_strvec_push(&sp.dirs, cccl);
-		free(cccl);
-	}
+	if (t.cccl)
+		cjc_strvec_push(&sp.dirs, t.cccl);
 	for (size_t i = 0; i < rec->ndeps; i++) {
 		struct cjc_buf content = CJC_BUF_INIT;
 		if (!cjc_read_file(rec->deps[i].path, &content))
@@ -304,7 +334,7 @@ static void scan_includes(const struct job *j, struct cjc_manifest_record *rec)
 	}
 	cjc_strvec_sort_unique(&rec->absent);
 	cjc_strvec_clear(&sp.dirs);
-	free(toolkit);
+	toolkit_dirs_release(&t);
 }
 
 /*
@@ -480,7 +510,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		return -1;
 	}
 	j->have_store = true;
-	if (cjc_compile_parse(j->argc - 1, j->argv + 1, &j->c) || j->c.uncacheable) {
+	cjc_compile_parse(j->argc - 1, j->argv + 1, &j->c);
+	if (j->c.uncacheable) {
 		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);
 		count(j, CJC_STAT_UNCACHEABLE, 0);
 		return -1;

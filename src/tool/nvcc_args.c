@@ -24,6 +24,7 @@ enum action {
 	DEBUG,       /* -g, -G, -lineinfo: key, and the working directory */
 	RDC,         /* -rdc=true|false */
 	FORWARD,     /* -forward-unknown-to-host-compiler */
+	LANGUAGE,    /* -x: the input's language, whatever its extension */
 };
 
 /* Which field of metadata.json "options" the value feeds ("extra" if none). */
@@ -230,7 +231,7 @@ static const struct nvcc_option options[] = {
 	{ "use_fast_math", 0, KEY, F_FASTMATH, 0 },
 	{ "version", 0, UNCACHEABLE, F_NONE, 6 },
 	{ "w", 0, KEY, F_EXTRA, 0 },
-	{ "x", VALUE, KEY, F_EXTRA, 0 },
+	{ "x", VALUE, LANGUAGE, F_EXTRA, 0 },
 };
 
 #define NOPTIONS (sizeof options / sizeof *options)
@@ -280,6 +281,7 @@ struct parser {
 	bool debug;
 	bool line_info;
 	bool fast_math;
+	bool language_given;
 	char *odir;
 	struct cjc_strvec inputs;
 	json_t *archs, *defines, *include_dirs, *extra;
@@ -441,12 +443,23 @@ static void set_once(struct cjc_compile *c, char **slot, const char *value, cons
 	*slot = cjc_xstrdup(value);
 }
 
+/* Options that say where outputs go: cjc supplies its own to nvcc. */
+static bool is_output_option(enum action a)
+{
+	switch (a) {
+	case OUTPUT: case ODIR: case DEP_MD: case DEP_MMD: case DEP_MF: case DEP_MT: case DEP_MP:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Applies one option; words are the one or two command-line words it used. */
 static void apply_option(struct parser *p, const struct nvcc_option *o, char *const *words,
 			 int used, const char *value, bool from_file)
 {
 	struct cjc_compile *c = p->c;
-	bool is_dep = o->action >= OUTPUT && o->action <= DEP_MP;
+	bool is_dep = is_output_option(o->action);
 	if (is_dep && from_file) {
 		uncacheable(c, "an output or dependency option inside an options file");
 		return;
@@ -459,6 +472,7 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	}
 	switch (o->action) {
 	case KEY: case FORWARD: break;
+	case LANGUAGE: p->language_given = true; break;
 	case MODE:
 		if (c->kind != CJC_KIND_NONE && c->kind != (enum cjc_kind)o->detail)
 			uncacheable(c, "several output kinds");
@@ -563,11 +577,7 @@ static void finish(struct parser *p)
 	if (p->inputs.n != 1)
 		return uncacheable(c, p->inputs.n ? "several input files" : "no input file");
 	c->source = cjc_xstrdup(p->inputs.v[0]);
-	bool has_x = false;
-	for (size_t i = 0; i < c->key_args.n; i++)
-		has_x |= !strcmp(c->key_args.v[i], "-x") || cjc_starts_with(c->key_args.v[i], "--x=") ||
-			 cjc_starts_with(c->key_args.v[i], "-x=");
-	if (!has_x && !is_source(c->source))
+	if (!p->language_given && !is_source(c->source))
 		return uncacheable(c, "the input is not a CUDA or C/C++ source file");
 	if (c->kind == CJC_KIND_OBJECT && p->rdc)
 		c->kind = CJC_KIND_RDC_OBJECT;
@@ -596,7 +606,7 @@ static void build_options(struct parser *p)
 	p->c->options = o;
 }
 
-int cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c)
+void cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c)
 {
 	memset(c, 0, sizeof *c);
 	struct parser p = { .c = c };
@@ -609,12 +619,11 @@ int cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c)
 				     !strcmp(argv[i], "--forward-unknown-to-host-compiler") ||
 				     !strcmp(argv[i], "-forward-unknown-opts") ||
 				     !strcmp(argv[i], "--forward-unknown-opts");
-	int rc = parse_words(&p, argc, argv, false);
+	parse_words(&p, argc, argv, false);
 	finish(&p);
 	build_options(&p);
 	free(p.odir);
 	cjc_strvec_clear(&p.inputs);
-	return rc;
 }
 
 void cjc_compile_release(struct cjc_compile *c)

@@ -46,8 +46,8 @@ struct cjc_compile {
 	json_t *options;   /* for metadata.json */
 };
 
-/* Returns 0; -1 only on a malformed command (then uncacheable says why). */
-int cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c);
+/* Fills c; c->uncacheable is set when the command is not one we cache. */
+void cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c);
 void cjc_compile_release(struct cjc_compile *c);
 const char *cjc_kind_name(enum cjc_kind k);
 /* The file name extension of the kind's artifact, e.g. "o" or "fatbin". */
