@@ -120,3 +120,16 @@ assert_same_devcode() {
 	assertTrue "device code of $1 and $2 differ" "cmp -s '$1.devcode' '$2.devcode'"
 	assertTrue "$1 has no device code" "[ -s '$1.devcode' ]"
 }
+
+# use_suite_dir NAME: for suites whose cases share one directory and start
+# from template stores: SUITE_DIR with the counting nvcc and the sources,
+# and setUp/tearDown that keep to it.
+use_suite_dir() {
+	SUITE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-$1.XXXXXX")
+	mkdir -p "$SUITE_DIR/bin" "$SUITE_DIR/src"
+	NVCC="$SUITE_DIR/bin/nvcc"
+	make_nvcc_wrapper "$NVCC"
+	cd "$SUITE_DIR/src" && write_sources
+	setUp() { cd "$SUITE_DIR/src" || return 1; }
+	tearDown() { :; }
+}

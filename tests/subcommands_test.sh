@@ -94,7 +94,7 @@ testGcReclaimsOnlyOrphanedStaging() {
 	"$CJC" stats >/dev/null || fail
 	local staging host
 	staging=$(echo "$CJC_DIR"/v1/*/staging)
-	host=$(hostname | tr './' '__')
+	host=$(uname -n | tr './' '__')
 	mkdir "$staging/s.$host.999999999.0000abcd" "$staging/s.$host.$$.0000abcd" \
 		"$staging/s.otherhost.1.0000abcd" "$staging/s.otherhost.2.0000abcd"
 	touch -d '3 days ago' "$staging/s.otherhost.1.0000abcd"
@@ -106,8 +106,9 @@ testGcReclaimsOnlyOrphanedStaging() {
 	assertTrue "report" "grep -q 'reclaimed 2' gc.txt"
 	"$CJC" gc --older-than 0s >/dev/null || fail
 	assertFalse "--older-than" "[ -e '$staging/s.otherhost.2.0000abcd' ]"
-	"$CJC" gc --max-size 1G 2>err.txt
-	assertEquals "eviction not offered yet" 2 $?
+	"$CJC" gc --max-size 1X 2>err.txt
+	assertEquals "bad size" 2 $?
+	assertTrue "says what a size is" "grep -q 'not a size' err.txt"
 }
 
 testBadSubcommandUsage() {

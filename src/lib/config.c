@@ -42,6 +42,19 @@ static int parse_bool(const char *text, void *dst)
 	return -1;
 }
 
+/* Octal, as for umask(1); empty: keep the process's own. */
+static int parse_umask(const char *text, void *dst)
+{
+	char *end;
+	if (!*text)
+		return *(int *)dst = -1, 0;
+	long v = strtol(text, &end, 8);
+	if (*end || v < 0 || v > 0777 || !isdigit((unsigned char)*text))
+		return -1;
+	*(int *)dst = (int)v;
+	return 0;
+}
+
 static int parse_size_setting(const char *text, void *dst)
 {
 	return cjc_parse_size(text, dst);
@@ -63,6 +76,7 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, offsetof(struct cjc_config, debug), "a boolean (1/0, true/false, yes/no, on/off)" },
 	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, offsetof(struct cjc_config, max_size), "a size such as 20G, 512M or 0 for no limit" },
 	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_string, offsetof(struct cjc_config, remote), "a URL" },
+	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, offsetof(struct cjc_config, umask), "an octal mask such as 002, or empty" },
 };
 
 const char *cjc_config_name(enum cjc_setting s)
@@ -257,6 +271,7 @@ static void set_defaults(struct cjc_config *cfg)
 	static const char *defaults[CJC_SET_COUNT] = {
 		[CJC_SET_DISABLE] = "false", [CJC_SET_READONLY] = "false", [CJC_SET_LOG] = "",
 		[CJC_SET_DEBUG] = "false", [CJC_SET_MAX_SIZE] = "0", [CJC_SET_REMOTE] = "",
+		[CJC_SET_UMASK] = "",
 	};
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		const char *text = s == CJC_SET_DIR ? dir : defaults[s];

@@ -29,6 +29,7 @@ enum cjc_setting {
 	CJC_SET_DEBUG,
 	CJC_SET_MAX_SIZE,
 	CJC_SET_REMOTE,
+	CJC_SET_UMASK,
 	CJC_SET_COUNT
 };
 
@@ -40,6 +41,7 @@ struct cjc_config {
 	bool debug;
 	uint64_t max_size; /* bytes; 0: no limit */
 	char *remote;
+	int umask; /* for files in the store, so a group can share it; -1: inherit */
 	/* For `cjc config`: the text of each value and where it came from. */
 	char *text[CJC_SET_COUNT];
 	char *origin[CJC_SET_COUNT];

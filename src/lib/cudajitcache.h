@@ -15,6 +15,7 @@
  *   metadata.h    metadata.json
  *   store.h       the artifact store
  *   stats.h       counters
+ *   evict.h       the size limit, least recently used first
  *   identity.h    compiler identities
  *   key.h         the direct key and the entry key
  */
@@ -24,6 +25,7 @@
 #include "blob.h"
 #include "config.h"
 #include "depfile.h"
+#include "evict.h"
 #include "filehash.h"
 #include "fs.h"
 #include "hash.h"

@@ -100,7 +100,7 @@ static int load(const char *cache, struct cjc_identity *id)
 	return 0;
 }
 
-static void save(const char *cache, const struct cjc_identity *id, char *const *files, size_t n)
+static void save(const char *cache, struct cjc_identity *id, char *const *files, size_t n)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	cjc_buf_add_u64(&b, (uint64_t)cjc_wall_ns());
@@ -114,7 +114,7 @@ static void save(const char *cache, const struct cjc_identity *id, char *const *
 		add_str(&b, files[i]);
 		cjc_buf_add(&b, &fs, sizeof fs);
 	}
-	(void)cjc_blob_write(cache, magic, &b);
+	id->save_errno = cjc_blob_write(cache, magic, &b) ? errno : 0;
 	cjc_buf_release(&b);
 }
 

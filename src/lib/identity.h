@@ -28,6 +28,7 @@ struct cjc_identity {
 	char *realpath;
 	char *version;  /* --version output */
 	char digest[CJC_HEX_LEN + 1];
+	int save_errno; /* non-zero: worked out, but could not be remembered */
 };
 
 /* store may be NULL: then nothing is remembered. */

@@ -36,8 +36,8 @@ static int decode_record(struct cjc_cursor *c, struct cjc_manifest_record *r)
 	if (c->bad || ndeps == 0 || ndeps > c->left / 44)
 		return -1;
 	r->deps = cjc_xcalloc(ndeps, sizeof *r->deps);
-	for (; r->ndeps < ndeps; r->ndeps++) {
-		struct cjc_dep *d = &r->deps[r->ndeps];
+	for (uint32_t i = 0; i < ndeps; i++) {
+		struct cjc_dep *d = &r->deps[r->ndeps++]; /* counted now: released if cut short */
 		d->path = read_path(c);
 		d->size = cjc_cursor_u64(c);
 		const void *sha = cjc_cursor_bytes(c, CJC_DIGEST_LEN);

@@ -21,7 +21,14 @@ static const char *const names[CJC_STAT_COUNT] = {
 	[CJC_STAT_DAMAGED] = "damaged",
 	[CJC_STAT_COMPILE_FAILED] = "compile_failed",
 	[CJC_STAT_SAVED_MS] = "saved_ms",
+	[CJC_STAT_BYTES] = "bytes",
+	[CJC_STAT_ENTRIES] = "entries",
 };
+
+static bool is_size(int i)
+{
+	return i == CJC_STAT_BYTES || i == CJC_STAT_ENTRIES;
+}
 
 const char *cjc_stats_name(enum cjc_counter c)
 {
@@ -54,7 +61,7 @@ static int update_shard(int fd, const uint64_t delta[CJC_STAT_COUNT], bool zero)
 	decode(&raw, v);
 	cjc_buf_add_u32(&payload, CJC_STAT_COUNT);
 	for (int i = 0; i < CJC_STAT_COUNT; i++)
-		cjc_buf_add_u64(&payload, zero ? 0 : v[i] + (delta ? delta[i] : 0));
+		cjc_buf_add_u64(&payload, zero && !is_size(i) ? 0 : v[i] + (delta ? delta[i] : 0));
 	cjc_blob_encode(&framed, magic, payload.data, payload.len);
 	if (!rc && pwrite(fd, framed.data, framed.len, 0) != (ssize_t)framed.len)
 		rc = -1;
@@ -91,6 +98,11 @@ int cjc_stats_add(const struct cjc_store *s, const uint64_t delta[CJC_STAT_COUNT
 	return with_shard(s, (int)(getpid() % CJC_STATS_SHARDS), delta, false);
 }
 
+int cjc_stats_add_shard(const struct cjc_store *s, int shard, const uint64_t delta[CJC_STAT_COUNT])
+{
+	return with_shard(s, shard, delta, false);
+}
+
 int cjc_stats_bump(const struct cjc_store *s, enum cjc_counter c, uint64_t saved_ms)
 {
 	uint64_t delta[CJC_STAT_COUNT] = { 0 };
@@ -99,22 +111,27 @@ int cjc_stats_bump(const struct cjc_store *s, enum cjc_counter c, uint64_t saved
 	return cjc_stats_add(s, delta);
 }
 
+int cjc_stats_read_shard(const struct cjc_store *s, int shard, uint64_t out[CJC_STAT_COUNT])
+{
+	char name[32];
+	snprintf(name, sizeof name, "stats/%d", shard);
+	char *path = cjc_store_path(s, name);
+	struct cjc_buf raw = CJC_BUF_INIT;
+	int rc = cjc_read_file(path, &raw);
+	decode(&raw, out);
+	cjc_buf_release(&raw);
+	free(path);
+	return rc && errno != ENOENT ? -1 : 0;
+}
+
 int cjc_stats_read(const struct cjc_store *s, uint64_t out[CJC_STAT_COUNT])
 {
 	memset(out, 0, sizeof(uint64_t) * CJC_STAT_COUNT);
 	for (int shard = 0; shard < CJC_STATS_SHARDS; shard++) {
-		char name[32];
-		snprintf(name, sizeof name, "stats/%d", shard);
-		char *path = cjc_store_path(s, name);
-		struct cjc_buf raw = CJC_BUF_INIT;
 		uint64_t v[CJC_STAT_COUNT];
-		if (!cjc_read_file(path, &raw)) {
-			decode(&raw, v);
-			for (int i = 0; i < CJC_STAT_COUNT; i++)
-				out[i] += v[i];
-		}
-		cjc_buf_release(&raw);
-		free(path);
+		cjc_stats_read_shard(s, shard, v);
+		for (int i = 0; i < CJC_STAT_COUNT; i++)
+			out[i] += v[i];
 	}
 	return 0;
 }

@@ -13,29 +13,61 @@
 #include "fs.h"
 #include "hash.h"
 
+/* 0 when path is a directory and not a symbolic link (ELOOP) or anything else. */
+static int real_dir(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st))
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Opens the namespace, creating it on first use.  Every directory of it must
+ * be a real directory: a symbolic link planted inside the store must not
+ * send writes or removals outside it ($CJC_DIR itself may be a link).
+ */
 int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 {
 	struct utsname u;
 	if (uname(&u))
 		strcpy(u.machine, "unknown");
-	s->dir = cjc_xasprintf("%s/%s/linux-%s", cache_dir, CJC_STORE_FORMAT, u.machine);
-	/* Created in this order, so when the last exists they all do: one stat on a hit. */
+	char *format_dir = cjc_path_join(cache_dir, CJC_STORE_FORMAT);
+	s->dir = cjc_xasprintf("%s/linux-%s", format_dir, u.machine);
 	static const char *subdirs[] = { "entries", "manifests", "staging", "ids", "stats" };
-	char *last = cjc_store_path(s, "stats");
-	bool ready = cjc_is_dir(last);
-	free(last);
-	for (size_t i = 0; !ready && i < sizeof subdirs / sizeof *subdirs; i++) {
-		char *p = cjc_store_path(s, subdirs[i]);
-		int rc = cjc_mkdirs(p, 0777);
-		int e = errno;
-		free(p);
-		if (rc) {
-			cjc_store_close(s);
-			errno = e;
-			return -1;
+	const size_t nsub = sizeof subdirs / sizeof *subdirs;
+	/* Created in this order, so when the last exists they all do. */
+	char *last = cjc_store_path(s, subdirs[nsub - 1]);
+	int rc = 0;
+	if (lstat(last, &(struct stat){ 0 }) && errno == ENOENT)
+		for (size_t i = 0; !rc && i < nsub; i++) {
+			char *p = cjc_store_path(s, subdirs[i]);
+			rc = cjc_mkdirs(p, 0777);
+			free(p);
 		}
+	if (!rc)
+		rc = real_dir(format_dir) || real_dir(s->dir) ? -1 : 0;
+	for (size_t i = 0; !rc && i < nsub; i++) {
+		char *p = cjc_store_path(s, subdirs[i]);
+		rc = real_dir(p);
+		free(p);
 	}
-	return 0;
+	int e = errno;
+	free(last);
+	free(format_dir);
+	if (rc)
+		cjc_store_close(s);
+	errno = e;
+	return rc;
+}
+
+int cjc_store_make_subdir(const char *path)
+{
+	return cjc_mkdirs(path, 0777) ? -1 : real_dir(path);
 }
 
 void cjc_store_close(struct cjc_store *s)
@@ -276,7 +308,7 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 	char *dest = cjc_store_entry_dir(s, key);
 	char *parent = cjc_dirname(dest);
 	if (!rc)
-		rc = cjc_mkdirs(parent, 0777);
+		rc = cjc_store_make_subdir(parent);
 	if (!rc) {
 		if (!rename(st->dir, dest)) {
 			*won = true;
@@ -314,6 +346,12 @@ static bool is_key_name(const char *name, size_t len)
 int cjc_store_foreach_entry(const struct cjc_store *s,
 			    int (*fn)(const char *key, const char *dir, void *ctx), void *ctx)
 {
+	return cjc_store_foreach_entry_in(s, "", fn, ctx);
+}
+
+int cjc_store_foreach_entry_in(const struct cjc_store *s, const char *prefix,
+			       int (*fn)(const char *key, const char *dir, void *ctx), void *ctx)
+{
 	char *root = cjc_store_path(s, "entries");
 	DIR *top = opendir(root);
 	int rc = 0;
@@ -323,10 +361,13 @@ int cjc_store_foreach_entry(const struct cjc_store *s,
 	}
 	struct dirent *de;
 	while (!rc && (de = readdir(top))) {
-		if (!is_key_name(de->d_name, 2))
+		if (!is_key_name(de->d_name, 2) || !cjc_starts_with(de->d_name, prefix))
 			continue;
 		char *sub = cjc_path_join(root, de->d_name);
-		DIR *d = opendir(sub);
+		int fd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *d = fd < 0 ? NULL : fdopendir(fd);
+		if (!d && fd >= 0)
+			close(fd);
 		struct dirent *ke;
 		while (d && !rc && (ke = readdir(d))) {
 			if (!is_key_name(ke->d_name, CJC_HEX_LEN) || strncmp(ke->d_name, de->d_name, 2))

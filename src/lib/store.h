@@ -46,6 +46,9 @@ struct cjc_store {
 
 int cjc_store_open(struct cjc_store *s, const char *cache_dir);
 void cjc_store_close(struct cjc_store *s);
+/* Creates a directory of the store (entries/<kk>, manifests/<kk>, ...) and
+ * checks that it is a real directory, not a planted symbolic link. */
+int cjc_store_make_subdir(const char *path);
 /* A path inside the namespace, in a new allocation. */
 char *cjc_store_path(const struct cjc_store *s, const char *sub);
 char *cjc_store_entry_dir(const struct cjc_store *s, const char *key);
@@ -94,5 +97,8 @@ void cjc_staging_abort(struct cjc_staging *st);
 /* Calls fn for each entry directory (key, path); stops when fn returns non-zero. */
 int cjc_store_foreach_entry(const struct cjc_store *s,
 			    int (*fn)(const char *key, const char *dir, void *ctx), void *ctx);
+/* The same for the entries whose keys start with prefix (at most 2 digits). */
+int cjc_store_foreach_entry_in(const struct cjc_store *s, const char *prefix,
+			       int (*fn)(const char *key, const char *dir, void *ctx), void *ctx);
 
 #endif

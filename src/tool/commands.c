@@ -57,6 +57,8 @@ static int open_session(struct session *s)
 	if (cjc_config_load(&s->cfg, &problems))
 		fputs(problems.data, stderr);
 	cjc_buf_release(&problems);
+	if (s->cfg.umask >= 0)
+		umask((mode_t)s->cfg.umask);
 	if (cjc_store_open(&s->store, s->cfg.dir)) {
 		fprintf(stderr, "cjc: cache directory %s is unusable: %s\n", s->cfg.dir, strerror(errno));
 		cjc_config_release(&s->cfg);
@@ -86,35 +88,6 @@ static void print_json(json_t *doc)
 	json_decref(doc);
 }
 
-/* Sums the sizes of the regular files in an entry directory. */
-static uint64_t dir_bytes(const char *dir)
-{
-	uint64_t total = 0;
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		struct stat st;
-		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
-			total += (uint64_t)st.st_size;
-	}
-	if (d)
-		closedir(d);
-	return total;
-}
-
-struct totals {
-	uint64_t entries, bytes;
-};
-
-static int add_entry_size(const char *key, const char *dir, void *ctx)
-{
-	(void)key;
-	struct totals *t = ctx;
-	t->entries++;
-	t->bytes += dir_bytes(dir);
-	return 0;
-}
-
 static int cmd_stats(int argc, char **argv)
 {
 	struct session s;
@@ -131,9 +104,7 @@ static int cmd_stats(int argc, char **argv)
 		return rc;
 	}
 	uint64_t v[CJC_STAT_COUNT];
-	struct totals t = { 0, 0 };
 	cjc_stats_read(&s.store, v);
-	cjc_store_foreach_entry(&s.store, add_entry_size, &t);
 	uint64_t lookups = v[CJC_STAT_HITS] + v[CJC_STAT_MISSES];
 	double rate = lookups ? 100.0 * (double)v[CJC_STAT_HITS] / (double)lookups : 0.0;
 	if (s.json) {
@@ -141,8 +112,6 @@ static int cmd_stats(int argc, char **argv)
 		for (int i = 0; i < CJC_STAT_COUNT; i++)
 			json_object_set_new(o, cjc_stats_name(i), json_integer((json_int_t)v[i]));
 		json_object_set_new(o, "hit_rate", json_real(rate));
-		json_object_set_new(o, "entries", json_integer((json_int_t)t.entries));
-		json_object_set_new(o, "bytes", json_integer((json_int_t)t.bytes));
 		json_object_set_new(o, "max_size", json_integer((json_int_t)s.cfg.max_size));
 		json_object_set_new(o, "dir", json_string(s.store.dir));
 		print_json(o);
@@ -152,8 +121,10 @@ static int cmd_stats(int argc, char **argv)
 			if (i != CJC_STAT_SAVED_MS)
 				printf("%-16s %llu\n", cjc_stats_name(i), (unsigned long long)v[i]);
 		printf("%-16s %.1f %%\n", "hit rate", rate);
-		printf("%-16s %llu\n", "entries", (unsigned long long)t.entries);
-		printf("%-16s %llu\n", "bytes", (unsigned long long)t.bytes);
+		if (s.cfg.max_size)
+			printf("%-16s %llu (%.1f %% of max_size)\n", "limit",
+			       (unsigned long long)s.cfg.max_size,
+			       100.0 * (double)v[CJC_STAT_BYTES] / (double)s.cfg.max_size);
 		printf("%-16s %.3f s\n", "time saved", (double)v[CJC_STAT_SAVED_MS] / 1000.0);
 		if (v[CJC_STAT_DAMAGED])
 			printf("damaged entries were seen and skipped: run `cjc verify --fix` to repair\n");
@@ -328,7 +299,8 @@ static int verify_one(const char *key, const char *dir, void *ctx)
 			char *qdir = cjc_store_path(&v->s->store, "quarantine");
 			char *base = cjc_path_join(qdir, key);
 			char *dest = cjc_unique_name(base);
-			bool moved = !cjc_mkdirs(qdir, 0777) && !rename(dir, dest);
+			bool moved = !cjc_store_make_subdir(qdir) &&
+				     !cjc_evict_remove(&v->s->store, key, dir, dest);
 			json_object_set_new(row, "quarantined", moved ? json_string(dest) : json_null());
 			free(qdir);
 			free(base);
@@ -367,14 +339,8 @@ static int cmd_verify(int argc, char **argv)
 static int remove_entry(const char *key, const char *dir, void *ctx)
 {
 	struct session *s = ctx;
-	char *trash_base = cjc_store_path(&s->store, "staging/clean");
-	char *trash = cjc_unique_name(trash_base);
-	(void)key;
-	/* Rename first: a concurrent reader sees the whole entry or none of it. */
-	if (!rename(dir, trash))
-		cjc_remove_tree(trash);
-	free(trash_base);
-	free(trash);
+	/* Renamed aside first: a concurrent reader sees the whole entry or none of it. */
+	(void)cjc_evict_remove(&s->store, key, dir, NULL);
 	return 0;
 }
 
@@ -429,27 +395,13 @@ static bool staging_orphaned(const char *name, time_t mtime, int64_t other_host_
 	return orphaned;
 }
 
-static int cmd_gc(int argc, char **argv)
+/* Removes orphaned staging; returns how many were reclaimed, counts the kept. */
+static unsigned long reclaim_staging(const struct cjc_store *store, int64_t age, unsigned long *kept)
 {
-	int64_t age = 86400;
-	int i;
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--older-than") && i + 1 < argc && !cjc_parse_age(argv[i + 1], &age)) {
-			i++;
-		} else if (!strcmp(argv[i], "--max-size")) {
-			fprintf(stderr, "cjc gc: --max-size: size-based eviction is not implemented yet\n");
-			return 2;
-		} else {
-			return usage_error("gc", argv[i]);
-		}
-	}
-	struct session s = { 0 };
-	if (open_session(&s))
-		return 1;
-	char *dir = cjc_store_path(&s.store, "staging");
+	char *dir = cjc_store_path(store, "staging");
 	DIR *d = opendir(dir);
 	struct dirent *de;
-	unsigned long reclaimed = 0, kept = 0;
+	unsigned long reclaimed = 0;
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -459,17 +411,67 @@ static int cmd_gc(int argc, char **argv)
 			if (!cjc_remove_tree(path))
 				reclaimed++;
 		} else {
-			kept++;
+			(*kept)++;
 		}
 		free(path);
 	}
 	if (d)
 		closedir(d);
+	free(dir);
+	return reclaimed;
+}
+
+static int parse_gc_flags(int argc, char **argv, uint64_t *max_size, int64_t *age)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(argv[i], "--older-than") && v) {
+			if (cjc_parse_age(v, age))
+				goto bad;
+		} else if (!strcmp(argv[i], "--max-size") && v) {
+			if (cjc_parse_size(v, max_size))
+				goto bad;
+		} else {
+			return usage_error("gc", argv[i]);
+		}
+		i++;
+		continue;
+bad:
+		fprintf(stderr, "cjc gc: %s: '%s' is not a %s\n", argv[i], v,
+			argv[i][2] == 'o' ? "duration such as 7d, 12h, 30m" : "size such as 20G or 512M");
+		return 2;
+	}
+	return 0;
+}
+
+static int cmd_gc(int argc, char **argv)
+{
+	uint64_t max_size = 0;
+	int64_t age = -1;
+	int rc = parse_gc_flags(argc, argv, &max_size, &age);
+	if (rc)
+		return rc;
+	struct session s = { 0 };
+	if (open_session(&s))
+		return 1;
+	if (!max_size)
+		max_size = s.cfg.max_size;
+	unsigned long kept = 0;
+	unsigned long reclaimed = reclaim_staging(&s.store, age >= 0 ? age : 86400, &kept);
+	struct cjc_evict_report r;
+	int64_t t0 = cjc_now_ms();
+	if (cjc_evict_store(&s.store, max_size, age, &r)) {
+		fprintf(stderr, "cjc gc: cannot read the entries: %s\n", strerror(errno));
+		rc = 1;
+	}
 	printf("reclaimed %lu orphaned staging director%s, left %lu in use\n", reclaimed,
 	       reclaimed == 1 ? "y" : "ies", kept);
-	free(dir);
+	printf("evicted %llu of %llu entries (%llu of %llu bytes) in %.3f s\n",
+	       (unsigned long long)r.evicted, (unsigned long long)r.entries,
+	       (unsigned long long)r.evicted_bytes, (unsigned long long)r.bytes,
+	       (double)(cjc_now_ms() - t0) / 1000.0);
 	close_session(&s);
-	return 0;
+	return rc;
 }
 
 static int cmd_config(int argc, char **argv)
@@ -520,7 +522,8 @@ static const struct cjc_command commands[] = {
 	{ "--version", cmd_version, NULL },
 	{ "clean", cmd_clean, "remove every entry, safely while builds run" },
 	{ "config", cmd_config, "show the effective settings and where each came from [--json]" },
-	{ "gc", cmd_gc, "reclaim orphaned staging [--older-than AGE, for other hosts' staging; default 1d]" },
+	{ "gc", cmd_gc, "evict least recently used entries [--max-size SIZE] [--older-than AGE];\n"
+		       "           reclaim orphaned staging (other hosts': older than AGE, default 1d)" },
 	{ "help", cmd_help, "show this help" },
 	{ "ls", cmd_ls, "list the entries [--json]" },
 	{ "show", cmd_show, "show an entry's metadata: KEY (a unique prefix will do) [--json]" },
@@ -544,5 +547,5 @@ void cjc_usage(FILE *out)
 		if (commands[i].help)
 			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "  --version\n\nsettings: see `cjc config`; environment variables CJC_DIR, "
-		     "CJC_DISABLE, CJC_READONLY, CJC_CONFIG, CJC_LOG, CJC_DEBUG, CJC_MAX_SIZE, CJC_REMOTE\n");
+		     "CJC_DISABLE, CJC_READONLY, CJC_CONFIG, CJC_LOG, CJC_DEBUG, CJC_MAX_SIZE, CJC_UMASK, CJC_REMOTE\n");
 }

@@ -35,6 +35,7 @@ static const char *const key_env[] = {
 /* Everything one compile through the cache works with. */
 struct job {
 	const char *target;
+	char *const *wrap; /* a launcher to put in front of nvcc (NULL-terminated) */
 	int argc;
 	char **argv; /* argv[0] is the compiler */
 	struct cjc_config cfg;
@@ -44,7 +45,18 @@ struct job {
 	struct cjc_identity nvcc, host;
 	char cwd[PATH_MAX];
 	char direct_key[CJC_HEX_LEN + 1];
+	mode_t user_umask;
 };
+
+/*
+ * With the umask setting, the store's files get the store's umask and the
+ * user's files (outputs, dependency files, whatever nvcc writes) the user's.
+ */
+static void store_umask(struct job *j, bool store)
+{
+	if (j->cfg.umask >= 0)
+		umask(store ? (mode_t)j->cfg.umask : j->user_umask);
+}
 
 static void count(struct job *j, enum cjc_counter what, uint64_t saved_ms)
 {
@@ -52,12 +64,24 @@ static void count(struct job *j, enum cjc_counter what, uint64_t saved_ms)
 		cjc_log("cannot update the counters: %s", strerror(errno));
 }
 
+/* The command that runs nvcc as the user asked: the wrapper, then nvcc's words. */
+static void nvcc_command(const struct job *j, struct cjc_strvec *argv)
+{
+	for (char *const *w = j->wrap; w && *w; w++)
+		cjc_strvec_push(argv, *w);
+	cjc_strvec_pushv(argv, j->argv, (size_t)j->argc);
+}
+
 /* Runs nvcc as the user asked, replacing this process. */
 static int run_uncached(struct job *j, const char *why)
 {
 	if (why)
 		cjc_log("running uncached: %s", why);
-	cjc_exec(j->argv);
+	store_umask(j, false);
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	nvcc_command(j, &argv);
+	cjc_exec(argv.v);
+	cjc_strvec_clear(&argv);
 	fprintf(stderr, "cjc: cannot run %s: %s\n", j->argv[0], strerror(errno));
 	return 127;
 }
@@ -155,6 +179,16 @@ static int write_depfile(const struct job *j, const struct cjc_dep *deps, size_t
 	return rc;
 }
 
+static int write_user_depfile(struct job *j, const struct cjc_dep *deps, size_t n)
+{
+	store_umask(j, false);
+	int rc = write_depfile(j, deps, n);
+	int e = errno;
+	store_umask(j, true);
+	errno = e;
+	return rc;
+}
+
 static void replay(const struct cjc_buf *out, const struct cjc_buf *err)
 {
 	if (out->len)
@@ -183,7 +217,9 @@ static enum served serve(struct job *j, const struct cjc_entry *e,
 	char *tmp = cjc_unique_name(j->c.output);
 	enum served result = SERVED;
 	cjc_tempfile_add(tmp);
+	store_umask(j, false);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	store_umask(j, true);
 	if (fd < 0) {
 		cjc_buf_addf(why, "cannot create %s: %s", tmp, strerror(errno));
 		result = NOT_WRITTEN;
@@ -198,7 +234,7 @@ static enum served serve(struct job *j, const struct cjc_entry *e,
 	}
 	if (fd >= 0 && close(fd) && result == SERVED)
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", tmp, strerror(errno));
-	if (result == SERVED && write_depfile(j, rec->deps, rec->ndeps))
+	if (result == SERVED && write_user_depfile(j, rec->deps, rec->ndeps))
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
 	if (result == SERVED && rename(tmp, j->c.output))
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
@@ -236,11 +272,15 @@ static int try_hit(struct job *j)
 		enum served s = r == CJC_ENTRY_FOUND ? serve(j, &e, rec, &why) : DAMAGED;
 		if (s == SERVED) {
 			json_t *d = json_object_get(e.meta, "duration_ms");
+			if (!j->cfg.readonly)
+				cjc_evict_touch(e.dir);
 			cjc_log("hit %s for %s", rec->entry_key, j->c.source);
 			count(j, CJC_STAT_HITS, (uint64_t)json_integer_value(d));
 			rc = 0;
 		} else if (s == NOT_WRITTEN) {
 			cjc_log("cannot serve %s: %s; compiling instead", rec->entry_key, why.data);
+		} else if (r == CJC_ENTRY_FOUND && access(e.dir, F_OK) && errno == ENOENT) {
+			cjc_log("entry %s was evicted while being read; compiling instead", rec->entry_key);
 		} else if (r != CJC_ENTRY_ABSENT) {
 			cjc_log("damaged entry %s: %s; compiling instead (run `cjc verify --fix`)",
 				rec->entry_key, why.data);
@@ -278,6 +318,8 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 	r->tmp_dep = cjc_xasprintf("%s.d", r->tmp_out);
 	cjc_tempfile_add(r->tmp_out);
 	cjc_tempfile_add(r->tmp_dep);
+	for (char *const *w = j->wrap; w && *w; w++)
+		cjc_strvec_push(&argv, *w);
 	cjc_strvec_push(&argv, j->argv[0]);
 	cjc_strvec_pushv(&argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
 	char *extra[] = { "-o", r->tmp_out, "-MD", "-MF", r->tmp_dep };
@@ -286,7 +328,9 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 	int err_fd = memfd_create("cjc-stderr", MFD_CLOEXEC);
 	clock_gettime(CLOCK_REALTIME_COARSE, &r->started);
 	int64_t t0 = cjc_now_ms();
+	store_umask(j, false);
 	r->status = out_fd < 0 || err_fd < 0 ? -1 : cjc_run(argv.v, out_fd, err_fd);
+	store_umask(j, true);
 	r->duration_ms = cjc_now_ms() - t0;
 	if (out_fd >= 0)
 		read_memfd(out_fd, &r->out);
@@ -419,6 +463,26 @@ static int format_metadata(struct job *j, const struct compile_result *r,
 	return rc;
 }
 
+static uint64_t staged_bytes(const struct cjc_staging *st, const struct cjc_buf *meta)
+{
+	uint64_t n = meta->len;
+	for (size_t i = 0; i < st->nfiles; i++)
+		n += st->files[i].size;
+	return n;
+}
+
+/* Counts a new entry and, past the size limit, evicts from its shard. */
+static void keep_within_limit(struct job *j, const char *key, uint64_t bytes)
+{
+	struct cjc_evict_report r;
+	cjc_evict_account(&j->store, key, bytes);
+	if (cjc_evict_after_publish(&j->store, key, j->cfg.max_size, &r))
+		cjc_log("eviction failed: %s", strerror(errno));
+	else if (r.evicted)
+		cjc_log("evicted %llu entries (%llu bytes) to stay under max_size",
+			(unsigned long long)r.evicted, (unsigned long long)r.evicted_bytes);
+}
+
 /* Stages, publishes and records the entry; failures are logged, never fatal. */
 static void publish(struct job *j, const struct compile_result *r,
 		    const struct cjc_manifest_record *rec)
@@ -436,6 +500,7 @@ static void publish(struct job *j, const struct compile_result *r,
 		rc = cjc_staging_add_data(&st, "stderr", r->err.data, r->err.len);
 	if (!rc)
 		rc = format_metadata(j, r, rec, &st, &meta);
+	uint64_t bytes = staged_bytes(&st, &meta);
 	if (!rc)
 		rc = cjc_staging_publish(&j->store, &st, rec->entry_key, &meta, &won);
 	if (rc) {
@@ -445,10 +510,14 @@ static void publish(struct job *j, const struct compile_result *r,
 	} else {
 		cjc_log("%s %s for %s", won ? "published" : "already published", rec->entry_key,
 			j->c.source);
+		if (won)
+			keep_within_limit(j, rec->entry_key, bytes);
 		char *mpath = cjc_store_manifest_path(&j->store, j->direct_key);
 		char *mdir = cjc_dirname(mpath);
-		if (cjc_mkdirs(mdir, 0777) || cjc_manifest_add(mpath, rec))
+		if (cjc_store_make_subdir(mdir) || cjc_manifest_add(mpath, rec)) {
 			cjc_log("cannot update manifest %s: %s", mpath, strerror(errno));
+			count(j, CJC_STAT_ERRORS, 0);
+		}
 		free(mdir);
 		free(mpath);
 	}
@@ -475,7 +544,7 @@ static int compile_miss(struct job *j)
 		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
 		publish(j, &r, &rec);
 	}
-	if (!rc && write_depfile(j, rec.deps, rec.ndeps))
+	if (!rc && write_user_depfile(j, rec.deps, rec.ndeps))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
 	if (!rc && rename(r.tmp_out, j->c.output))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.output, strerror(errno));
@@ -505,6 +574,7 @@ out:
 /* Everything before the lookup; -1 means compile uncached. */
 static int prepare(struct job *j, struct cjc_buf *why)
 {
+	store_umask(j, true);
 	if (cjc_store_open(&j->store, j->cfg.dir)) {
 		cjc_buf_addf(why, "cache directory %s is unusable: %s", j->cfg.dir, strerror(errno));
 		return -1;
@@ -527,6 +597,11 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	else
 		rc = compute_direct_key(j, why);
 	free(host);
+	if (!rc && (j->nvcc.save_errno || j->host.save_errno)) {
+		cjc_log("cannot remember a compiler identity: %s",
+			strerror(j->nvcc.save_errno ? j->nvcc.save_errno : j->host.save_errno));
+		count(j, CJC_STAT_ERRORS, 0);
+	}
 	if (rc)
 		count(j, CJC_STAT_ERRORS, 0);
 	return rc;
@@ -542,11 +617,13 @@ static void job_release(struct job *j)
 	cjc_filehash_forget();
 }
 
-int cjc_launch(const char *target, int argc, char **argv)
+int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 {
-	struct job j = { .target = target, .argc = argc, .argv = argv };
+	struct job j = { .target = target, .wrap = wrap, .argc = argc, .argv = argv };
 	struct cjc_buf why = CJC_BUF_INIT;
 	int rc;
+	j.user_umask = umask(0);
+	umask(j.user_umask);
 	if (cjc_config_load(&j.cfg, &why)) {
 		fputs(why.data, stderr);
 		fputs("cjc: compiling without the cache until the setting is fixed\n", stderr);

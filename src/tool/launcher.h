@@ -9,6 +9,7 @@
 #ifndef CJC_LAUNCHER_H
 #define CJC_LAUNCHER_H
 
-int cjc_launch(const char *target, int argc, char **argv);
+/* wrap: a NULL-terminated list of words put in front of nvcc when it runs. */
+int cjc_launch(const char *target, char *const *wrap, int argc, char **argv);
 
 #endif

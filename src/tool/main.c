@@ -1,11 +1,12 @@
 /*
  * cjc - the CudaJitCache command.
  *
- *     cjc [--target NAME] [--] COMPILER ARG...   compile through the cache
+ *     cjc [--target NAME] [--wrap PROG]... [--] COMPILER ARG...   compile through the cache
  *     cjc SUBCOMMAND [OPTION...]                  inspect and maintain it
  *
  * A first word that is a subcommand (commands.h) is one; anything else is a
- * compiler.
+ * compiler.  --wrap names a launcher the build already had (ccache, say):
+ * cjc puts it in front of nvcc whenever nvcc really runs.
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,10 +24,14 @@ int main(int argc, char **argv)
 	if (cmd)
 		return cmd->fn(argc - 1, argv + 1);
 	const char *target = NULL;
+	char *wrap[8];
+	size_t nwrap = 0;
 	int i = 1;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--target") && i + 1 < argc) {
 			target = argv[++i];
+		} else if (!strcmp(argv[i], "--wrap") && i + 1 < argc && nwrap < 7) {
+			wrap[nwrap++] = argv[++i];
 		} else if (!strncmp(argv[i], "--target=", 9)) {
 			target = argv[i] + 9;
 		} else if (!strcmp(argv[i], "--")) {
@@ -42,5 +47,6 @@ int main(int argc, char **argv)
 		cjc_usage(stderr);
 		return 2;
 	}
-	return cjc_launch(target, argc - i, argv + i);
+	wrap[nwrap] = NULL;
+	return cjc_launch(target, wrap, argc - i, argv + i);
 }

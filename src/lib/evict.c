@@ -1,0 +1,205 @@
+#include "evict.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "stats.h"
+
+void cjc_evict_touch(const char *entry_dir)
+{
+	(void)utimensat(AT_FDCWD, entry_dir, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
+static int shard_of(const char *key)
+{
+	char c = key[0];
+	return c >= 'a' ? c - 'a' + 10 : c - '0';
+}
+
+/* Adds bytes and entries (two's complement for a removal) to a key's shard. */
+static void account(const struct cjc_store *s, int shard, uint64_t bytes, uint64_t entries)
+{
+	uint64_t delta[CJC_STAT_COUNT] = { 0 };
+	delta[CJC_STAT_BYTES] = bytes;
+	delta[CJC_STAT_ENTRIES] = entries;
+	(void)cjc_stats_add_shard(s, shard, delta);
+}
+
+void cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes)
+{
+	account(s, shard_of(key), bytes, 1);
+}
+
+uint64_t cjc_entry_dir_bytes(const char *dir)
+{
+	uint64_t total = 0;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
+			total += (uint64_t)st.st_size;
+	}
+	if (d)
+		closedir(d);
+	return total;
+}
+
+int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dir,
+		     const char *dest)
+{
+	char *base = cjc_store_path(s, "staging/evict");
+	char *trash = dest ? cjc_xstrdup(dest) : cjc_unique_name(base);
+	int rc = rename(dir, trash);
+	if (!rc) {
+		uint64_t bytes = cjc_entry_dir_bytes(trash);
+		account(s, shard_of(key), -bytes, (uint64_t)-1);
+		if (!dest)
+			rc = cjc_remove_tree(trash);
+	}
+	int e = errno;
+	free(base);
+	free(trash);
+	errno = e;
+	return rc;
+}
+
+struct candidate {
+	char *key, *dir;
+	struct timespec used;
+	uint64_t bytes;
+};
+
+struct candidates {
+	struct candidate *v;
+	size_t n, alloc;
+	uint64_t bytes[16], entries[16];
+};
+
+static int collect(const char *key, const char *dir, void *ctx)
+{
+	struct candidates *c = ctx;
+	struct stat st;
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	if (c->n == c->alloc) {
+		c->alloc = c->alloc ? 2 * c->alloc : 256;
+		c->v = cjc_xrealloc(c->v, c->alloc * sizeof *c->v);
+	}
+	struct candidate *e = &c->v[c->n++];
+	e->key = cjc_xstrdup(key);
+	e->dir = cjc_xstrdup(dir);
+	e->used = st.st_mtim;
+	e->bytes = cjc_entry_dir_bytes(dir);
+	c->bytes[shard_of(key)] += e->bytes;
+	c->entries[shard_of(key)]++;
+	return 0;
+}
+
+static int older_first(const void *a, const void *b)
+{
+	const struct timespec *x = &((const struct candidate *)a)->used;
+	const struct timespec *y = &((const struct candidate *)b)->used;
+	if (x->tv_sec != y->tv_sec)
+		return x->tv_sec < y->tv_sec ? -1 : 1;
+	return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
+}
+
+static void candidates_release(struct candidates *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->v[i].key);
+		free(c->v[i].dir);
+	}
+	free(c->v);
+}
+
+/* Removes the oldest candidates while they are older than the cutoff
+ * (seconds since the epoch; 0: none) or the total exceeds the limit. */
+static void evict_oldest(const struct cjc_store *s, struct candidates *c, uint64_t total,
+			 uint64_t limit, time_t cutoff, struct cjc_evict_report *r)
+{
+	qsort(c->v, c->n, sizeof *c->v, older_first);
+	for (size_t i = 0; i < c->n; i++) {
+		struct candidate *e = &c->v[i];
+		bool too_old = cutoff && e->used.tv_sec < cutoff;
+		if (!too_old && !(limit && total > limit))
+			break;
+		if (cjc_evict_remove(s, e->key, e->dir, NULL))
+			continue;
+		total -= e->bytes;
+		c->bytes[shard_of(e->key)] -= e->bytes;
+		c->entries[shard_of(e->key)]--;
+		r->evicted++;
+		r->evicted_bytes += e->bytes;
+	}
+}
+
+/* Makes a shard's size counters say what was measured. */
+static void recount(const struct cjc_store *s, int shard, uint64_t bytes, uint64_t entries)
+{
+	uint64_t now[CJC_STAT_COUNT];
+	cjc_stats_read_shard(s, shard, now);
+	account(s, shard, bytes - now[CJC_STAT_BYTES], entries - now[CJC_STAT_ENTRIES]);
+}
+
+int cjc_evict_store(const struct cjc_store *s, uint64_t max_size, int64_t older_than,
+		    struct cjc_evict_report *r)
+{
+	struct candidates c = { 0 };
+	memset(r, 0, sizeof *r);
+	int rc = cjc_store_foreach_entry(s, collect, &c);
+	for (int i = 0; i < 16; i++)
+		r->bytes += c.bytes[i], r->entries += c.entries[i];
+	time_t cutoff = older_than >= 0 ? time(NULL) - older_than + 1 : 0;
+	if (!rc)
+		evict_oldest(s, &c, r->bytes, max_size, cutoff, r);
+	for (int i = 0; !rc && i < 16; i++)
+		recount(s, i, c.bytes[i], c.entries[i]);
+	candidates_release(&c);
+	return rc;
+}
+
+int cjc_evict_after_publish(const struct cjc_store *s, const char *key, uint64_t max_size,
+			    struct cjc_evict_report *r)
+{
+	int shard = shard_of(key);
+	uint64_t v[CJC_STAT_COUNT];
+	memset(r, 0, sizeof *r);
+	if (!max_size || cjc_stats_read_shard(s, shard, v) || v[CJC_STAT_BYTES] <= max_size / 16)
+		return 0;
+	/* One evictor per shard at a time; the others go on with their build. */
+	char name[32];
+	snprintf(name, sizeof name, "stats/evict.%d", shard);
+	char *lock_path = cjc_store_path(s, name);
+	int fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+	free(lock_path);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	struct candidates c = { 0 };
+	char prefix[2] = { key[0], '\0' };
+	int rc = cjc_store_foreach_entry_in(s, prefix, collect, &c);
+	r->bytes = c.bytes[shard];
+	r->entries = c.entries[shard];
+	/* The counter may have drifted (a crash between rename and count): correct it. */
+	account(s, shard, r->bytes - v[CJC_STAT_BYTES], r->entries - v[CJC_STAT_ENTRIES]);
+	if (!rc)
+		evict_oldest(s, &c, r->bytes, max_size / 16 / 10 * 9, 0, r);
+	candidates_release(&c);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,53 @@
+/*
+ * evict.h - keeping the store under its size limit, least recently used
+ * entries first, without a global lock.
+ *
+ * Recency is an entry directory's mtime: the rename that publishes an entry
+ * leaves it at publication time, and every hit refreshes it with one
+ * utimensat() (cjc_evict_touch).  Nothing inside the entry changes.
+ *
+ * Size is counted in the stats shards (stats.h): a writer that wins a
+ * publication adds the entry's bytes to the shard of the key's first hex
+ * digit (cjc_evict_account).  When that shard holds more than a sixteenth of
+ * the limit, the writer evicts the oldest entries of entries/<d>?/ — one
+ * sixteenth of the store — down to 90% of that share (cjc_evict_after_publish).
+ * `cjc gc --max-size` evicts across the whole store, oldest first, exactly to
+ * the size asked, and recounts every shard.
+ *
+ * Removing an entry renames it into staging/ first (a reader sees the whole
+ * entry or nothing), then removes the renamed tree; an evictor killed in
+ * between leaves staging that `cjc gc` reclaims.  Two evictors racing for
+ * one entry are harmless: one rename wins, the other sees ENOENT.
+ */
+#ifndef CJC_EVICT_H
+#define CJC_EVICT_H
+
+#include <stdint.h>
+
+#include "store.h"
+
+struct cjc_evict_report {
+	uint64_t entries, bytes;         /* in the store before */
+	uint64_t evicted, evicted_bytes; /* removed */
+};
+
+/* Marks an entry as just used (ignores failure: a read-only store). */
+void cjc_evict_touch(const char *entry_dir);
+/* Counts a newly published entry of `bytes` in its shard. */
+void cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes);
+/* After a publication: evicts from the key's shard when it is over its share. */
+int cjc_evict_after_publish(const struct cjc_store *s, const char *key, uint64_t max_size,
+			    struct cjc_evict_report *r);
+/* Evicts, oldest first, every entry unused for `older_than` seconds (-1: no
+ * age limit) and then more until the store holds at most max_size bytes (0:
+ * no size limit); recounts every shard. */
+int cjc_evict_store(const struct cjc_store *s, uint64_t max_size, int64_t older_than,
+		    struct cjc_evict_report *r);
+/* Takes one entry out of the store and uncounts its bytes: renamed to dest
+ * (quarantine), or, with dest NULL, renamed aside and deleted. */
+int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dir,
+		     const char *dest);
+/* Bytes of the regular files in an entry directory. */
+uint64_t cjc_entry_dir_bytes(const char *dir);
+
+#endif

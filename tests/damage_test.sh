@@ -1,0 +1,127 @@
+#!/bin/bash
+# damage_test.sh - SPEC §4: a damaged entry is a miss, never served and never
+# touched on the build path; `cjc verify` finds it and `--fix` moves it aside
+# so the next compile republishes.  Every case starts from a copy of one good
+# store, so each costs only the compiles it checks.
+
+. "$(dirname "$0")/helpers.sh"
+
+oneTimeSetUp() {
+	use_suite_dir damage
+	CJC_DIR="$SUITE_DIR/template" NVCC_LOG=/dev/null "$CJC" "$NVCC" -c k.cu -o good.o -arch=$ARCH
+	CASES=0
+}
+
+oneTimeTearDown() {
+	echo "damage cases checked: $CASES"
+	rm -rf "$SUITE_DIR"
+}
+
+# Each file of an entry, with its type, size and hash: to prove it untouched.
+snapshot() {
+	(cd "$1" && find . -printf '%p %y %s\n' | sort && find . -type f -exec sha256sum {} + | sort)
+}
+
+# Replaces the first match of a sed pattern in the entry's metadata.json.
+edit_first() {
+	sed -i "0,/$1/s//$2/" "$ENTRY/metadata.json"
+}
+
+# damage CASE: applies the damage named CASE to $ENTRY.
+damage() {
+	local o="$ENTRY/output.o" m="$ENTRY/metadata.json" size
+	size=$(stat -c %s "$o")
+	case $1 in
+	zeroed) head -c "$size" /dev/zero >"$o" ;;
+	truncated) truncate -s $((size / 2)) "$o" ;;
+	emptied) : >"$o"
+		edit_first '"size": [0-9]*' '"size": 0'
+		edit_first '"sha256": "[0-9a-f]*"' '"sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"' ;;
+	flipped) printf '\x55' | dd of="$o" bs=1 seek=100 conv=notrunc 2>/dev/null ;;
+	meta-missing) rm -f "$m" ;;
+	meta-empty) : >"$m" ;;
+	meta-brace) echo '{' >"$m" ;;
+	meta-utf8) edit_first '"cwd": "' '"cwd": "\xff\xfe' ;;
+	meta-array) echo '[]' >"$m" ;;
+	meta-directory) rm -f "$m" && mkdir "$m" ;;
+	size-missing) sed -i '0,/"size": [0-9]*,/{/"size": [0-9]*,/d}' "$m" ;;
+	size-true) edit_first '"size": [0-9]*' '"size": true' ;;
+	size-zero) edit_first '"size": [0-9]*' '"size": 0' ;;
+	size-string) edit_first '"size": \([0-9]*\)' '"size": "\1"' ;;
+	sha-missing) edit_first '"size": \([0-9]*\),' '"size": \1'
+		sed -i '0,/"sha256": "[0-9a-f]*"/{/"sha256": "[0-9a-f]*"/d}' "$m" ;;
+	sha-empty) edit_first '"sha256": "[0-9a-f]*"' '"sha256": ""' ;;
+	sha-x) edit_first '"sha256": "[0-9a-f]*"' "\"sha256\": \"$(printf 'x%.0s' $(seq 64))\"" ;;
+	sha-spaces) edit_first '"sha256": "[0-9a-f]*"' "\"sha256\": \"$(printf ' %.0s' $(seq 64))\"" ;;
+	format) edit_first '"cudajitcache.entry.v1"' '"cudajitcache.entry.v2"' ;;
+	*) fail "unknown damage $1" ;;
+	esac
+}
+
+# check_damage CASE: the whole promise for one kind of damage.
+check_damage() {
+	local c=$1 before key
+	CASES=$((CASES + 1))
+	export CJC_DIR="$SUITE_DIR/cache-$c" NVCC_LOG="$SUITE_DIR/nvcc-$c.log" CJC_LOG="$SUITE_DIR/cjc-$c.log"
+	rm -rf "$CJC_DIR" && cp -a "$SUITE_DIR/template" "$CJC_DIR"
+	ENTRY=$(echo "$CJC_DIR"/v1/*/entries/*/*)
+	key=$(basename "$ENTRY")
+	chmod -R u+w "$ENTRY"
+	damage "$c"
+	before=$(snapshot "$ENTRY")
+
+	"$CJC" "$NVCC" -c k.cu -o "$c.o" -arch=$ARCH || fail "$c: the build broke"
+	assertEquals "$c: nvcc compiled" 1 "$(nvcc_compiles)"
+	assert_same_devcode good.o "$c.o"
+	assertEquals "$c: counted as damaged" 1 "$(stat_value damaged)"
+	assertEquals "$c: the entry is untouched by the build and the later writer" "$before" "$(snapshot "$ENTRY")"
+	assertTrue "$c: stats says how to repair" "\"$CJC\" stats | grep -q 'cjc verify --fix'"
+	assertTrue "$c: the reason is logged" "grep -q 'damaged entry $key' '$CJC_LOG'"
+
+	"$CJC" verify >"$SUITE_DIR/verify-$c.txt"
+	assertEquals "$c: verify fails" 1 $?
+	assertTrue "$c: verify names the entry and a reason" "grep -q '^$key: ..' '$SUITE_DIR/verify-$c.txt'"
+	"$CJC" verify --fix >/dev/null
+	"$CJC" verify >/dev/null || fail "$c: verify --fix repaired the store"
+	"$CJC" "$NVCC" -c k.cu -o "$c-2.o" -arch=$ARCH || fail "$c: build after the fix"
+	"$CJC" "$NVCC" -c k.cu -o "$c-3.o" -arch=$ARCH || fail "$c: build after the fix"
+	assertEquals "$c: republished once, then served" 2 "$(nvcc_compiles)"
+	assert_same_devcode good.o "$c-3.o"
+	"$CJC" verify >/dev/null || fail "$c: the republished entry verifies"
+}
+
+testDamagedArtifacts() {
+	for c in zeroed truncated emptied flipped; do check_damage $c; done
+}
+
+testDamagedMetadata() {
+	for c in meta-missing meta-empty meta-brace meta-utf8 meta-array meta-directory; do check_damage $c; done
+}
+
+testBadSizeFields() {
+	for c in size-missing size-true size-zero size-string; do check_damage $c; done
+}
+
+testBadHashFields() {
+	for c in sha-missing sha-empty sha-x sha-spaces; do check_damage $c; done
+}
+
+testOtherFormatVersion() {
+	check_damage format
+}
+
+testVerifyJsonNamesEveryBadEntry() {
+	export CJC_DIR="$SUITE_DIR/cache-json" NVCC_LOG=/dev/null
+	rm -rf "$CJC_DIR" && cp -a "$SUITE_DIR/template" "$CJC_DIR"
+	"$CJC" "$NVCC" -c k.cu -o other.o -arch=$ARCH -DOTHER || fail
+	local e
+	for e in "$CJC_DIR"/v1/*/entries/*/*; do
+		chmod u+w "$e/output.o" && truncate -s 10 "$e/output.o"
+	done
+	"$CJC" verify --json >"$SUITE_DIR/verify.json"
+	assertEquals "exit 1" 1 $?
+	assertTrue "both bad" "grep -q '\"bad\": 2' '$SUITE_DIR/verify.json'"
+	assertEquals "reasons" 2 "$(grep -c '"reason": "output.o has 10 bytes' "$SUITE_DIR/verify.json")"
+}
+
+. "$SHUNIT2"

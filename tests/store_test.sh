@@ -1,0 +1,138 @@
+#!/bin/bash
+# store_test.sh - SPEC §4 and §6 for the store as a whole: eviction of the
+# least recently used entries (automatic with max_size, on demand with
+# `cjc gc`), a store shared by a group, and symbolic links planted in it.
+
+. "$(dirname "$0")/helpers.sh"
+
+ns() { echo "$CJC_DIR"/v1/linux-*; }
+
+# variants N: compiles -DV=1..N, each a new entry.
+variants() {
+	local i
+	for i in $(seq "$1"); do cjc_nvcc -c k.cu -o v$i.o -arch=$ARCH -DV=$i || return 1; done
+}
+
+testAHitRefreshesRecency() {
+	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	local e
+	e=$(echo "$(ns)"/entries/*/*)
+	touch -d '2001-01-01' "$e"
+	cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail
+	expect_stat hits 1
+	assertTrue "the hit refreshed the entry's time" "[ $(stat -c %Y "$e") -gt $(($(date +%s) - 60)) ]"
+	CJC_READONLY=1 cjc_nvcc -c k.cu -o c.o -arch=$ARCH || fail
+	touch -d '2001-01-01' "$e"
+	CJC_READONLY=1 cjc_nvcc -c k.cu -o d.o -arch=$ARCH || fail
+	assertEquals "a read-only hit writes nothing" "$(date -d 2001-01-01 +%s)" "$(stat -c %Y "$e")"
+}
+
+testGcMaxSizeEvictsLeastRecentlyUsedFirst() {
+	variants 6 || fail
+	local i bytes
+	# v1 is the oldest ... v6 the newest; then a hit makes v1 the newest.
+	for i in 1 2 3 4 5 6; do
+		touch -d "$((10 - i)) minutes ago" "$(grep -l -- "-DV=$i\"" "$(ns)"/entries/*/*/metadata.json | xargs dirname)"
+	done
+	cjc_nvcc -c k.cu -o again1.o -arch=$ARCH -DV=1 || fail
+	bytes=$(stat_value bytes)
+	"$CJC" gc --max-size $((bytes / 2 + bytes / 12)) >gc.txt || fail
+	assertTrue "report: $(cat gc.txt)" "grep -q 'evicted 3 of 6 entries' gc.txt"
+	assertEquals "entries left" 3 "$(entry_count)"
+	assertTrue "store within the size" "[ $(stat_value bytes) -le $((bytes / 2 + bytes / 12)) ]"
+	for i in 1 5 6; do cjc_nvcc -c k.cu -o w$i.o -arch=$ARCH -DV=$i || fail; done
+	assertEquals "the 3 most recently used were kept" 6 "$(nvcc_compiles)"
+	cjc_nvcc -c k.cu -o w2.o -arch=$ARCH -DV=2 || fail
+	assertEquals "an evicted one compiles again" 7 "$(nvcc_compiles)"
+	"$CJC" verify >/dev/null || fail
+	assertEquals "no staging left" 0 "$(find "$(ns)"/staging -mindepth 1 | wc -l)"
+}
+
+testGcOlderThanEvictsUnusedEntries() {
+	variants 3 || fail
+	touch -d '3 days ago' "$(grep -l -- '-DV=2"' "$(ns)"/entries/*/*/metadata.json | xargs dirname)"
+	"$CJC" gc --older-than 2d >/dev/null || fail
+	assertEquals "one evicted" 2 "$(entry_count)"
+	assertEquals "bytes recounted" "$(du -sb --apparent-size "$(ns)"/entries/*/* | awk '{s += $1 - 4096} END {print s}')" \
+		"$(stat_value bytes)"
+	"$CJC" gc --older-than 1x 2>err.txt
+	assertEquals "a bad age is a usage error" 2 $?
+}
+
+testMaxSizeKeepsTheStoreUnderItsLimit() {
+	cjc_nvcc -c k.cu -o one.o -arch=$ARCH -DV=0 || fail
+	local one limit
+	one=$(stat_value bytes)
+	# Room for about 1.5 entries per sixteenth: with 20 entries, some sixteenth overflows.
+	limit=$((one * 3 / 2 * 16))
+	export CJC_MAX_SIZE=$limit
+	variants 20 || fail
+	assertTrue "the store stays within max_size" "[ $(stat_value bytes) -le $limit ]"
+	assertTrue "entries were evicted" "[ $(entry_count) -lt 21 ]"
+	assertTrue "eviction is logged" "grep -q 'evicted .* to stay under max_size' '$CJC_LOG'"
+	assertEquals "the count matches the entries" "$(entry_count)" "$(stat_value entries)"
+	"$CJC" verify >/dev/null || fail
+	cjc_nvcc -c k.cu -o v20b.o -arch=$ARCH -DV=20 || fail
+	assertEquals "the newest entry was kept" 21 "$(nvcc_compiles)"
+	"$CJC" stats | grep -q 'of max_size' || fail "stats shows the limit"
+}
+
+testGroupSharedStore() {
+	local group
+	group=$(getent group users >/dev/null && echo users || echo nogroup)
+	mkdir -p "$CJC_DIR" && chgrp "$group" "$CJC_DIR" && chmod 2775 "$CJC_DIR"
+	echo 'umask = 002' >"$CJC_DIR/cudajitcache.conf"
+	(umask 077 && cjc_nvcc -c k.cu -o a.o -arch=$ARCH -MD) || fail
+	(umask 077 && cjc_nvcc -c k.cu -o b.o -arch=$ARCH -MD) || fail
+	expect_stat hits 1
+	assertEquals "every directory keeps the group and setgid" 0 \
+		"$(find "$CJC_DIR" -type d \( ! -group "$group" -o ! -perm -2070 \) | wc -l)"
+	assertEquals "every file is readable by the group" 0 \
+		"$(find "$CJC_DIR" -type f ! -perm -040 | wc -l)"
+	assertEquals "the user's outputs keep the user's umask" "600 600 600" \
+		"$(stat -c %a a.o b.o a.d | xargs)"
+	CJC_UMASK=8 cjc_nvcc -c k.cu -o c.o -arch=$ARCH 2>err.txt || fail "a bad umask broke the build"
+	assertTrue "a bad umask is named" "grep -q CJC_UMASK err.txt"
+}
+
+# plant_links: symbolic links from the store to a directory outside it.
+plant_links() {
+	OUTSIDE=$TEST_DIR/outside
+	mkdir -p "$OUTSIDE/victim/ab$(printf '0%.0s' $(seq 62))"
+	echo precious >"$OUTSIDE/victim/file"
+	echo precious >"$OUTSIDE/victim/ab$(printf '0%.0s' $(seq 62))/metadata.json"
+	BEFORE=$(find "$OUTSIDE" -printf '%p %s %T@\n' | sort)
+}
+
+outside_untouched() {
+	assertEquals "$1: nothing outside the store changed" "$BEFORE" "$(find "$OUTSIDE" -printf '%p %s %T@\n' | sort)"
+}
+
+testSymlinksInTheStoreCannotReachOutside() {
+	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	plant_links
+	local e
+	e=$(echo "$(ns)"/entries/*/*)
+	# A link in place of a shard of entries, an entry, and an artifact.
+	ln -s "$OUTSIDE/victim" "$(ns)/entries/ab"
+	ln -s "$OUTSIDE/victim" "$(ns)/entries/$(basename "$(dirname "$e")")/$(printf 'f%.0s' $(seq 64))"
+	chmod u+w "$e" && rm -f "$e/output.o" && ln -s "$OUTSIDE/victim/file" "$e/output.o"
+	cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail "the build broke"
+	assert_same_devcode a.o b.o
+	"$CJC" verify --fix >/dev/null
+	"$CJC" gc --max-size 1 >/dev/null
+	"$CJC" clean >/dev/null
+	outside_untouched "entries"
+	# A link in place of the staging and manifests directories: no writes through them.
+	rm -rf "$(ns)/staging" "$(ns)/manifests"
+	ln -s "$OUTSIDE/victim" "$(ns)/staging"
+	ln -s "$OUTSIDE/victim" "$(ns)/manifests"
+	cjc_nvcc -c k.cu -o c.o -arch=$ARCH || fail "the build broke"
+	assert_same_devcode a.o c.o
+	assertTrue "the reason is logged" "grep -q 'Too many levels of symbolic links' '$CJC_LOG'"
+	"$CJC" gc >/dev/null 2>&1
+	"$CJC" clean >/dev/null 2>&1
+	outside_untouched "staging"
+}
+
+. "$SHUNIT2"
