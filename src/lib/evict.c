@@ -130,7 +130,8 @@ static void candidates_release(struct candidates *c)
 static void evict_oldest(const struct cjc_store *s, struct candidates *c, uint64_t total,
 			 uint64_t limit, time_t cutoff, struct cjc_evict_report *r)
 {
-	qsort(c->v, c->n, sizeof *c->v, older_first);
+	if (c->n)
+		qsort(c->v, c->n, sizeof *c->v, older_first);
 	for (size_t i = 0; i < c->n; i++) {
 		struct candidate *e = &c->v[i];
 		bool too_old = cutoff && e->used.tv_sec < cutoff;

@@ -1,0 +1,39 @@
+# Package.cmake - what find_package(CudaJitCache) finds, installed and in
+# the build tree, and the Make include.
+#
+#   <prefix>/lib/cmake/CudaJitCache/  CudaJitCacheConfig.cmake, ...ConfigVersion.cmake,
+#                                     CudaJitCache.cmake (the module),
+#                                     EnableCudaJitCache.cmake (for CMAKE_PROJECT_TOP_LEVEL_INCLUDES)
+#   <prefix>/share/cudajitcache/      cudajitcache.mk
+#   <build>/                          CudaJitCacheConfig.cmake using the built cjc and modules/
+include(CMakePackageConfigHelpers)
+
+set(CONFIG_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/CudaJitCache)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/CudaJitCacheConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+
+# Installed: paths relative to the prefix.
+set(CONFIG_CJC_PATH ${CMAKE_INSTALL_BINDIR}/cjc)
+set(CONFIG_MODULE_DIR ${CONFIG_INSTALL_DIR})
+configure_package_config_file(cmake/CudaJitCacheConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/install/CudaJitCacheConfig.cmake
+  INSTALL_DESTINATION ${CONFIG_INSTALL_DIR}
+  PATH_VARS CONFIG_CJC_PATH CONFIG_MODULE_DIR)
+configure_file(cmake/EnableCudaJitCache.cmake.in
+  ${PROJECT_BINARY_DIR}/install/EnableCudaJitCache.cmake @ONLY)
+install(FILES
+  ${PROJECT_BINARY_DIR}/install/CudaJitCacheConfig.cmake
+  ${PROJECT_BINARY_DIR}/CudaJitCacheConfigVersion.cmake
+  ${PROJECT_BINARY_DIR}/install/EnableCudaJitCache.cmake
+  modules/CudaJitCache.cmake
+  DESTINATION ${CONFIG_INSTALL_DIR})
+install(FILES modules/cudajitcache.mk DESTINATION ${CMAKE_INSTALL_DATADIR}/cudajitcache)
+
+# The build tree: the cjc just built and the modules of the source tree.
+set(CONFIG_CJC_PATH ${PROJECT_BINARY_DIR}/src/tool/cjc)
+set(CONFIG_MODULE_DIR ${PROJECT_SOURCE_DIR}/modules)
+configure_package_config_file(cmake/CudaJitCacheConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/CudaJitCacheConfig.cmake
+  INSTALL_DESTINATION ${PROJECT_BINARY_DIR}
+  INSTALL_PREFIX ${PROJECT_BINARY_DIR}
+  PATH_VARS CONFIG_CJC_PATH CONFIG_MODULE_DIR)

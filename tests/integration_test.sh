@@ -1,0 +1,211 @@
+#!/bin/bash
+# integration_test.sh - SPEC §8: find_package(CudaJitCache) from an install
+# prefix and from the build tree, cudajitcache_enable, cudajitcache_add_fatbin,
+# CMAKE_PROJECT_TOP_LEVEL_INCLUDES and the Make include, on the examples, with
+# both CMake generators.  Compiles are counted by the cache's own counters
+# (CMake's compiler checks run nvcc directly and are not compiles of the
+# project) and, for Make, by the counting nvcc.
+
+. "$(dirname "$0")/helpers.sh"
+: "${CJC_BUILD_DIR:?set CJC_BUILD_DIR to the build tree}"
+command -v cmake >/dev/null && command -v ninja >/dev/null && command -v make >/dev/null || {
+	echo "cmake, ninja and make are needed: skipping" >&2
+	exit 125
+}
+
+oneTimeSetUp() {
+	PREFIX=$(mktemp -d "${TMPDIR:-/tmp}/cjc-prefix.XXXXXX")
+	cmake --install "$CJC_BUILD_DIR" --prefix "$PREFIX" >/dev/null || exit 1
+	PACKAGE=$PREFIX/lib/cmake/CudaJitCache
+}
+
+oneTimeTearDown() { rm -rf "$PREFIX"; }
+
+# example NAME: a copy of examples/NAME in the test directory (it gets edited).
+example() {
+	cp -r "$CJC_SOURCE_DIR/examples/$1" "$TEST_DIR/$1" && echo "$TEST_DIR/$1"
+}
+
+# configure_build SRC BUILD GENERATOR [CMAKE-ARG...]
+configure_build() {
+	local src=$1 build=$2 gen=$3
+	shift 3
+	cmake -S "$src" -B "$build" -G "$gen" -DCudaJitCache_DIR="$PACKAGE" \
+		-DCMAKE_CUDA_COMPILER="$REAL_NVCC" "$@" >"$build.configure.log" 2>&1 ||
+		{ cat "$build.configure.log"; return 1; }
+	cmake --build "$build" -j4 >"$build.build.log" 2>&1 || { cat "$build.build.log"; return 1; }
+}
+
+rebuild() {
+	cmake --build "$1" -j4 >"$1.rebuild.log" 2>&1 || { cat "$1.rebuild.log"; return 1; }
+}
+
+expect_counts() {
+	assertEquals "$1: misses" "$2" "$(stat_value misses)"
+	assertEquals "$1: hits" "$3" "$(stat_value hits)"
+}
+
+# The device code of every object of a build tree, in one stream.
+tree_devcode() {
+	local o
+	find "$1" -name '*.o' | sort | while read -r o; do devcode "$o"; done | sha256sum
+}
+
+check_cmake_app() {
+	local gen=$1 src
+	export CJC_DIR="$TEST_DIR/cache-${gen// /}"
+	src=$(example cmake-app)
+	configure_build "$src" "$TEST_DIR/cold" "$gen" || fail "$gen: cold build"
+	expect_counts "$gen cold" 2 0
+	configure_build "$src" "$TEST_DIR/warm" "$gen" || fail "$gen: warm build"
+	expect_counts "$gen new tree" 2 2
+	assertEquals "$gen: hits give the same device code" "$(tree_devcode "$TEST_DIR/cold")" \
+		"$(tree_devcode "$TEST_DIR/warm")"
+	assertTrue "$gen: entries labelled by target" "\"$CJC\" ls | grep -q ' vecmath ' && \"$CJC\" ls | grep -q ' cmake_app '"
+	echo '#define APP_EDITED 1' >>"$src/src/app_config.h"
+	rebuild "$TEST_DIR/warm" || fail
+	expect_counts "$gen: a header of the program only" 3 2
+	echo '#define VECMATH_EDITED 1' >>"$src/include/vecmath.h"
+	rebuild "$TEST_DIR/warm" || fail
+	expect_counts "$gen: the shared header" 5 2
+	rm -rf "$TEST_DIR/cold" "$TEST_DIR/warm" "$src"
+}
+
+testCmakeAppWithMakefiles() {
+	check_cmake_app "Unix Makefiles"
+}
+
+testCmakeAppWithNinja() {
+	check_cmake_app Ninja
+}
+
+testFindPackageFromTheBuildTree() {
+	local src
+	src=$(example cmake-app)
+	PACKAGE=$CJC_BUILD_DIR configure_build "$src" "$TEST_DIR/b" Ninja || fail
+	expect_counts "build tree" 2 0
+	assertTrue "the built cjc is the launcher" "grep -q '$CJC_BUILD_DIR/src/tool/cjc --target' '$TEST_DIR/b/CMakeFiles/rules.ninja'"
+}
+
+testVersionAndModule() {
+	mkdir -p p && cat >p/CMakeLists.txt <<'EOF2'
+cmake_minimum_required(VERSION 3.25)
+project(p LANGUAGES NONE)
+find_package(CudaJitCache 0.1 REQUIRED)
+include(CudaJitCache)
+get_target_property(where CudaJitCache::cjc IMPORTED_LOCATION)
+message(STATUS "found ${CudaJitCache_VERSION} at ${where}")
+find_package(CudaJitCache 9.0 QUIET)
+message(STATUS "9.0 found: ${CudaJitCache_FOUND}")
+EOF2
+	cmake -S p -B p/b -DCudaJitCache_DIR="$PACKAGE" >out.txt 2>&1 || { cat out.txt; fail "configure"; }
+	assertTrue "version and executable" "grep -q 'found 0.1.0 at $PREFIX/bin/cjc' out.txt"
+	assertTrue "a newer major version is not found" "grep -q '9.0 found: 0' out.txt"
+}
+
+testAnExistingLauncherKeepsWorking() {
+	cat >"$TEST_DIR/bin/launcher" <<EOF2
+#!/bin/sh
+echo "\$*" >>"$TEST_DIR/launcher.log"
+exec "\$@"
+EOF2
+	chmod +x "$TEST_DIR/bin/launcher"
+	local src
+	src=$(example cmake-app)
+	configure_build "$src" "$TEST_DIR/b1" Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER="$TEST_DIR/bin/launcher" || fail
+	expect_counts "cold" 2 0
+	assertEquals "the launcher ran nvcc for each miss" 2 "$(grep -c 'nvcc' "$TEST_DIR/launcher.log")"
+	configure_build "$src" "$TEST_DIR/b2" Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER="$TEST_DIR/bin/launcher" || fail
+	expect_counts "warm" 2 2
+	assertEquals "hits run no launcher" 2 "$(grep -c 'nvcc' "$TEST_DIR/launcher.log")"
+}
+
+testTopLevelIncludesEnableAnUneditedProject() {
+	mkdir -p tiny && mv k.cu k.h dev.h host.h tiny/ && cat >tiny/CMakeLists.txt <<'EOF2'
+cmake_minimum_required(VERSION 3.25)
+project(tiny LANGUAGES CUDA)
+add_library(tiny STATIC k.cu)
+set_target_properties(tiny PROPERTIES CUDA_ARCHITECTURES 80)
+EOF2
+	configure_build tiny "$TEST_DIR/b1" Ninja \
+		-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$PACKAGE/EnableCudaJitCache.cmake" || fail
+	configure_build tiny "$TEST_DIR/b2" "Unix Makefiles" \
+		-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$PACKAGE/EnableCudaJitCache.cmake" || fail
+	configure_build tiny "$TEST_DIR/b3" "Unix Makefiles" \
+		-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$PACKAGE/EnableCudaJitCache.cmake" || fail
+	# No include directories: both generators give nvcc the same words.
+	expect_counts "one miss, then hits" 1 2
+	assertTrue "labelled" "\"$CJC\" ls | grep -q ' tiny '"
+}
+
+testAotFatbinsAcrossGenerators() {
+	local src f
+	src=$(example aot-fatbin)
+	configure_build "$src" "$TEST_DIR/a1" Ninja || fail
+	expect_counts "cold" 4 0
+	configure_build "$src" "$TEST_DIR/a2" "Unix Makefiles" || fail
+	expect_counts "the other generator's tree" 4 4
+	for f in kernels/saxpy.fatbin kernels/reduce.fatbin kernels_cubin/saxpy.cubin kernels_ptx/saxpy.ptx; do
+		assertTrue "$f built" "[ -s '$TEST_DIR/a1/$f' ]"
+		assertTrue "$f from a hit is the same bytes" "cmp -s '$TEST_DIR/a1/$f' '$TEST_DIR/a2/$f'"
+	done
+	echo '// edited' >>"$src/kernels/reduce.cu"
+	rebuild "$TEST_DIR/a1" || fail
+	expect_counts "an edited source rebuilds its fatbin only" 5 4
+	echo '#define AOT_EDITED 1' >>"$src/kernels/params.h"
+	rebuild "$TEST_DIR/a2" || fail
+	expect_counts "a header rebuilds its dependents" 9 4
+	rebuild "$TEST_DIR/a2" || fail
+	expect_counts "nothing left to do" 9 4
+}
+
+testAddFatbinRejectsBadArguments() {
+	mkdir -p bad && cat >bad/CMakeLists.txt <<'EOF2'
+cmake_minimum_required(VERSION 3.25)
+project(bad LANGUAGES NONE)
+find_package(CudaJitCache REQUIRED)
+cudajitcache_add_fatbin(k SOURCES k.cu ARCHITECTURES 80 90 CUBIN)
+EOF2
+	cmake -S bad -B bad/b -DCudaJitCache_DIR="$PACKAGE" >out.txt 2>&1
+	assertNotEquals "configure fails" 0 $?
+	assertTrue "says why" "grep -q 'CUBIN and PTX take one architecture' out.txt"
+}
+
+testMakeApp() {
+	local src mk=$PREFIX/share/cudajitcache/cudajitcache.mk
+	src=$(example make-app)
+	cp -r "$src" "$TEST_DIR/make-app-2"
+	make -C "$src" -j4 CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make1.log 2>&1 || { cat make1.log; fail "cold"; }
+	expect_counts "cold" 3 0
+	assertEquals "nvcc ran 3 compiles and the link" 4 "$(nvcc_compiles)"
+	make -C "$TEST_DIR/make-app-2" -j4 CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make2.log 2>&1 || { cat make2.log; fail "warm"; }
+	expect_counts "a fresh copy" 3 3
+	assertEquals "only the link ran nvcc" 5 "$(nvcc_compiles)"
+	assertTrue "fatbin from a hit is the same bytes" "cmp -s '$src/stencil.fatbin' '$TEST_DIR/make-app-2/stencil.fatbin'"
+	assert_same_devcode "$src/main.o" "$TEST_DIR/make-app-2/main.o"
+	make -C "$src" CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make3.log 2>&1
+	assertTrue "the include leaves the default goal: $(cat make3.log)" "grep -q \"Nothing to be done for 'all'\" make3.log"
+	echo '#define STENCIL_EDITED 1' >>"$src/stencil.h"
+	make -C "$src" -j4 CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make4.log 2>&1 || fail
+	expect_counts "the header's dependents" 6 3
+	echo 'int unused_by_anyone;' >"$src/other.h"
+	make -C "$src" CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make5.log 2>&1 || fail
+	assertTrue "an unrelated header rebuilds nothing" "grep -q \"Nothing to be done for 'all'\" make5.log"
+}
+
+testMakeIncludeKindsAndPrefix() {
+	local mk=$PREFIX/share/cudajitcache/cudajitcache.mk
+	cat >Makefile <<EOF2
+include $mk
+all: k.cubin k.ptx k.fatbin own.o
+own.o: k.cu
+	\$(CJC_NVCC) -c k.cu -o \$@ -arch=sm_80
+EOF2
+	make -j4 CJC="$CJC" NVCC="$NVCC" CUDA_ARCHS="80 90" >make.log 2>&1 || { cat make.log; fail; }
+	expect_counts "four kinds through the cache" 4 0
+	assertTrue "cubin for the first arch" "grep -q -- '--cubin -arch=sm_80' make.log"
+	assertTrue "fatbin with both archs" "grep -q -- 'code=sm_90 -gencode=arch=compute_90,code=compute_90' make.log"
+	assertTrue "dependency files" "[ -s k.cubin.d ] && [ -s k.ptx.d ] && [ -s k.fatbin.d ]"
+}
+
+. "$SHUNIT2"
