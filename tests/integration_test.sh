@@ -171,6 +171,40 @@ EOF2
 	assertTrue "says why" "grep -q 'CUBIN and PTX take one architecture' out.txt"
 }
 
+# CMake 3.27 and newer have their own fatbin and cubin rules; they go
+# through the launcher like any CUDA compile.  (CI runs this suite with
+# Debian's CMake 3.25, where there is nothing to check, and again with
+# bookworm-backports' 3.31.)
+testCmakesOwnFatbinAndCubinRulesAreCached() {
+	local v
+	v=$(cmake --version | sed -n 's/cmake version \([0-9]*\.[0-9]*\).*/\1/p')
+	if [ "$(printf '%s\n3.27\n' "$v" | sort -V | head -1)" != 3.27 ]; then
+		echo "CMake $v has no CUDA_FATBIN_COMPILATION: nothing to check"
+		return
+	fi
+	mkdir -p own && mv k.cu k.h dev.h host.h own/ && cat >own/CMakeLists.txt <<'EOF2'
+cmake_minimum_required(VERSION 3.27)
+project(own LANGUAGES CUDA)
+find_package(CudaJitCache REQUIRED)
+add_library(fat OBJECT k.cu)
+set_target_properties(fat PROPERTIES CUDA_FATBIN_COMPILATION ON CUDA_ARCHITECTURES "80;90")
+add_library(cub OBJECT k.cu)
+set_target_properties(cub PROPERTIES CUDA_CUBIN_COMPILATION ON CUDA_ARCHITECTURES "90-real")
+cudajitcache_enable()
+EOF2
+	local gen f
+	for gen in Ninja "Unix Makefiles"; do
+		export CJC_DIR="$TEST_DIR/cache-${gen// /}"
+		configure_build own "$TEST_DIR/o1-${gen// /}" "$gen" || fail
+		configure_build own "$TEST_DIR/o2-${gen// /}" "$gen" || fail
+		expect_counts "CMake $v, $gen" 2 2
+		for f in fat.dir/k.fatbin cub.dir/k.cubin; do
+			assertTrue "$gen: $f from a hit is the same bytes" \
+				"cmp -s '$TEST_DIR/o1-${gen// /}/CMakeFiles/$f' '$TEST_DIR/o2-${gen// /}/CMakeFiles/$f'"
+		done
+	done
+}
+
 testMakeApp() {
 	local src mk=$PREFIX/share/cudajitcache/cudajitcache.mk
 	src=$(example make-app)

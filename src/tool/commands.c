@@ -541,7 +541,7 @@ const struct cjc_command *cjc_command_find(const char *name)
 
 void cjc_usage(FILE *out)
 {
-	fprintf(out, "usage: cjc [--target NAME] [--] nvcc ARG...   compile through the cache\n"
+	fprintf(out, "usage: cjc [--target NAME] [--wrap LAUNCHER]... [--] nvcc ARG...   compile through the cache\n"
 		     "       cjc SUBCOMMAND [OPTION...]\n\nsubcommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (commands[i].help)
