@@ -2,9 +2,9 @@
  * fill_store.c - fills a store with synthetic entries through the library's
  * own publication path, for measuring how the store scales.
  *
- *     fill_store CACHE-DIR COUNT [BYTES]
+ *     fill_store CACHE-DIR COUNT [BYTES] [FIRST]
  *
- * Each entry holds one artifact of BYTES (default 16384) random-looking
+ * Entries are numbered from FIRST (default 0).  Each entry holds one artifact of BYTES (default 16384) random-looking
  * bytes and a valid metadata.json; entries are counted as a publisher
  * counts them.  Prints the time taken.
  */
@@ -55,13 +55,14 @@ int main(int argc, char **argv)
 {
 	struct cjc_store s;
 	if (argc < 3 || cjc_store_open(&s, argv[1])) {
-		fprintf(stderr, "usage: fill_store CACHE-DIR COUNT [BYTES]\n");
+		fprintf(stderr, "usage: fill_store CACHE-DIR COUNT [BYTES] [FIRST]\n");
 		return 2;
 	}
 	unsigned long n = strtoul(argv[2], NULL, 10);
 	size_t bytes = argc > 3 ? strtoul(argv[3], NULL, 10) : 16384;
+	unsigned long first = argc > 4 ? strtoul(argv[4], NULL, 10) : 0;
 	int64_t t0 = cjc_now_ms();
-	for (unsigned long i = 0; i < n; i++)
+	for (unsigned long i = first; i < first + n; i++)
 		if (publish_one(&s, i, bytes)) {
 			perror("fill_store: publish");
 			return 1;

@@ -182,4 +182,26 @@ WRAP
 	expect_nvcc_runs 2
 }
 
+# The hash cache (filehash.h): unchanged files are not read again, and a
+# changed one is, even when its size and mtime are put back.
+testHashCacheRereadsOnlyChangedFiles() {
+	sleep 2.1 # older than the racy window: their hashes may be remembered
+	compile a.o
+	compile b.o
+	assertTrue "a hit reads no file: $(grep hit "$CJC_LOG")" "grep -q 'hit .* 0 files read' '$CJC_LOG'"
+	local mtime
+	mtime=$(stat -c %y k.h)
+	sed -i 's/2.0f/3.0f/' k.h
+	touch -d "$mtime" k.h
+	compile c.o
+	expect_nvcc_runs 2
+	devcode a.o >/dev/null && devcode c.o >/dev/null
+	assertFalse "the edit is compiled in" "cmp -s a.o.devcode c.o.devcode"
+	sed -i 's/3.0f/2.0f/' k.h
+	touch -d "$mtime" k.h
+	compile d.o
+	expect_nvcc_runs 2
+	assert_same_devcode a.o d.o
+}
+
 . "$SHUNIT2"

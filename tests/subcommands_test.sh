@@ -111,6 +111,14 @@ testGcReclaimsOnlyOrphanedStaging() {
 	assertTrue "says what a size is" "grep -q 'not a size' err.txt"
 }
 
+testConfigThatIsADirectory() {
+	CJC_CONFIG=$TEST_DIR "$CJC" config >/dev/null 2>err.txt
+	assertEquals "exit 1" 1 $?
+	assertTrue "names the file: $(cat err.txt)" "grep -q \"$TEST_DIR: cannot read: Is a directory\" err.txt"
+	CJC_CONFIG=$TEST_DIR cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>/dev/null || fail "the build broke"
+	assertTrue "compiled uncached" "[ -s a.o ]"
+}
+
 testBadSubcommandUsage() {
 	"$CJC" ls --bogus 2>err.txt
 	assertEquals "usage error" 2 $?

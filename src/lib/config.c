@@ -212,9 +212,11 @@ static int load_file(struct cjc_config *cfg, const char *path, struct cjc_buf *e
 {
 	struct cjc_buf text = CJC_BUF_INIT;
 	if (cjc_read_file(path, &text)) {
-		if (errno == ENOENT || errno == ENOTDIR)
+		int e = errno;
+		cjc_buf_release(&text);
+		if (e == ENOENT || e == ENOTDIR)
 			return 0;
-		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path, strerror(errno));
+		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path, strerror(e));
 		return -1;
 	}
 	ini_message[0] = '\0';

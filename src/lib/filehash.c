@@ -1,23 +1,44 @@
 #include "filehash.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "blob.h"
+#include "fs.h"
 #include "util.h"
+
+#define FILEHASH_VERSION 1
+#define FILEHASH_MAX 16384
+
+struct stamp {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns, ctime_ns;
+};
 
 struct memo {
 	struct memo *next;
 	char *path;
-	int err; /* 0, or the errno of the failed read */
+	bool known;   /* the hash holds for this process */
+	bool stamped; /* st and taken_ns describe when the hash was taken */
+	int err;      /* 0, or the errno of the failed read */
 	uint64_t size;
 	unsigned char sha[CJC_DIGEST_LEN];
+	struct stamp st;
+	int64_t taken_ns;
 };
 
 #define MEMO_BUCKETS 1024
 static struct memo *buckets[MEMO_BUCKETS];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool dirty;
+static uint64_t reused, hashed;
+static const char magic[4] = { 'C', 'J', 'C', 'F' };
 
 static unsigned bucket_of(const char *path)
 {
@@ -27,30 +48,85 @@ static unsigned bucket_of(const char *path)
 	return h % MEMO_BUCKETS;
 }
 
-int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
+/* The memo of a path, created when absent; call with the lock held. */
+static struct memo *memo_of(const char *path)
 {
 	unsigned b = bucket_of(path);
-	pthread_mutex_lock(&memo_lock);
 	struct memo *m;
 	for (m = buckets[b]; m && strcmp(m->path, path); m = m->next)
 		;
-	pthread_mutex_unlock(&memo_lock);
 	if (!m) {
 		m = cjc_xcalloc(1, sizeof *m);
 		m->path = cjc_xstrdup(path);
-		if (cjc_hash_file(path, m->sha, &m->size))
-			m->err = errno ? errno : EIO;
-		pthread_mutex_lock(&memo_lock);
 		m->next = buckets[b];
 		buckets[b] = m;
-		pthread_mutex_unlock(&memo_lock);
 	}
-	if (m->err) {
-		errno = m->err;
-		return -1;
+	return m;
+}
+
+static void stamp_of(const struct stat *s, struct stamp *st)
+{
+	st->dev = (uint64_t)s->st_dev;
+	st->ino = (uint64_t)s->st_ino;
+	st->size = (uint64_t)s->st_size;
+	st->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000LL + s->st_mtim.tv_nsec;
+	st->ctime_ns = (int64_t)s->st_ctim.tv_sec * 1000000000LL + s->st_ctim.tv_nsec;
+}
+
+/* Whether a remembered hash still holds for the file as it is now. */
+static bool stamp_holds(const struct memo *m)
+{
+	struct stat s;
+	struct stamp now;
+	if (!m->stamped || stat(m->path, &s))
+		return false;
+	stamp_of(&s, &now);
+	return !memcmp(&now, &m->st, sizeof now) &&
+	       now.mtime_ns + CJC_FILEHASH_RACY_NS <= m->taken_ns &&
+	       now.ctime_ns + CJC_FILEHASH_RACY_NS <= m->taken_ns;
+}
+
+/* Reads and hashes a file, noting its stamp from the descriptor it read. */
+static void hash_now(struct memo *m)
+{
+	m->stamped = false;
+	m->taken_ns = cjc_wall_ns();
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	struct stat s;
+	if (fd < 0 || fstat(fd, &s) || cjc_hash_fd(fd, m->sha, &m->size)) {
+		m->err = errno ? errno : EIO;
+	} else {
+		m->err = 0;
+		stamp_of(&s, &m->st);
+		m->stamped = m->st.size == m->size;
 	}
+	if (fd >= 0)
+		close(fd);
+}
+
+int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
+{
+	pthread_mutex_lock(&memo_lock);
+	struct memo *m = memo_of(path);
+	if (!m->known && stamp_holds(m)) {
+		m->known = true;
+		m->size = m->st.size;
+		reused++;
+	}
+	if (!m->known) {
+		hash_now(m);
+		m->known = true;
+		dirty = true;
+		hashed++;
+	}
+	int err = m->err;
 	*size = m->size;
 	memcpy(sha, m->sha, CJC_DIGEST_LEN);
+	pthread_mutex_unlock(&memo_lock);
+	if (err) {
+		errno = err;
+		return -1;
+	}
 	return 0;
 }
 
@@ -65,5 +141,95 @@ void cjc_filehash_forget(void)
 			free(m);
 		}
 	}
+	dirty = false;
+	reused = hashed = 0;
 	pthread_mutex_unlock(&memo_lock);
+}
+
+void cjc_filehash_counts(uint64_t *r, uint64_t *h)
+{
+	*r = reused;
+	*h = hashed;
+}
+
+static void decode_record(struct cjc_cursor *c)
+{
+	uint32_t len = cjc_cursor_u32(c);
+	const char *p = cjc_cursor_bytes(c, len);
+	struct stamp st;
+	st.dev = cjc_cursor_u64(c);
+	st.ino = cjc_cursor_u64(c);
+	st.size = cjc_cursor_u64(c);
+	st.mtime_ns = (int64_t)cjc_cursor_u64(c);
+	st.ctime_ns = (int64_t)cjc_cursor_u64(c);
+	int64_t taken = (int64_t)cjc_cursor_u64(c);
+	const void *sha = cjc_cursor_bytes(c, CJC_DIGEST_LEN);
+	if (c->bad || !len || memchr(p, '\0', len))
+		return;
+	char *path = cjc_xstrndup(p, len);
+	struct memo *m = memo_of(path);
+	free(path);
+	if (m->known || m->stamped)
+		return;
+	m->st = st;
+	m->taken_ns = taken;
+	memcpy(m->sha, sha, CJC_DIGEST_LEN);
+	m->stamped = true;
+}
+
+int cjc_filehash_load(const char *cache_path)
+{
+	struct cjc_buf payload = CJC_BUF_INIT;
+	if (cjc_blob_read(cache_path, magic, &payload))
+		return -1;
+	struct cjc_cursor c;
+	cjc_cursor_init(&c, payload.data, payload.len);
+	uint32_t version = cjc_cursor_u32(&c);
+	uint32_t count = cjc_cursor_u32(&c);
+	pthread_mutex_lock(&memo_lock);
+	for (uint32_t i = 0; version == FILEHASH_VERSION && i < count && !c.bad; i++)
+		decode_record(&c);
+	pthread_mutex_unlock(&memo_lock);
+	cjc_buf_release(&payload);
+	return 0;
+}
+
+int cjc_filehash_save(const char *cache_path)
+{
+	struct cjc_buf records = CJC_BUF_INIT, payload = CJC_BUF_INIT;
+	uint32_t count = 0;
+	pthread_mutex_lock(&memo_lock);
+	if (!dirty) {
+		pthread_mutex_unlock(&memo_lock);
+		return 0;
+	}
+	for (unsigned b = 0; b < MEMO_BUCKETS; b++)
+		for (struct memo *m = buckets[b]; m && count < FILEHASH_MAX; m = m->next) {
+			if (!m->stamped || m->err)
+				continue;
+			size_t len = strlen(m->path);
+			cjc_buf_add_u32(&records, (uint32_t)len);
+			cjc_buf_add(&records, m->path, len);
+			uint64_t v[] = { m->st.dev, m->st.ino, m->st.size, (uint64_t)m->st.mtime_ns,
+					 (uint64_t)m->st.ctime_ns, (uint64_t)m->taken_ns };
+			for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+				cjc_buf_add_u64(&records, v[i]);
+			cjc_buf_add(&records, m->sha, CJC_DIGEST_LEN);
+			count++;
+		}
+	dirty = false;
+	pthread_mutex_unlock(&memo_lock);
+	cjc_buf_add_u32(&payload, FILEHASH_VERSION);
+	cjc_buf_add_u32(&payload, count);
+	cjc_buf_add(&payload, records.data, records.len);
+	char *dir = cjc_dirname(cache_path);
+	int rc = cjc_mkdirs(dir, 0777);
+	if (!rc)
+		rc = cjc_blob_write(cache_path, magic, &payload);
+	int e = errno;
+	free(dir);
+	cjc_buf_release(&records);
+	cjc_buf_release(&payload);
+	errno = e;
+	return rc;
 }

@@ -1,12 +1,25 @@
 /*
  * filehash.h - the SHA-256 and size of source and header files, as a compile
- * sees them now.
+ * sees them now, without reading files that have not changed.
  *
  * Results are remembered for the life of the process, so a file listed by
  * several manifest records is read once.  cjc_filehash_get() returns 0, or -1
  * with errno when the file cannot be read (a missing header is simply a
- * mismatch for the caller).  cjc_filehash_forget() drops what is remembered
- * (for callers that change files, such as tests).
+ * mismatch for the caller).  cjc_filehash_forget() drops what is remembered.
+ *
+ * Across processes, hashes are remembered in a hash-cache file (blob.h,
+ * magic "CJCF"), one per translation unit: cjc_filehash_load() reads one
+ * before the lookup, cjc_filehash_save() writes it back when something was
+ * hashed.  Each record holds a path, the file's stamp when it was hashed
+ * (device, inode, size, mtime, ctime), the time the hash was taken, and the
+ * hash.  A remembered hash is used only when the file's stamp is unchanged
+ * and the file was last changed at least CJC_FILEHASH_RACY_NS before the hash
+ * was taken (git's racy-clean rule: a change within the file system's
+ * timestamp granularity of the hashing could otherwise go unseen); else the
+ * file is read and hashed again.  A damaged file is ignored.
+ *
+ * Payload: u32 version, u32 count, then per record: u32 length, path bytes,
+ * u64 dev, ino, size, mtime_ns, ctime_ns, taken_ns, 32 bytes of SHA-256.
  */
 #ifndef CJC_FILEHASH_H
 #define CJC_FILEHASH_H
@@ -15,7 +28,15 @@
 
 #include "hash.h"
 
+#define CJC_FILEHASH_RACY_NS 2000000000LL
+
 int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN]);
 void cjc_filehash_forget(void);
+/* Remembers the hashes in a hash-cache file (missing or damaged: nothing). */
+int cjc_filehash_load(const char *cache_path);
+/* Writes what is remembered, when anything was hashed since the load. */
+int cjc_filehash_save(const char *cache_path);
+/* How many hashes were taken from a hash-cache file / read from files. */
+void cjc_filehash_counts(uint64_t *reused, uint64_t *hashed);
 
 #endif

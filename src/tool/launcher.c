@@ -45,6 +45,7 @@ struct job {
 	struct cjc_identity nvcc, host;
 	char cwd[PATH_MAX];
 	char direct_key[CJC_HEX_LEN + 1];
+	char *hash_cache; /* this translation unit's hash-cache file (filehash.h) */
 	mode_t user_umask;
 };
 
@@ -274,7 +275,11 @@ static int try_hit(struct job *j)
 			json_t *d = json_object_get(e.meta, "duration_ms");
 			if (!j->cfg.readonly)
 				cjc_evict_touch(e.dir);
-			cjc_log("hit %s for %s", rec->entry_key, j->c.source);
+			uint64_t reused, hashed;
+			cjc_filehash_counts(&reused, &hashed);
+			cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read)",
+				rec->entry_key, j->c.source, (unsigned long long)reused,
+				(unsigned long long)hashed);
 			count(j, CJC_STAT_HITS, (uint64_t)json_integer_value(d));
 			rc = 0;
 		} else if (s == NOT_WRITTEN) {
@@ -571,6 +576,28 @@ out:
 	return rc;
 }
 
+/* The hashes remembered for this translation unit (by cwd and source path). */
+static void load_hash_cache(struct job *j)
+{
+	struct cjc_buf id = CJC_BUF_INIT;
+	char hex[CJC_HEX_LEN + 1];
+	cjc_buf_addf(&id, "%s", j->cwd);
+	cjc_buf_add(&id, "", 1);
+	cjc_buf_addf(&id, "%s", j->c.source);
+	cjc_hash_buf_hex(id.data, id.len, hex);
+	char *sub = cjc_xasprintf("hashes/%.2s/%s", hex, hex);
+	j->hash_cache = cjc_store_path(&j->store, sub);
+	free(sub);
+	cjc_buf_release(&id);
+	(void)cjc_filehash_load(j->hash_cache);
+}
+
+static void save_hash_cache(struct job *j)
+{
+	if (j->hash_cache && !j->cfg.readonly && cjc_filehash_save(j->hash_cache))
+		cjc_log("cannot write hash cache %s: %s", j->hash_cache, strerror(errno));
+}
+
 /* Everything before the lookup; -1 means compile uncached. */
 static int prepare(struct job *j, struct cjc_buf *why)
 {
@@ -588,9 +615,14 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	}
 	char *host = host_compiler_name(&j->c);
 	int rc = 0;
-	if (!getcwd(j->cwd, sizeof j->cwd))
-		rc = -1, cjc_buf_addf(why, "cannot tell the working directory");
-	else if (cjc_identity_nvcc(&j->store, j->argv[0], &j->nvcc))
+	if (!getcwd(j->cwd, sizeof j->cwd)) {
+		free(host);
+		cjc_buf_addf(why, "cannot tell the working directory");
+		count(j, CJC_STAT_ERRORS, 0);
+		return -1;
+	}
+	load_hash_cache(j);
+	if (cjc_identity_nvcc(&j->store, j->argv[0], &j->nvcc))
 		rc = -1, cjc_buf_addf(why, "cannot identify %s: %s", j->argv[0], strerror(errno));
 	else if (cjc_identity_host(&j->store, host, &j->host))
 		rc = -1, cjc_buf_addf(why, "cannot identify host compiler %s: %s", host, strerror(errno));
@@ -615,6 +647,7 @@ static void job_release(struct job *j)
 	cjc_store_close(&j->store);
 	cjc_config_release(&j->cfg);
 	cjc_filehash_forget();
+	free(j->hash_cache);
 }
 
 int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
@@ -635,6 +668,7 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 		rc = run_uncached(&j, why.data);
 	} else {
 		rc = try_hit(&j) ? compile_miss(&j) : 0;
+		save_hash_cache(&j);
 	}
 	job_release(&j);
 	cjc_buf_release(&why);

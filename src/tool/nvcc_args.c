@@ -419,6 +419,7 @@ static void read_options_file(struct parser *p, const char *path)
 		char *why = cjc_xasprintf("cannot read options file %s: %s", path, strerror(errno));
 		uncacheable(c, why);
 		free(why);
+		cjc_buf_release(&text);
 		return;
 	}
 	cjc_strvec_push(&c->optfiles, path);
