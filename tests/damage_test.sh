@@ -9,6 +9,9 @@
 oneTimeSetUp() {
 	use_suite_dir damage
 	CJC_DIR="$SUITE_DIR/template" NVCC_LOG=/dev/null "$CJC" "$NVCC" -c k.cu -o good.o -arch=$ARCH
+	# A hit too, so every case also meets the memo of checked metadata (metamemo.h).
+	CJC_DIR="$SUITE_DIR/template" NVCC_LOG=/dev/null "$CJC" "$NVCC" -c k.cu -o good.o -arch=$ARCH
+	ls "$SUITE_DIR"/template/v1/*/hashes/*/*.meta >/dev/null || exit 1
 	CASES=0
 }
 

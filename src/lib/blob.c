@@ -1,6 +1,7 @@
 #include "blob.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -60,6 +61,40 @@ int cjc_blob_read(const char *path, const char magic[4], struct cjc_buf *payload
 	}
 	int e = errno;
 	cjc_buf_release(&raw);
+	errno = e;
+	return rc;
+}
+
+int cjc_blob_read_records(const char *path, const char magic[4], uint32_t version,
+			  struct cjc_buf *payload, struct cjc_cursor *c, uint32_t *count)
+{
+	if (cjc_blob_read(path, magic, payload))
+		return -1;
+	cjc_cursor_init(c, payload->data, payload->len);
+	uint32_t v = cjc_cursor_u32(c);
+	*count = cjc_cursor_u32(c);
+	if (c->bad || v != version) {
+		cjc_buf_release(payload);
+		errno = EBADMSG;
+		return -1;
+	}
+	return 0;
+}
+
+int cjc_blob_write_records(const char *path, const char magic[4], uint32_t version,
+			   uint32_t count, const struct cjc_buf *records)
+{
+	struct cjc_buf payload = CJC_BUF_INIT;
+	cjc_buf_add_u32(&payload, version);
+	cjc_buf_add_u32(&payload, count);
+	cjc_buf_add(&payload, records->data, records->len);
+	char *dir = cjc_dirname(path);
+	int rc = cjc_mkdirs(dir, 0777);
+	if (!rc)
+		rc = cjc_blob_write(path, magic, &payload);
+	int e = errno;
+	free(dir);
+	cjc_buf_release(&payload);
 	errno = e;
 	return rc;
 }

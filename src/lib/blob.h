@@ -1,6 +1,6 @@
 /*
  * blob.h - the cache's own small binary files (manifests, the compiler
- * identity cache, counters), each guarded by a CRC-32 so that a torn or
+ * identity cache, counters, hash caches), each guarded by a CRC-32 so that a torn or
  * damaged write is caught and treated as absent.
  *
  * Layout: magic (4 bytes) | payload | crc32 of magic+payload (u32 LE).
@@ -23,5 +23,13 @@ int cjc_blob_decode(const void *data, size_t n, const char magic[4], const void 
 int cjc_blob_write(const char *path, const char magic[4], const struct cjc_buf *payload);
 /* On success, payload holds the bytes after the magic, without the CRC. */
 int cjc_blob_read(const char *path, const char magic[4], struct cjc_buf *payload);
+
+/* Files of records: a payload of u32 version, u32 count, then the records.
+ * Reading checks the frame and the version and leaves the cursor (over
+ * payload) at the first record; writing creates the directory if needed. */
+int cjc_blob_read_records(const char *path, const char magic[4], uint32_t version,
+			  struct cjc_buf *payload, struct cjc_cursor *c, uint32_t *count);
+int cjc_blob_write_records(const char *path, const char magic[4], uint32_t version,
+			   uint32_t count, const struct cjc_buf *records);
 
 #endif

@@ -13,6 +13,7 @@
  *   filehash.h    hashes of source files
  *   manifest.h    direct key -> entry key without a preprocessor
  *   metadata.h    metadata.json
+ *   metamemo.h    metadata.json documents already checked
  *   store.h       the artifact store
  *   stats.h       counters
  *   evict.h       the size limit, least recently used first
@@ -35,6 +36,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "metadata.h"
+#include "metamemo.h"
 #include "run.h"
 #include "stats.h"
 #include "store.h"

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "blob.h"
-#include "fs.h"
 #include "util.h"
 
 #define FILEHASH_VERSION 1
@@ -37,6 +36,24 @@ struct memo {
 static struct memo *buckets[MEMO_BUCKETS];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool dirty;
+
+/*
+ * Directories of the files looked at, opened once (O_PATH): a file is then
+ * looked up by its last name alone, which saves walking the same long paths
+ * (the toolkit's headers) a thousand times.  A directory that cannot be
+ * opened is remembered with its errno.  Bounded; past the bound, plain stat.
+ */
+struct dir_memo {
+	struct dir_memo *next;
+	char *dir;
+	int fd; /* -1: err says why it cannot be opened */
+	int err;
+};
+
+#define DIR_BUCKETS 256
+#define DIR_MAX 512
+static struct dir_memo *dir_buckets[DIR_BUCKETS];
+static unsigned ndirs;
 static uint64_t reused, hashed;
 static const char magic[4] = { 'C', 'J', 'C', 'F' };
 
@@ -64,6 +81,61 @@ static struct memo *memo_of(const char *path)
 	return m;
 }
 
+/* The directory of path, opened; -1 with errno when it cannot be (lock held). */
+static int dir_fd(const char *path, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	*base = slash ? slash + 1 : path;
+	char *dir = !slash ? cjc_xstrdup(".") : slash == path ? cjc_xstrdup("/")
+		: cjc_xstrndup(path, (size_t)(slash - path));
+	unsigned b = bucket_of(dir) % DIR_BUCKETS;
+	struct dir_memo *d;
+	for (d = dir_buckets[b]; d && strcmp(d->dir, dir); d = d->next)
+		;
+	if (!d && ndirs >= DIR_MAX) {
+		free(dir);
+		*base = NULL;
+		return -1;
+	}
+	if (!d) {
+		d = cjc_xcalloc(1, sizeof *d);
+		d->dir = dir;
+		d->fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		d->err = d->fd < 0 ? errno : 0;
+		d->next = dir_buckets[b];
+		dir_buckets[b] = d;
+		ndirs++;
+	} else {
+		free(dir);
+	}
+	errno = d->err;
+	return d->fd;
+}
+
+/* stat(2) through the remembered directory (lock held). */
+static int stat_fast(const char *path, struct stat *st)
+{
+	const char *base;
+	int fd = dir_fd(path, &base);
+	if (!base || !*base)
+		return stat(path, st);
+	return fd < 0 ? -1 : fstatat(fd, base, st, 0);
+}
+
+static void forget_dirs(void)
+{
+	for (unsigned b = 0; b < DIR_BUCKETS; b++)
+		while (dir_buckets[b]) {
+			struct dir_memo *d = dir_buckets[b];
+			dir_buckets[b] = d->next;
+			if (d->fd >= 0)
+				close(d->fd);
+			free(d->dir);
+			free(d);
+		}
+	ndirs = 0;
+}
+
 static void stamp_of(const struct stat *s, struct stamp *st)
 {
 	st->dev = (uint64_t)s->st_dev;
@@ -78,7 +150,7 @@ static bool stamp_holds(const struct memo *m)
 {
 	struct stat s;
 	struct stamp now;
-	if (!m->stamped || stat(m->path, &s))
+	if (!m->stamped || stat_fast(m->path, &s))
 		return false;
 	stamp_of(&s, &now);
 	return !memcmp(&now, &m->st, sizeof now) &&
@@ -141,9 +213,20 @@ void cjc_filehash_forget(void)
 			free(m);
 		}
 	}
+	forget_dirs();
 	dirty = false;
 	reused = hashed = 0;
 	pthread_mutex_unlock(&memo_lock);
+}
+
+bool cjc_filehash_absent(const char *path)
+{
+	struct stat st;
+	pthread_mutex_lock(&memo_lock);
+	int rc = stat_fast(path, &st);
+	int e = errno;
+	pthread_mutex_unlock(&memo_lock);
+	return rc && (e == ENOENT || e == ENOTDIR);
 }
 
 void cjc_filehash_counts(uint64_t *r, uint64_t *h)
@@ -180,14 +263,12 @@ static void decode_record(struct cjc_cursor *c)
 int cjc_filehash_load(const char *cache_path)
 {
 	struct cjc_buf payload = CJC_BUF_INIT;
-	if (cjc_blob_read(cache_path, magic, &payload))
-		return -1;
 	struct cjc_cursor c;
-	cjc_cursor_init(&c, payload.data, payload.len);
-	uint32_t version = cjc_cursor_u32(&c);
-	uint32_t count = cjc_cursor_u32(&c);
+	uint32_t count;
+	if (cjc_blob_read_records(cache_path, magic, FILEHASH_VERSION, &payload, &c, &count))
+		return -1;
 	pthread_mutex_lock(&memo_lock);
-	for (uint32_t i = 0; version == FILEHASH_VERSION && i < count && !c.bad; i++)
+	for (uint32_t i = 0; i < count && !c.bad; i++)
 		decode_record(&c);
 	pthread_mutex_unlock(&memo_lock);
 	cjc_buf_release(&payload);
@@ -196,7 +277,7 @@ int cjc_filehash_load(const char *cache_path)
 
 int cjc_filehash_save(const char *cache_path)
 {
-	struct cjc_buf records = CJC_BUF_INIT, payload = CJC_BUF_INIT;
+	struct cjc_buf records = CJC_BUF_INIT;
 	uint32_t count = 0;
 	pthread_mutex_lock(&memo_lock);
 	if (!dirty) {
@@ -219,17 +300,9 @@ int cjc_filehash_save(const char *cache_path)
 		}
 	dirty = false;
 	pthread_mutex_unlock(&memo_lock);
-	cjc_buf_add_u32(&payload, FILEHASH_VERSION);
-	cjc_buf_add_u32(&payload, count);
-	cjc_buf_add(&payload, records.data, records.len);
-	char *dir = cjc_dirname(cache_path);
-	int rc = cjc_mkdirs(dir, 0777);
-	if (!rc)
-		rc = cjc_blob_write(cache_path, magic, &payload);
+	int rc = cjc_blob_write_records(cache_path, magic, FILEHASH_VERSION, count, &records);
 	int e = errno;
-	free(dir);
 	cjc_buf_release(&records);
-	cjc_buf_release(&payload);
 	errno = e;
 	return rc;
 }

@@ -24,6 +24,7 @@
 #ifndef CJC_FILEHASH_H
 #define CJC_FILEHASH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hash.h"
@@ -32,6 +33,10 @@
 
 int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN]);
 void cjc_filehash_forget(void);
+/* Whether no file is at path now (ENOENT or ENOTDIR), as stat(2) would say.
+ * Directories are opened once per process, so checking many names in one
+ * directory walks its path once; cjc_filehash_forget() closes them. */
+bool cjc_filehash_absent(const char *path);
 /* Remembers the hashes in a hash-cache file (missing or damaged: nothing). */
 int cjc_filehash_load(const char *cache_path);
 /* Writes what is remembered, when anything was hashed since the load. */

@@ -152,11 +152,9 @@ static bool record_matches(const struct cjc_manifest_record *r)
 		    memcmp(sha, r->deps[i].sha, CJC_DIGEST_LEN))
 			return false;
 	}
-	for (size_t i = 0; i < r->absent.n; i++) {
-		struct stat st;
-		if (!stat(r->absent.v[i], &st) || (errno != ENOENT && errno != ENOTDIR))
+	for (size_t i = 0; i < r->absent.n; i++)
+		if (!cjc_filehash_absent(r->absent.v[i]))
 			return false;
-	}
 	return true;
 }
 

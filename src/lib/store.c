@@ -12,6 +12,7 @@
 
 #include "fs.h"
 #include "hash.h"
+#include "metamemo.h"
 
 /* 0 when path is a directory and not a symbolic link (ELOOP) or anything else. */
 static int real_dir(const char *path)
@@ -91,8 +92,32 @@ char *cjc_store_manifest_path(const struct cjc_store *s, const char *direct_key)
 	return cjc_xasprintf("%s/manifests/%.2s/%s", s->dir, direct_key, direct_key);
 }
 
-enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_entry *e,
-				   struct cjc_buf *why)
+/* Checks the metadata's text; with use_memo, a document already checked
+ * (metamemo.h) is recognised by its hash instead of parsed again. */
+static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const char *key,
+			  bool use_memo, struct cjc_buf *why)
+{
+	unsigned char sha[CJC_DIGEST_LEN];
+	if (use_memo) {
+		struct cjc_hash h;
+		cjc_hash_init(&h);
+		cjc_hash_update(&h, text->data, text->len);
+		cjc_hash_final(&h, sha);
+		if (cjc_metamemo_find(key, sha, &e->files, &e->nfiles, &e->duration_ms))
+			return 0;
+	}
+	e->meta = cjc_metadata_parse(text->data, text->len, key, why);
+	if (!e->meta)
+		return -1;
+	e->files = cjc_metadata_artifacts(e->meta, &e->nfiles);
+	e->duration_ms = (int64_t)json_integer_value(json_object_get(e->meta, "duration_ms"));
+	if (use_memo)
+		cjc_metamemo_add(key, sha, e->files, e->nfiles, e->duration_ms);
+	return 0;
+}
+
+static enum cjc_lookup open_entry(const char *dir, const char *key, struct cjc_entry *e,
+				  bool use_memo, struct cjc_buf *why)
 {
 	memset(e, 0, sizeof *e);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -114,20 +139,25 @@ enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_
 		cjc_buf_release(&text);
 		return CJC_ENTRY_DAMAGED;
 	}
-	e->meta = cjc_metadata_parse(text.data, text.len, key, why);
+	rc = check_metadata(e, &text, key, use_memo, why);
 	cjc_buf_release(&text);
-	if (!e->meta)
+	if (rc)
 		return CJC_ENTRY_DAMAGED;
 	e->dir = cjc_xstrdup(dir);
-	e->files = cjc_metadata_artifacts(e->meta, &e->nfiles);
 	return CJC_ENTRY_FOUND;
+}
+
+enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_entry *e,
+				   struct cjc_buf *why)
+{
+	return open_entry(dir, key, e, false, why);
 }
 
 enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
 				     struct cjc_entry *e, struct cjc_buf *why)
 {
 	char *dir = cjc_store_entry_dir(s, key);
-	enum cjc_lookup r = cjc_entry_open_dir(dir, key, e, why);
+	enum cjc_lookup r = open_entry(dir, key, e, true, why);
 	free(dir);
 	return r;
 }

@@ -24,8 +24,10 @@
  * entry.  No locks: this is safe on NFS-like file systems.
  *
  * Reading (cjc_store_open_entry, cjc_entry_copy/read): the metadata is parsed
- * strictly, and every byte of every artifact is hashed and its size checked
- * as it is served.  Any failure is reported as damage, with the reason; the
+ * strictly (or, for cjc_store_open_entry, hashed and recognised as a
+ * document that passed before: metamemo.h), and every byte of every artifact
+ * is hashed and its size checked as it is served.  cjc_entry_open_dir always
+ * parses, and gives `meta`.  Any failure is reported as damage, with the reason; the
  * entry is not touched.  Functions return 0 or -1 with errno / a reason in
  * `why`, except where an enum says more.
  */
@@ -56,9 +58,10 @@ char *cjc_store_manifest_path(const struct cjc_store *s, const char *direct_key)
 
 struct cjc_entry {
 	char *dir;
-	json_t *meta;
+	json_t *meta; /* NULL when the document was recognised (metamemo.h) */
 	struct cjc_artifact *files;
 	size_t nfiles;
+	int64_t duration_ms;
 };
 
 enum cjc_lookup { CJC_ENTRY_FOUND, CJC_ENTRY_ABSENT, CJC_ENTRY_DAMAGED };

@@ -46,6 +46,7 @@ struct job {
 	char cwd[PATH_MAX];
 	char direct_key[CJC_HEX_LEN + 1];
 	char *hash_cache; /* this translation unit's hash-cache file (filehash.h) */
+	char *meta_memo;  /* and its checked metadata (metamemo.h) */
 	mode_t user_umask;
 };
 
@@ -272,7 +273,7 @@ static int try_hit(struct job *j)
 		enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
 		enum served s = r == CJC_ENTRY_FOUND ? serve(j, &e, rec, &why) : DAMAGED;
 		if (s == SERVED) {
-			json_t *d = json_object_get(e.meta, "duration_ms");
+
 			if (!j->cfg.readonly)
 				cjc_evict_touch(e.dir);
 			uint64_t reused, hashed;
@@ -280,7 +281,7 @@ static int try_hit(struct job *j)
 			cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read)",
 				rec->entry_key, j->c.source, (unsigned long long)reused,
 				(unsigned long long)hashed);
-			count(j, CJC_STAT_HITS, (uint64_t)json_integer_value(d));
+			count(j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
 			rc = 0;
 		} else if (s == NOT_WRITTEN) {
 			cjc_log("cannot serve %s: %s; compiling instead", rec->entry_key, why.data);
@@ -587,15 +588,21 @@ static void load_hash_cache(struct job *j)
 	cjc_hash_buf_hex(id.data, id.len, hex);
 	char *sub = cjc_xasprintf("hashes/%.2s/%s", hex, hex);
 	j->hash_cache = cjc_store_path(&j->store, sub);
+	j->meta_memo = cjc_xasprintf("%s.meta", j->hash_cache);
 	free(sub);
 	cjc_buf_release(&id);
 	(void)cjc_filehash_load(j->hash_cache);
+	(void)cjc_metamemo_load(j->meta_memo);
 }
 
 static void save_hash_cache(struct job *j)
 {
-	if (j->hash_cache && !j->cfg.readonly && cjc_filehash_save(j->hash_cache))
+	if (!j->hash_cache || j->cfg.readonly)
+		return;
+	if (cjc_filehash_save(j->hash_cache))
 		cjc_log("cannot write hash cache %s: %s", j->hash_cache, strerror(errno));
+	if (cjc_metamemo_save(j->meta_memo))
+		cjc_log("cannot write %s: %s", j->meta_memo, strerror(errno));
 }
 
 /* Everything before the lookup; -1 means compile uncached. */
@@ -647,7 +654,9 @@ static void job_release(struct job *j)
 	cjc_store_close(&j->store);
 	cjc_config_release(&j->cfg);
 	cjc_filehash_forget();
+	cjc_metamemo_forget();
 	free(j->hash_cache);
+	free(j->meta_memo);
 }
 
 int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
