@@ -10,6 +10,9 @@
  *       stdout, stderr      what nvcc printed, when it printed anything
  *   manifests/<kk>/<key>    direct key -> entry keys (manifest.h)
  *   ids/<hash>              remembered compiler identities (identity.h)
+ *   hashes/<kk>/<id>        per translation unit (id: hash of cwd and source
+ *                           path): remembered file hashes (filehash.h), and
+ *                           <id>.meta, metadata already checked (metamemo.h)
  *   stats/<n>               counter shards (stats.h)
  *   staging/s.<host>.<pid>.<random>/  entries being written; a crashed
  *                           writer's staging is left for `cjc gc`
