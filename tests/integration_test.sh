@@ -84,7 +84,9 @@ testFindPackageFromTheBuildTree() {
 	src=$(example cmake-app)
 	PACKAGE=$CJC_BUILD_DIR configure_build "$src" "$TEST_DIR/b" Ninja || fail
 	expect_counts "build tree" 2 0
-	assertTrue "the built cjc is the launcher" "grep -q '$CJC_BUILD_DIR/src/tool/cjc --target' '$TEST_DIR/b/CMakeFiles/rules.ninja'"
+	# (rules.ninja up to CMake 3.2x; the launcher moved to build.ninja later)
+	assertTrue "the built cjc is the launcher" \
+		"grep -rqs --include='*.ninja' '$CJC_BUILD_DIR/src/tool/cjc --target' '$TEST_DIR/b'"
 }
 
 testVersionAndModule() {
