@@ -76,10 +76,8 @@ testMakeAppRunsFromHits() {
 
 # CMake 3.27 and newer compile fatbins with their own rule, through the launcher.
 testCmakesOwnFatbinRuleIsCached() {
-	local v
-	v=$(cmake --version | sed -n 's/cmake version \([0-9]*\.[0-9]*\).*/\1/p')
-	if [ "$(printf '%s\n3.27\n' "$v" | sort -V | head -1)" != 3.27 ]; then
-		echo "CMake $v has no CUDA_FATBIN_COMPILATION: nothing to check"
+	if ! cmake_at_least 3.27; then
+		echo "CMake $CMAKE_VERSION has no CUDA_FATBIN_COMPILATION: nothing to check"
 		return
 	fi
 	mkdir -p own && cp "$CJC_SOURCE_DIR"/examples/aot-fatbin/kernels/* own/ && cat >own/CMakeLists.txt <<'EOF2'

@@ -133,3 +133,10 @@ use_suite_dir() {
 	setUp() { cd "$SUITE_DIR/src" || return 1; }
 	tearDown() { :; }
 }
+
+# cmake_at_least VERSION: whether the cmake on PATH is that version or newer
+# (CMAKE_VERSION is set to what it is).
+cmake_at_least() {
+	CMAKE_VERSION=$(cmake --version | sed -n 's/cmake version \([0-9.]*\).*/\1/p')
+	[ "$(printf '%s\n%s\n' "$CMAKE_VERSION" "$1" | sort -V | head -1)" = "$1" ]
+}

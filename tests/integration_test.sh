@@ -178,10 +178,8 @@ EOF2
 # Debian's CMake 3.25, where there is nothing to check, and again with
 # bookworm-backports' 3.31.)
 testCmakesOwnFatbinAndCubinRulesAreCached() {
-	local v
-	v=$(cmake --version | sed -n 's/cmake version \([0-9]*\.[0-9]*\).*/\1/p')
-	if [ "$(printf '%s\n3.27\n' "$v" | sort -V | head -1)" != 3.27 ]; then
-		echo "CMake $v has no CUDA_FATBIN_COMPILATION: nothing to check"
+	if ! cmake_at_least 3.27; then
+		echo "CMake $CMAKE_VERSION has no CUDA_FATBIN_COMPILATION: nothing to check"
 		return
 	fi
 	mkdir -p own && mv k.cu k.h dev.h host.h own/ && cat >own/CMakeLists.txt <<'EOF2'
@@ -199,7 +197,7 @@ EOF2
 		export CJC_DIR="$TEST_DIR/cache-${gen// /}"
 		configure_build own "$TEST_DIR/o1-${gen// /}" "$gen" || fail
 		configure_build own "$TEST_DIR/o2-${gen// /}" "$gen" || fail
-		expect_counts "CMake $v, $gen" 2 2
+		expect_counts "CMake $CMAKE_VERSION, $gen" 2 2
 		for f in fat.dir/k.fatbin cub.dir/k.cubin; do
 			assertTrue "$gen: $f from a hit is the same bytes" \
 				"cmp -s '$TEST_DIR/o1-${gen// /}/CMakeFiles/$f' '$TEST_DIR/o2-${gen// /}/CMakeFiles/$f'"
