@@ -189,6 +189,9 @@ testHashCacheRereadsOnlyChangedFiles() {
 	compile a.o
 	compile b.o
 	assertTrue "a hit reads no file: $(grep hit "$CJC_LOG")" "grep -q 'hit .* 0 files read' '$CJC_LOG'"
+	assertTrue "the first hit parses the metadata" "grep -q 'hit .* metadata parsed' '$CJC_LOG'"
+	compile b2.o
+	assertTrue "a later hit recognises it by its hash" "grep -q 'hit .* metadata recognised' '$CJC_LOG'"
 	local mtime
 	mtime=$(stat -c %y k.h)
 	sed -i 's/2.0f/3.0f/' k.h

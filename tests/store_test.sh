@@ -85,6 +85,10 @@ testGroupSharedStore() {
 	(umask 077 && cjc_nvcc -c k.cu -o a.o -arch=$ARCH -MD) || fail
 	(umask 077 && cjc_nvcc -c k.cu -o b.o -arch=$ARCH -MD) || fail
 	expect_stat hits 1
+	# Subcommands that write the store use its umask too (quarantine/, here).
+	chmod u+w "$(ns)"/entries/*/*/output.o && truncate -s 10 "$(ns)"/entries/*/*/output.o
+	(umask 077 && "$CJC" verify --fix >/dev/null)
+	assertTrue "quarantine made" "[ -d '$(ns)/quarantine' ]"
 	assertEquals "every directory keeps the group and setgid" 0 \
 		"$(find "$CJC_DIR" -type d \( ! -group "$group" -o ! -perm -2070 \) | wc -l)"
 	assertEquals "every file is readable by the group" 0 \

@@ -43,6 +43,14 @@ void cjc_hash_final_hex(struct cjc_hash *h, char out[CJC_HEX_LEN + 1])
 	cjc_hex(d, sizeof d, out);
 }
 
+void cjc_hash_buf(const void *p, size_t n, unsigned char out[CJC_DIGEST_LEN])
+{
+	struct cjc_hash h;
+	cjc_hash_init(&h);
+	cjc_hash_update(&h, p, n);
+	cjc_hash_final(&h, out);
+}
+
 void cjc_hash_buf_hex(const void *p, size_t n, char out[CJC_HEX_LEN + 1])
 {
 	struct cjc_hash h;

@@ -32,6 +32,7 @@ void cjc_hash_final(struct cjc_hash *h, unsigned char out[CJC_DIGEST_LEN]);
 /* Final digest as 64 lowercase hex digits plus NUL. */
 void cjc_hash_final_hex(struct cjc_hash *h, char out[CJC_HEX_LEN + 1]);
 
+void cjc_hash_buf(const void *p, size_t n, unsigned char out[CJC_DIGEST_LEN]);
 void cjc_hash_buf_hex(const void *p, size_t n, char out[CJC_HEX_LEN + 1]);
 int cjc_hash_fd(int fd, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread);
 int cjc_hash_file(const char *path, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread);

@@ -32,6 +32,28 @@ static int real_dir(const char *path)
  * be a real directory: a symbolic link planted inside the store must not
  * send writes or removals outside it ($CJC_DIR itself may be a link).
  */
+static const char *const subdirs[] = { "entries", "manifests", "staging", "ids", "stats" };
+#define NSUBDIRS (sizeof subdirs / sizeof *subdirs)
+
+/* 0 when the format directory, the namespace and its subdirectories are all
+ * real directories; -1 with errno (ENOENT: not made yet) otherwise. */
+static int check_namespace(const struct cjc_store *s, const char *format_dir)
+{
+	int rc = real_dir(format_dir) || real_dir(s->dir) ? -1 : 0;
+	for (size_t i = 0; !rc && i < NSUBDIRS; i++) {
+		char *p = cjc_store_path(s, subdirs[i]);
+		rc = real_dir(p);
+		free(p);
+	}
+	return rc;
+}
+
+/*
+ * Opens the namespace, creating it on first use.  Every directory of it must
+ * be a real directory: a symbolic link planted inside the store must not
+ * send writes or removals outside it ($CJC_DIR itself may be a link).  On a
+ * hit this is the seven lstat calls of the check, nothing more.
+ */
 int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 {
 	struct utsname u;
@@ -39,26 +61,18 @@ int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 		strcpy(u.machine, "unknown");
 	char *format_dir = cjc_path_join(cache_dir, CJC_STORE_FORMAT);
 	s->dir = cjc_xasprintf("%s/linux-%s", format_dir, u.machine);
-	static const char *subdirs[] = { "entries", "manifests", "staging", "ids", "stats" };
-	const size_t nsub = sizeof subdirs / sizeof *subdirs;
-	/* Created in this order, so when the last exists they all do. */
-	char *last = cjc_store_path(s, subdirs[nsub - 1]);
-	int rc = 0;
-	if (lstat(last, &(struct stat){ 0 }) && errno == ENOENT)
-		for (size_t i = 0; !rc && i < nsub; i++) {
+	int rc = check_namespace(s, format_dir);
+	if (rc && errno == ENOENT) {
+		rc = 0;
+		for (size_t i = 0; !rc && i < NSUBDIRS; i++) {
 			char *p = cjc_store_path(s, subdirs[i]);
 			rc = cjc_mkdirs(p, 0777);
 			free(p);
 		}
-	if (!rc)
-		rc = real_dir(format_dir) || real_dir(s->dir) ? -1 : 0;
-	for (size_t i = 0; !rc && i < nsub; i++) {
-		char *p = cjc_store_path(s, subdirs[i]);
-		rc = real_dir(p);
-		free(p);
+		if (!rc)
+			rc = check_namespace(s, format_dir);
 	}
 	int e = errno;
-	free(last);
 	free(format_dir);
 	if (rc)
 		cjc_store_close(s);
@@ -99,10 +113,7 @@ static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const
 {
 	unsigned char sha[CJC_DIGEST_LEN];
 	if (use_memo) {
-		struct cjc_hash h;
-		cjc_hash_init(&h);
-		cjc_hash_update(&h, text->data, text->len);
-		cjc_hash_final(&h, sha);
+		cjc_hash_buf(text->data, text->len, sha);
 		if (cjc_metamemo_find(key, sha, &e->files, &e->nfiles, &e->duration_ms))
 			return 0;
 	}

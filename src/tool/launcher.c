@@ -66,12 +66,11 @@ static void count(struct job *j, enum cjc_counter what, uint64_t saved_ms)
 		cjc_log("cannot update the counters: %s", strerror(errno));
 }
 
-/* The command that runs nvcc as the user asked: the wrapper, then nvcc's words. */
-static void nvcc_command(const struct job *j, struct cjc_strvec *argv)
+/* The launcher the build already had (--wrap), which goes in front of nvcc. */
+static void push_wrapper(const struct job *j, struct cjc_strvec *argv)
 {
 	for (char *const *w = j->wrap; w && *w; w++)
 		cjc_strvec_push(argv, *w);
-	cjc_strvec_pushv(argv, j->argv, (size_t)j->argc);
 }
 
 /* Runs nvcc as the user asked, replacing this process. */
@@ -81,7 +80,8 @@ static int run_uncached(struct job *j, const char *why)
 		cjc_log("running uncached: %s", why);
 	store_umask(j, false);
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
-	nvcc_command(j, &argv);
+	push_wrapper(j, &argv);
+	cjc_strvec_pushv(&argv, j->argv, (size_t)j->argc);
 	cjc_exec(argv.v);
 	cjc_strvec_clear(&argv);
 	fprintf(stderr, "cjc: cannot run %s: %s\n", j->argv[0], strerror(errno));
@@ -273,14 +273,13 @@ static int try_hit(struct job *j)
 		enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
 		enum served s = r == CJC_ENTRY_FOUND ? serve(j, &e, rec, &why) : DAMAGED;
 		if (s == SERVED) {
-
 			if (!j->cfg.readonly)
 				cjc_evict_touch(e.dir);
 			uint64_t reused, hashed;
 			cjc_filehash_counts(&reused, &hashed);
-			cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read)",
-				rec->entry_key, j->c.source, (unsigned long long)reused,
-				(unsigned long long)hashed);
+			cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, "
+				"metadata %s)", rec->entry_key, j->c.source, (unsigned long long)reused,
+				(unsigned long long)hashed, e.meta ? "parsed" : "recognised");
 			count(j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
 			rc = 0;
 		} else if (s == NOT_WRITTEN) {
@@ -324,8 +323,7 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 	r->tmp_dep = cjc_xasprintf("%s.d", r->tmp_out);
 	cjc_tempfile_add(r->tmp_out);
 	cjc_tempfile_add(r->tmp_dep);
-	for (char *const *w = j->wrap; w && *w; w++)
-		cjc_strvec_push(&argv, *w);
+	push_wrapper(j, &argv);
 	cjc_strvec_push(&argv, j->argv[0]);
 	cjc_strvec_pushv(&argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
 	char *extra[] = { "-o", r->tmp_out, "-MD", "-MF", r->tmp_dep };
