@@ -19,7 +19,8 @@ fi
 ARCH=${CJC_TEST_ARCH:-sm_80}
 
 # The key-relevant environment and our own settings must not leak in.
-unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE
+unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE CJC_UMASK
+unset CJC_PRINT_COMMANDS CJC_KEEP_PTX CJC_KEEP_SASS CJC_CHECK_SPILLS
 unset NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS NVCC_CCBIN CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
 
 # make_nvcc_wrapper PATH [VERSION-SUFFIX]: an nvcc that logs and execs the real one.
@@ -91,6 +92,13 @@ cjc_nvcc() {
 nvcc_compiles() {
 	[ -f "$NVCC_LOG" ] || { echo 0; return; }
 	grep -vc -- '--version' "$NVCC_LOG" || true
+}
+
+# expect_why PATH TEXT: the first line of `cjc why PATH` contains TEXT.
+expect_why() {
+	local said
+	said=$("$CJC" why "$1" | head -1)
+	assertContains "cjc why $1" "$said" "$2"
 }
 
 expect_nvcc_runs() {

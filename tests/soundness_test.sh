@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPEC §3: a miss for every change that can change the output, a hit for
 # every change that cannot.  A wrong hit is the worst bug we can have.
+# And for each miss, `cjc why` names the change that caused it.
 . "$(dirname "$0")/helpers.sh"
 
 compile() {
@@ -19,20 +20,27 @@ expect_miss_after() {
 
 testHeaderChangeMisses() {
 	expect_miss_after sed -i 's/2.0f/3.0f/' k.h
+	expect_why after.o "miss: k.h changed"
+	expect_why before.o "miss: no earlier compile of k.cu"
+	"$CJC" why after.o >why.txt
+	assertTrue "old and new hash" "grep -Eq 'k.h changed: sha256 [0-9a-f]{16} -> [0-9a-f]{16}' why.txt"
 	devcode before.o >/dev/null
 	assertFalse "device code should differ" "cmp -s before.o.devcode after.o.devcode"
 }
 
 testDeviceOnlyHeaderChangeMisses() {
 	expect_miss_after sed -i 's/1.0f/5.0f/' dev.h
+	expect_why after.o "miss: dev.h changed"
 }
 
 testHostOnlyHeaderChangeMisses() {
 	expect_miss_after sed -i 's/= 1;/= 7;/' host.h
+	expect_why after.o "miss: host.h changed"
 }
 
 testHostOnlyLineChangeMisses() {
 	expect_miss_after sed -i 's/return host_value;/return host_value + 1;/' k.cu
+	expect_why after.o "miss: k.cu changed"
 }
 
 testDefineMisses() {
@@ -40,6 +48,8 @@ testDefineMisses() {
 	compile b.o -DFOO=2
 	compile c.o -DFOO=1
 	expect_nvcc_runs 2
+	expect_why b.o "miss: -DFOO=2 added; -DFOO=1 removed"
+	expect_why c.o "hit: served from entry"
 }
 
 testArchListMisses() {
@@ -47,6 +57,7 @@ testArchListMisses() {
 	cjc_nvcc --fatbin k.cu -o b.fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 || fail
 	expect_nvcc_runs 2
 	assertFalse "fatbins should differ" "cmp -s a.fatbin b.fatbin"
+	expect_why b.fatbin "-gencode arch=compute_90,code=sm_90 added; -arch=sm_80 removed"
 }
 
 testOptionsFileContentMisses() {
@@ -56,6 +67,8 @@ testOptionsFileContentMisses() {
 	echo "-DFOO=2 -I$PWD" >opts.rsp
 	compile c.o -optf opts.rsp
 	expect_nvcc_runs 2
+	expect_why c.o "-DFOO=2 added"
+	expect_why c.o "-DFOO=1 removed"
 }
 
 testEachEnvironmentVariableMisses() {
@@ -67,6 +80,7 @@ testEachEnvironmentVariableMisses() {
 		env "$var" "$CJC" "$NVCC" -c k.cu -o env.o -arch=$ARCH || fail "compile with $var failed"
 		n=$((n + 1))
 		assertEquals "a miss with $var" "$n" "$(nvcc_compiles)"
+		expect_why env.o "${var%%=*} set to '${var#*=}'"
 	done
 	env NVCC_APPEND_FLAGS=-DAPP=1 "$CJC" "$NVCC" -c k.cu -o again.o -arch=$ARCH || fail
 	assertEquals "the same value again hits" "$n" "$(nvcc_compiles)"
@@ -80,6 +94,8 @@ testOtherHostCompilerOnPathMisses() {
 	PATH="$PWD/hostbin:$PATH" compile b.o
 	PATH="$PWD/hostbin:$PATH" compile c.o
 	expect_nvcc_runs 2
+	expect_why b.o "miss: host compiler changed from "
+	expect_why b.o " to $PWD/hostbin/gcc"
 }
 
 testOtherNvccVersionAtSamePathMisses() {
@@ -87,6 +103,7 @@ testOtherNvccVersionAtSamePathMisses() {
 	make_nvcc_wrapper "$NVCC" "Cuda compilation tools, release 99.9"
 	compile b.o
 	expect_nvcc_runs 2
+	expect_why b.o "miss: nvcc changed (version 'Cuda compilation tools, release 99.9', was 'Build cuda_"
 }
 
 testShadowingHeaderInEarlierIncludeDirMisses() {
@@ -100,6 +117,7 @@ SRC
 	echo '#define SHADOW 2.0f' >inc1/shadow.h
 	cjc_nvcc -c s.cu -o b.o -Iinc1 -Iinc2 -arch=$ARCH || fail
 	expect_nvcc_runs 2
+	expect_why b.o "miss: inc1/shadow.h is now read; inc2/shadow.h is no longer read"
 	"$REAL_NVCC" -c s.cu -o plain.o -Iinc1 -Iinc2 -arch=$ARCH
 	assert_same_devcode b.o plain.o
 }
@@ -115,6 +133,7 @@ SRC
 	echo '#define NEAR 2.0f' >near.h
 	cjc_nvcc -c n.cu -o b.o -Iinc -arch=$ARCH || fail
 	expect_nvcc_runs 2
+	expect_why b.o "miss: near.h is now read; inc/near.h is no longer read"
 }
 
 testMtimeOnlyTouchHits() {
@@ -146,6 +165,17 @@ testSameSourceFromAnotherDirectoryHitsUnlessDebugInfo() {
 	assertEquals "compiles" 4 "$(nvcc_compiles)"
 	"$CJC" "$NVCC" -c "$src/k.cu" -o c.o -arch=$ARCH || fail
 	assertEquals "absolute source path from the first directory hits" 4 "$(nvcc_compiles)"
+	expect_why c.o "hit: served from entry"
+}
+
+testDebugInfoInAnotherDirectorySaysSo() {
+	local src=$PWD
+	compile g.o -lineinfo
+	"$CJC" "$NVCC" -c "$src/k.cu" -o abs.o -arch=$ARCH -lineinfo || fail
+	mkdir -p elsewhere && cd elsewhere || fail
+	"$CJC" "$NVCC" -c "$src/k.cu" -o g.o -arch=$ARCH -lineinfo || fail
+	expect_nvcc_runs 3
+	expect_why g.o "miss: working directory changed from $src (the output embeds it)"
 }
 
 testDamagedArtifactIsRecompiledNotServed() {
@@ -162,6 +192,8 @@ testDamagedArtifactIsRecompiledNotServed() {
 	expect_stat damaged 1
 	assertEquals "damaged entry untouched" "$before" "$(sha256sum "$entry/output.o")"
 	assertTrue "stats says how to repair" "\"$CJC\" stats | grep -q 'cjc verify --fix'"
+	local key=${entry##*/}
+	expect_why b.o "miss: entry ${key:0:12} was damaged: "
 }
 
 testHeaderEditedDuringCompileIsNotPublished() {

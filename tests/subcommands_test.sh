@@ -23,6 +23,29 @@ testStatsCountsAndZero() {
 	assertEquals "entries stay" 2 "$(stat_value entries)"
 }
 
+testStatsShowWhatTheCacheIsWorth() {
+	populate
+	echo "int main() { return 0; }" >main.cu && cjc_nvcc main.cu -o prog -arch=$ARCH || fail
+	cjc_nvcc k.cu other.cu -c 2>/dev/null
+	CJC_MAX_SIZE=1G "$CJC" stats >stats.txt || fail
+	assertTrue "hit rate" "grep -q '^hit rate *33.3 %' stats.txt"
+	assertTrue "uncacheable reasons with counts" "grep -q '^  linking (no -c, -dc, --cubin, --fatbin or --ptx) *1$' stats.txt"
+	assertTrue "second reason" "grep -q '^  several input files *1$' stats.txt"
+	assertTrue "size against the limit" "grep -Eq '^store size .* in 2 entries of max_size 1073.7 MB \([0-9.]+ %\)' stats.txt"
+	assertTrue "time saved" "grep -Eq '^time saved *[0-9]+\.[0-9]{3} s' stats.txt"
+	"$CJC" stats --by-target >targets.txt || fail
+	assertTrue "per target" "grep -Eq '^app +1 +1 +0 +0 +50.0 %' targets.txt"
+	"$CJC" stats --by-target --json >stats.json || fail
+	assertTrue "json reasons" "grep -q '\"several input files\": 1' stats.json"
+	assertTrue "json targets" "grep -q '\"app\": {' stats.json"
+	local saved
+	saved=$(stat_value saved_ms)
+	assertTrue "saved_ms is the served entry's duration" "[ '$saved' -gt 0 ]"
+	"$CJC" stats --zero >/dev/null || fail
+	"$CJC" stats --by-target >after.txt || fail
+	assertFalse "zeroed breakdowns" "grep -q '^app ' after.txt"
+}
+
 testStatsStayRightUnderParallelBuilds() {
 	"$CJC" "$NVCC" -c k.cu -o warm.o -arch=$ARCH || fail
 	"$CJC" stats --zero >/dev/null

@@ -68,15 +68,21 @@ struct setting_def {
 	const char *expect; /* for messages */
 };
 
+#define BOOLEAN "a boolean (1/0, true/false, yes/no, on/off)"
+
 static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, offsetof(struct cjc_config, dir), "a directory" },
-	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, offsetof(struct cjc_config, disable), "a boolean (1/0, true/false, yes/no, on/off)" },
-	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, offsetof(struct cjc_config, readonly), "a boolean (1/0, true/false, yes/no, on/off)" },
+	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, offsetof(struct cjc_config, disable), BOOLEAN },
+	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, offsetof(struct cjc_config, readonly), BOOLEAN },
 	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, offsetof(struct cjc_config, log), "a file name" },
-	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, offsetof(struct cjc_config, debug), "a boolean (1/0, true/false, yes/no, on/off)" },
+	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, offsetof(struct cjc_config, debug), BOOLEAN },
 	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, offsetof(struct cjc_config, max_size), "a size such as 20G, 512M or 0 for no limit" },
 	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_string, offsetof(struct cjc_config, remote), "a URL" },
 	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, offsetof(struct cjc_config, umask), "an octal mask such as 002, or empty" },
+	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, offsetof(struct cjc_config, print_commands), BOOLEAN },
+	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, offsetof(struct cjc_config, keep_ptx), BOOLEAN },
+	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, offsetof(struct cjc_config, keep_sass), BOOLEAN },
+	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, offsetof(struct cjc_config, check_spills), BOOLEAN },
 };
 
 const char *cjc_config_name(enum cjc_setting s)
@@ -273,7 +279,8 @@ static void set_defaults(struct cjc_config *cfg)
 	static const char *defaults[CJC_SET_COUNT] = {
 		[CJC_SET_DISABLE] = "false", [CJC_SET_READONLY] = "false", [CJC_SET_LOG] = "",
 		[CJC_SET_DEBUG] = "false", [CJC_SET_MAX_SIZE] = "0", [CJC_SET_REMOTE] = "",
-		[CJC_SET_UMASK] = "",
+		[CJC_SET_UMASK] = "", [CJC_SET_PRINT_COMMANDS] = "false", [CJC_SET_KEEP_PTX] = "false",
+		[CJC_SET_KEEP_SASS] = "false", [CJC_SET_CHECK_SPILLS] = "false",
 	};
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		const char *text = s == CJC_SET_DIR ? dir : defaults[s];

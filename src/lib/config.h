@@ -30,6 +30,10 @@ enum cjc_setting {
 	CJC_SET_MAX_SIZE,
 	CJC_SET_REMOTE,
 	CJC_SET_UMASK,
+	CJC_SET_PRINT_COMMANDS,
+	CJC_SET_KEEP_PTX,
+	CJC_SET_KEEP_SASS,
+	CJC_SET_CHECK_SPILLS,
 	CJC_SET_COUNT
 };
 
@@ -42,6 +46,12 @@ struct cjc_config {
 	uint64_t max_size; /* bytes; 0: no limit */
 	char *remote;
 	int umask; /* for files in the store, so a group can share it; -1: inherit */
+	/* Diagnostics: print each real nvcc command; keep ptx / SASS in entries;
+	 * fail a compile whose kernels spill or use local memory. */
+	bool print_commands;
+	bool keep_ptx;
+	bool keep_sass;
+	bool check_spills;
 	/* For `cjc config`: the text of each value and where it came from. */
 	char *text[CJC_SET_COUNT];
 	char *origin[CJC_SET_COUNT];

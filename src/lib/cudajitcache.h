@@ -19,6 +19,7 @@
  *   evict.h       the size limit, least recently used first
  *   identity.h    compiler identities
  *   key.h         the direct key and the entry key
+ *   journal.h     the record of recent compiles
  */
 #ifndef CUDAJITCACHE_H
 #define CUDAJITCACHE_H
@@ -32,6 +33,7 @@
 #include "hash.h"
 #include "identity.h"
 #include "includescan.h"
+#include "journal.h"
 #include "key.h"
 #include "log.h"
 #include "manifest.h"

@@ -22,6 +22,9 @@
  *   tool           {"name": "cudajitcache", "version"}
  *   duration_ms    how long nvcc ran, a non-negative integer
  *   dependency_file (optional) true when the compile asked for one
+ *   diagnostics    (optional) {"keep_ptx", "keep_sass", "check_spills"}: the
+ *                  settings that shaped the entry (the tool's diagnostics.h);
+ *                  kept files (kept-*.ptx, sass.txt) are listed in files
  *
  * cjc_metadata_format() builds the document; cjc_metadata_parse() checks one
  * and returns the parsed object (json_decref() it) or NULL with the reason in
@@ -64,6 +67,7 @@ struct cjc_metadata {
 	int64_t duration_ms;
 	const struct cjc_artifact *files;
 	size_t nfiles;
+	json_t *diagnostics; /* borrowed, or NULL */
 };
 
 int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out);

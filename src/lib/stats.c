@@ -52,21 +52,50 @@ static void decode(const struct cjc_buf *raw, uint64_t v[CJC_STAT_COUNT])
 	}
 }
 
-/* Runs with the shard open and locked: reads, applies, writes back. */
-static int update_shard(int fd, const uint64_t delta[CJC_STAT_COUNT], bool zero)
+/* Replaces the contents of a locked counter file. */
+static int rewrite(int fd, int read_rc, const struct cjc_buf *framed)
 {
+	if (read_rc || pwrite(fd, framed->data, framed->len, 0) != (ssize_t)framed->len)
+		return -1;
+	return ftruncate(fd, (off_t)framed->len);
+}
+
+/* Opens a counter file of the store, locks it and lets update() rewrite it. */
+static int with_locked(const struct cjc_store *s, const char *sub,
+		       int (*update)(int fd, const void *ctx), const void *ctx)
+{
+	char *path = cjc_store_path(s, sub);
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+	free(path);
+	if (fd < 0)
+		return -1;
+	int rc = flock(fd, LOCK_EX);
+	if (!rc)
+		rc = update(fd, ctx);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+struct shard_change {
+	const uint64_t *delta;
+	bool zero;
+};
+
+/* Runs with the shard open and locked: reads, applies, writes back. */
+static int update_shard(int fd, const void *ctx)
+{
+	const struct shard_change *ch = ctx;
 	struct cjc_buf raw = CJC_BUF_INIT, payload = CJC_BUF_INIT, framed = CJC_BUF_INIT;
 	uint64_t v[CJC_STAT_COUNT];
 	int rc = cjc_read_fd(fd, &raw);
 	decode(&raw, v);
 	cjc_buf_add_u32(&payload, CJC_STAT_COUNT);
 	for (int i = 0; i < CJC_STAT_COUNT; i++)
-		cjc_buf_add_u64(&payload, zero && !is_size(i) ? 0 : v[i] + (delta ? delta[i] : 0));
+		cjc_buf_add_u64(&payload, ch->zero && !is_size(i) ? 0 : v[i] + (ch->delta ? ch->delta[i] : 0));
 	cjc_blob_encode(&framed, magic, payload.data, payload.len);
-	if (!rc && pwrite(fd, framed.data, framed.len, 0) != (ssize_t)framed.len)
-		rc = -1;
-	if (!rc)
-		rc = ftruncate(fd, (off_t)framed.len);
+	rc = rewrite(fd, rc, &framed);
 	int e = errno;
 	cjc_buf_release(&raw);
 	cjc_buf_release(&payload);
@@ -78,19 +107,9 @@ static int update_shard(int fd, const uint64_t delta[CJC_STAT_COUNT], bool zero)
 static int with_shard(const struct cjc_store *s, int shard, const uint64_t *delta, bool zero)
 {
 	char name[32];
+	struct shard_change ch = { delta, zero };
 	snprintf(name, sizeof name, "stats/%d", shard);
-	char *path = cjc_store_path(s, name);
-	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-	free(path);
-	if (fd < 0)
-		return -1;
-	int rc = flock(fd, LOCK_EX);
-	if (!rc)
-		rc = update_shard(fd, delta, zero);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return rc;
+	return with_locked(s, name, update_shard, &ch);
 }
 
 int cjc_stats_add(const struct cjc_store *s, const uint64_t delta[CJC_STAT_COUNT])
@@ -136,11 +155,144 @@ int cjc_stats_read(const struct cjc_store *s, uint64_t out[CJC_STAT_COUNT])
 	return 0;
 }
 
+static const char named_magic[4] = { 'C', 'J', 'C', 'N' };
+#define NAMED_VERSION 1
+static const char *const breakdown_files[] = { "stats/targets", "stats/uncacheable" };
+
+static int row_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cjc_stats_row *)a)->name, ((const struct cjc_stats_row *)b)->name);
+}
+
+void cjc_stats_rows_free(struct cjc_stats_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].name);
+	free(rows);
+}
+
+/* Decodes a named-counter blob; anything damaged reads as no rows. */
+static void decode_rows(const struct cjc_buf *raw, struct cjc_stats_row **rows, size_t *n)
+{
+	const void *p;
+	size_t len;
+	*rows = NULL;
+	*n = 0;
+	if (cjc_blob_decode(raw->data, raw->len, named_magic, &p, &len))
+		return;
+	struct cjc_cursor c;
+	cjc_cursor_init(&c, p, len);
+	uint32_t version = cjc_cursor_u32(&c), count = cjc_cursor_u32(&c);
+	if (c.bad || version != NAMED_VERSION || count > CJC_STATS_MAX_NAMES + 1)
+		return;
+	*rows = cjc_xcalloc(count + 1, sizeof **rows);
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t nlen = cjc_cursor_u32(&c);
+		const char *name = cjc_cursor_bytes(&c, nlen);
+		uint64_t v[CJC_STAT_COUNT];
+		for (int k = 0; k < CJC_STAT_COUNT; k++)
+			v[k] = cjc_cursor_u64(&c);
+		if (c.bad || memchr(name, 0, nlen)) {
+			cjc_stats_rows_free(*rows, *n);
+			*rows = NULL;
+			*n = 0;
+			return;
+		}
+		(*rows)[*n].name = cjc_xstrndup(name, nlen);
+		memcpy((*rows)[(*n)++].v, v, sizeof v);
+	}
+}
+
+static void encode_rows(struct cjc_buf *out, const struct cjc_stats_row *rows, size_t n)
+{
+	struct cjc_buf payload = CJC_BUF_INIT;
+	cjc_buf_add_u32(&payload, NAMED_VERSION);
+	cjc_buf_add_u32(&payload, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		cjc_buf_add_u32(&payload, (uint32_t)strlen(rows[i].name));
+		cjc_buf_adds(&payload, rows[i].name);
+		for (int k = 0; k < CJC_STAT_COUNT; k++)
+			cjc_buf_add_u64(&payload, rows[i].v[k]);
+	}
+	cjc_blob_encode(out, named_magic, payload.data, payload.len);
+	cjc_buf_release(&payload);
+}
+
+/* The row for name, added when missing (or "(other)" once the file is full). */
+static struct cjc_stats_row *find_row(struct cjc_stats_row **rows, size_t *n, const char *name)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*rows)[i].name, name))
+			return &(*rows)[i];
+	if (*n >= CJC_STATS_MAX_NAMES && strcmp(name, "(other)"))
+		return find_row(rows, n, "(other)");
+	*rows = cjc_xrealloc(*rows, (*n + 1) * sizeof **rows);
+	memset(&(*rows)[*n], 0, sizeof **rows);
+	(*rows)[*n].name = cjc_xstrdup(name);
+	return &(*rows)[(*n)++];
+}
+
+struct named_change {
+	const char *name;
+	enum cjc_counter counter;
+	uint64_t saved_ms;
+};
+
+static int update_named(int fd, const void *ctx)
+{
+	const struct named_change *ch = ctx;
+	struct cjc_buf raw = CJC_BUF_INIT, framed = CJC_BUF_INIT;
+	struct cjc_stats_row *rows;
+	size_t n;
+	int rc = cjc_read_fd(fd, &raw);
+	decode_rows(&raw, &rows, &n);
+	struct cjc_stats_row *r = find_row(&rows, &n, ch->name);
+	r->v[ch->counter]++;
+	r->v[CJC_STAT_SAVED_MS] += ch->saved_ms;
+	encode_rows(&framed, rows, n);
+	rc = rewrite(fd, rc, &framed);
+	int e = errno;
+	cjc_stats_rows_free(rows, n);
+	cjc_buf_release(&raw);
+	cjc_buf_release(&framed);
+	errno = e;
+	return rc;
+}
+
+int cjc_stats_bump_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
+			 const char *name, enum cjc_counter c, uint64_t saved_ms)
+{
+	struct named_change ch = { name, c, saved_ms };
+	return with_locked(s, breakdown_files[b], update_named, &ch);
+}
+
+int cjc_stats_read_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
+			 struct cjc_stats_row **rows, size_t *n)
+{
+	char *path = cjc_store_path(s, breakdown_files[b]);
+	struct cjc_buf raw = CJC_BUF_INIT;
+	int rc = cjc_read_file(path, &raw);
+	int e = errno;
+	decode_rows(&raw, rows, n);
+	if (*n)
+		qsort(*rows, *n, sizeof **rows, row_cmp);
+	cjc_buf_release(&raw);
+	free(path);
+	errno = e;
+	return rc && e != ENOENT ? -1 : 0;
+}
+
 int cjc_stats_zero(const struct cjc_store *s)
 {
 	int rc = 0;
 	for (int shard = 0; shard < CJC_STATS_SHARDS; shard++)
 		if (with_shard(s, shard, NULL, true))
 			rc = -1;
+	for (size_t b = 0; b < sizeof breakdown_files / sizeof *breakdown_files; b++) {
+		char *path = cjc_store_path(s, breakdown_files[b]);
+		if (unlink(path) && errno != ENOENT)
+			rc = -1;
+		free(path);
+	}
 	return rc;
 }

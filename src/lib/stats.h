@@ -13,6 +13,13 @@
  * entries, kept in the shard named by the first hex digit of each entry's
  * key, so eviction can judge one sixteenth of the store from one shard.
  * `cjc stats --zero` leaves them; `cjc gc` recounts them.
+ *
+ * Named counters break the events down: per build target (stats/targets)
+ * and per reason a compile was uncacheable (stats/uncacheable).  Each file
+ * is one blob (magic "CJCN": u32 version, u32 count, then per name: u32
+ * length, the name, CJC_STAT_COUNT u64 values) updated under flock(2).  At
+ * most CJC_STATS_MAX_NAMES names are kept apart; later ones are added up
+ * under "(other)".  `cjc stats --zero` empties them.
  */
 #ifndef CJC_STATS_H
 #define CJC_STATS_H
@@ -45,5 +52,22 @@ int cjc_stats_add_shard(const struct cjc_store *s, int shard, const uint64_t del
 int cjc_stats_read(const struct cjc_store *s, uint64_t out[CJC_STAT_COUNT]);
 int cjc_stats_read_shard(const struct cjc_store *s, int shard, uint64_t out[CJC_STAT_COUNT]);
 int cjc_stats_zero(const struct cjc_store *s);
+
+#define CJC_STATS_MAX_NAMES 256
+
+enum cjc_stats_breakdown { CJC_STATS_BY_TARGET, CJC_STATS_BY_REASON };
+
+struct cjc_stats_row {
+	char *name;
+	uint64_t v[CJC_STAT_COUNT];
+};
+
+/* Adds one to counter c (and saved_ms to the time saved) under name. */
+int cjc_stats_bump_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
+			 const char *name, enum cjc_counter c, uint64_t saved_ms);
+/* The rows of a breakdown, in name order; free with cjc_stats_rows_free(). */
+int cjc_stats_read_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
+			 struct cjc_stats_row **rows, size_t *n);
+void cjc_stats_rows_free(struct cjc_stats_row *rows, size_t n);
 
 #endif

@@ -14,6 +14,8 @@
  *                           path): remembered file hashes (filehash.h), and
  *                           <id>.meta, metadata already checked (metamemo.h)
  *   stats/<n>               counter shards (stats.h)
+ *   stats/targets, stats/uncacheable  counters per target and per reason (stats.h)
+ *   journal, journal.1      the record of recent compiles (journal.h)
  *   staging/s.<host>.<pid>.<random>/  entries being written; a crashed
  *                           writer's staging is left for `cjc gc`
  *   quarantine/<key>.<host>.<pid>.<random>/  what `cjc verify --fix` moved aside
@@ -85,7 +87,7 @@ void cjc_entry_release(struct cjc_entry *e);
 
 struct cjc_staging {
 	char *dir;
-	struct cjc_artifact files[8];
+	struct cjc_artifact files[16];
 	size_t nfiles;
 };
 

@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "cudajitcache.h"
+#include "explain.h"
 #include "nvcc_args.h"
 
 /* Settings and store for a subcommand; problems with settings are printed. */
@@ -20,6 +22,7 @@ struct session {
 	bool json;
 	bool fix;
 	bool zero;
+	bool by_target;
 	const char *arg;
 };
 
@@ -39,6 +42,8 @@ static int parse_flags(int argc, char **argv, struct session *s, bool takes_arg)
 			s->fix = true;
 		else if (!strcmp(argv[i], "--zero") && !strcmp(argv[0], "stats"))
 			s->zero = true;
+		else if (!strcmp(argv[i], "--by-target") && !strcmp(argv[0], "stats"))
+			s->by_target = true;
 		else if (takes_arg && !s->arg && argv[i][0] != '-')
 			s->arg = argv[i];
 		else
@@ -88,6 +93,87 @@ static void print_json(json_t *doc)
 	json_decref(doc);
 }
 
+static double hit_rate(const uint64_t *v)
+{
+	uint64_t lookups = v[CJC_STAT_HITS] + v[CJC_STAT_MISSES];
+	return lookups ? 100.0 * (double)v[CJC_STAT_HITS] / (double)lookups : 0.0;
+}
+
+static json_t *counters_json(const uint64_t *v, bool size)
+{
+	json_t *o = json_object();
+	for (int i = 0; i < CJC_STAT_COUNT; i++)
+		if (size || (i != CJC_STAT_BYTES && i != CJC_STAT_ENTRIES))
+			json_object_set_new(o, cjc_stats_name(i), json_integer((json_int_t)v[i]));
+	json_object_set_new(o, "hit_rate", json_real(hit_rate(v)));
+	return o;
+}
+
+/* Named counters as {name: counters}. */
+static json_t *breakdown_json(const struct cjc_stats_row *rows, size_t n, enum cjc_counter only)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < n; i++)
+		json_object_set_new(o, rows[i].name, only == CJC_STAT_COUNT ? counters_json(rows[i].v, false)
+					: json_integer((json_int_t)rows[i].v[only]));
+	return o;
+}
+
+static void print_size_line(const uint64_t *v, uint64_t max_size)
+{
+	printf("%-16s %.1f MB in %llu entries", "store size", (double)v[CJC_STAT_BYTES] / 1e6,
+	       (unsigned long long)v[CJC_STAT_ENTRIES]);
+	if (max_size)
+		printf(" of max_size %.1f MB (%.1f %%)\n", (double)max_size / 1e6,
+		       100.0 * (double)v[CJC_STAT_BYTES] / (double)max_size);
+	else
+		printf(", no max_size\n");
+}
+
+static void print_targets(const struct cjc_stats_row *rows, size_t n)
+{
+	printf("\n%-24s %8s %8s %11s %8s %9s %12s\n", "target", "hits", "misses", "uncacheable",
+	       "errors", "hit rate", "time saved");
+	for (size_t i = 0; i < n; i++) {
+		const uint64_t *v = rows[i].v;
+		printf("%-24s %8llu %8llu %11llu %8llu %7.1f %% %10.3f s\n", rows[i].name,
+		       (unsigned long long)v[CJC_STAT_HITS], (unsigned long long)v[CJC_STAT_MISSES],
+		       (unsigned long long)v[CJC_STAT_UNCACHEABLE], (unsigned long long)v[CJC_STAT_ERRORS],
+		       hit_rate(v), (double)v[CJC_STAT_SAVED_MS] / 1000.0);
+	}
+	if (!n)
+		printf("(no compile with a target label is counted)\n");
+}
+
+static void print_stats(const struct session *s, const uint64_t *v,
+			const struct cjc_stats_row *reasons, size_t nreasons)
+{
+	static const enum cjc_counter shown[] = { CJC_STAT_HITS, CJC_STAT_MISSES, CJC_STAT_ERRORS,
+		CJC_STAT_DAMAGED, CJC_STAT_COMPILE_FAILED, CJC_STAT_UNCACHEABLE };
+	printf("%-16s %s\n", "cache directory", s->store.dir);
+	for (size_t i = 0; i < sizeof shown / sizeof *shown; i++)
+		printf("%-16s %llu\n", cjc_stats_name(shown[i]), (unsigned long long)v[shown[i]]);
+	for (size_t i = 0; i < nreasons; i++)
+		printf("  %-40s %llu\n", reasons[i].name,
+		       (unsigned long long)reasons[i].v[CJC_STAT_UNCACHEABLE]);
+	printf("%-16s %.1f %%\n", "hit rate", hit_rate(v));
+	print_size_line(v, s->cfg.max_size);
+	printf("%-16s %.3f s (the recorded nvcc time of every entry served)\n", "time saved",
+	       (double)v[CJC_STAT_SAVED_MS] / 1000.0);
+	if (v[CJC_STAT_DAMAGED])
+		printf("damaged entries were seen and skipped: run `cjc verify --fix` to repair\n");
+}
+
+static int stats_zero(struct session *s)
+{
+	int rc = cjc_stats_zero(&s->store) ? 1 : 0;
+	if (rc)
+		fprintf(stderr, "cjc stats: cannot zero the counters: %s\n", strerror(errno));
+	else if (!s->json)
+		printf("counters zeroed\n");
+	return rc;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
 	struct session s;
@@ -95,42 +181,61 @@ static int cmd_stats(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (s.zero) {
-		rc = cjc_stats_zero(&s.store) ? 1 : 0;
-		if (rc)
-			fprintf(stderr, "cjc stats: cannot zero the counters: %s\n", strerror(errno));
-		else if (!s.json)
-			printf("counters zeroed\n");
+		rc = stats_zero(&s);
 		close_session(&s);
 		return rc;
 	}
 	uint64_t v[CJC_STAT_COUNT];
+	struct cjc_stats_row *reasons = NULL, *targets = NULL;
+	size_t nreasons = 0, ntargets = 0;
 	cjc_stats_read(&s.store, v);
-	uint64_t lookups = v[CJC_STAT_HITS] + v[CJC_STAT_MISSES];
-	double rate = lookups ? 100.0 * (double)v[CJC_STAT_HITS] / (double)lookups : 0.0;
+	cjc_stats_read_named(&s.store, CJC_STATS_BY_REASON, &reasons, &nreasons);
+	if (s.by_target)
+		cjc_stats_read_named(&s.store, CJC_STATS_BY_TARGET, &targets, &ntargets);
 	if (s.json) {
-		json_t *o = json_object();
-		for (int i = 0; i < CJC_STAT_COUNT; i++)
-			json_object_set_new(o, cjc_stats_name(i), json_integer((json_int_t)v[i]));
-		json_object_set_new(o, "hit_rate", json_real(rate));
+		json_t *o = counters_json(v, true);
 		json_object_set_new(o, "max_size", json_integer((json_int_t)s.cfg.max_size));
 		json_object_set_new(o, "dir", json_string(s.store.dir));
+		json_object_set_new(o, "uncacheable_reasons",
+				    breakdown_json(reasons, nreasons, CJC_STAT_UNCACHEABLE));
+		if (s.by_target)
+			json_object_set_new(o, "targets", breakdown_json(targets, ntargets, CJC_STAT_COUNT));
 		print_json(o);
 	} else {
-		printf("cache directory  %s\n", s.store.dir);
-		for (int i = 0; i < CJC_STAT_COUNT; i++)
-			if (i != CJC_STAT_SAVED_MS)
-				printf("%-16s %llu\n", cjc_stats_name(i), (unsigned long long)v[i]);
-		printf("%-16s %.1f %%\n", "hit rate", rate);
-		if (s.cfg.max_size)
-			printf("%-16s %llu (%.1f %% of max_size)\n", "limit",
-			       (unsigned long long)s.cfg.max_size,
-			       100.0 * (double)v[CJC_STAT_BYTES] / (double)s.cfg.max_size);
-		printf("%-16s %.3f s\n", "time saved", (double)v[CJC_STAT_SAVED_MS] / 1000.0);
-		if (v[CJC_STAT_DAMAGED])
-			printf("damaged entries were seen and skipped: run `cjc verify --fix` to repair\n");
+		print_stats(&s, v, reasons, nreasons);
+		if (s.by_target)
+			print_targets(targets, ntargets);
 	}
+	cjc_stats_rows_free(reasons, nreasons);
+	cjc_stats_rows_free(targets, ntargets);
 	close_session(&s);
 	return 0;
+}
+
+static int cmd_why(int argc, char **argv)
+{
+	struct session s;
+	int rc = start(argc, argv, &s, true);
+	if (rc)
+		return rc;
+	rc = cjc_explain_why(&s.store, s.arg, s.json);
+	close_session(&s);
+	return rc;
+}
+
+static int cmd_audit(int argc, char **argv)
+{
+	struct session s = { 0 };
+	struct cjc_audit_options opt = { .jobs = 1 };
+	int rc = cjc_audit_parse_flags(argc, argv, &opt);
+	if (rc)
+		return rc;
+	rc = open_session(&s);
+	if (rc)
+		return rc;
+	rc = cjc_audit(&s.store, &opt);
+	close_session(&s);
+	return rc;
 }
 
 /* One row of `cjc ls`, from an entry's metadata (NULL when damaged). */
@@ -490,7 +595,7 @@ static int cmd_config(int argc, char **argv)
 			json_object_set_new(o, cjc_config_name(i), json_pack("{s:s, s:s, s:s}",
 				"value", s.cfg.text[i], "origin", s.cfg.origin[i], "env", cjc_config_env(i)));
 		else
-			printf("%-10s = %-40s (%s)\n", cjc_config_name(i), s.cfg.text[i], s.cfg.origin[i]);
+			printf("%-14s = %-40s (%s)\n", cjc_config_name(i), s.cfg.text[i], s.cfg.origin[i]);
 	}
 	if (s.json)
 		print_json(o);
@@ -520,6 +625,7 @@ static int cmd_help(int argc, char **argv)
 static const struct cjc_command commands[] = {
 	{ "--help", cmd_help, NULL },
 	{ "--version", cmd_version, NULL },
+	{ "audit", cmd_audit, "rebuild entries from their metadata and compare: KEY|all [--json] [--jobs N]" },
 	{ "clean", cmd_clean, "remove every entry, safely while builds run" },
 	{ "config", cmd_config, "show the effective settings and where each came from [--json]" },
 	{ "gc", cmd_gc, "evict least recently used entries [--max-size SIZE] [--older-than AGE];\n"
@@ -527,8 +633,9 @@ static const struct cjc_command commands[] = {
 	{ "help", cmd_help, "show this help" },
 	{ "ls", cmd_ls, "list the entries [--json]" },
 	{ "show", cmd_show, "show an entry's metadata: KEY (a unique prefix will do) [--json]" },
-	{ "stats", cmd_stats, "show the counters [--json] [--zero]" },
+	{ "stats", cmd_stats, "show the counters [--json] [--zero] [--by-target]" },
 	{ "verify", cmd_verify, "check every entry as a read does [--fix] [--json]" },
+	{ "why", cmd_why, "say why the last compile of OUTPUT|SOURCE hit or missed [--json]" },
 };
 
 const struct cjc_command *cjc_command_find(const char *name)
@@ -547,5 +654,6 @@ void cjc_usage(FILE *out)
 		if (commands[i].help)
 			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "  --version\n\nsettings: see `cjc config`; environment variables CJC_DIR, "
-		     "CJC_DISABLE, CJC_READONLY, CJC_CONFIG, CJC_LOG, CJC_DEBUG, CJC_MAX_SIZE, CJC_UMASK, CJC_REMOTE\n");
+		     "CJC_DISABLE, CJC_READONLY, CJC_CONFIG, CJC_LOG, CJC_DEBUG, CJC_MAX_SIZE, CJC_UMASK, CJC_REMOTE,\n"
+		     "CJC_PRINT_COMMANDS, CJC_KEEP_PTX, CJC_KEEP_SASS, CJC_CHECK_SPILLS\n");
 }

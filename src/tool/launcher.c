@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "cudajitcache.h"
+#include "diagnostics.h"
+#include "explain.h"
 #include "nvcc_args.h"
 
 /* The environment nvcc reads (SPEC §3): part of the key. */
@@ -48,6 +50,10 @@ struct job {
 	char *hash_cache; /* this translation unit's hash-cache file (filehash.h) */
 	char *meta_memo;  /* and its checked metadata (metamemo.h) */
 	mode_t user_umask;
+	struct cjc_strvec env;        /* the key-relevant variables that are set, NAME=value */
+	struct cjc_diagnostics diag;
+	char *lookup;     /* on a miss: what the lookup found */
+	json_t *record;   /* this compile's journal record (explain.h) */
 };
 
 /*
@@ -62,8 +68,41 @@ static void store_umask(struct job *j, bool store)
 
 static void count(struct job *j, enum cjc_counter what, uint64_t saved_ms)
 {
-	if (j->have_store && cjc_stats_bump(&j->store, what, saved_ms))
+	if (!j->have_store)
+		return;
+	if (cjc_stats_bump(&j->store, what, saved_ms) ||
+	    (j->target && cjc_stats_bump_named(&j->store, CJC_STATS_BY_TARGET, j->target, what, saved_ms)))
 		cjc_log("cannot update the counters: %s", strerror(errno));
+}
+
+/* Starts this compile's journal record; written by record_write(). */
+static json_t *record_start(struct job *j, const char *result, const char *reason)
+{
+	json_decref(j->record);
+	j->record = cjc_explain_record(result, j->cwd[0] ? j->cwd : NULL, j->c.source,
+				       j->c.output, j->target);
+	if (reason)
+		json_object_set_new(j->record, "reason", json_string(reason));
+	return j->record;
+}
+
+static void record_facts(struct job *j)
+{
+	json_object_set_new(j->record, "facts", cjc_explain_facts(&j->c, j->cwd, &j->nvcc, &j->host,
+								  j->env.v, j->env.n));
+}
+
+static void record_write(struct job *j)
+{
+	if (!j->record || !j->have_store)
+		return;
+	if (!json_object_get(j->record, "summary"))
+		cjc_explain_summary(j->record);
+	store_umask(j, true);
+	if (cjc_journal_append(&j->store, j->record))
+		cjc_log("cannot write the journal: %s", strerror(errno));
+	json_decref(j->record);
+	j->record = NULL;
 }
 
 /* The launcher the build already had (--wrap), which goes in front of nvcc. */
@@ -78,10 +117,13 @@ static int run_uncached(struct job *j, const char *why)
 {
 	if (why)
 		cjc_log("running uncached: %s", why);
+	record_write(j);
 	store_umask(j, false);
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
 	push_wrapper(j, &argv);
 	cjc_strvec_pushv(&argv, j->argv, (size_t)j->argc);
+	if (j->cfg.print_commands)
+		cjc_diagnostics_print_command(argv.v);
 	cjc_exec(argv.v);
 	cjc_strvec_clear(&argv);
 	fprintf(stderr, "cjc: cannot run %s: %s\n", j->argv[0], strerror(errno));
@@ -204,12 +246,22 @@ static char *artifact_name(const struct job *j)
 	return cjc_xasprintf("output.%s", cjc_kind_ext(j->c.kind));
 }
 
-enum served { SERVED, DAMAGED, NOT_WRITTEN };
+enum served { SERVED, DAMAGED, NOT_WRITTEN, SPILLED };
+
+/* check_spills (diagnostics.h): the compile fails as nvcc -Werror would. */
+static int fail_on_spills(void)
+{
+	fputs("cjc: error: ptxas reported spills or local memory use and check_spills is set "
+	      "(CJC_CHECK_SPILLS)\n", stderr);
+	return 255;
+}
 
 /*
  * Serves an entry: verified output beside the target, dependency file,
  * replay.  DAMAGED: the entry failed verification.  NOT_WRITTEN: the entry
  * is fine but the output or dependency file could not be written here.
+ * SPILLED: check_spills is set and the entry's warnings report spills; its
+ * messages are replayed but no output is written.
  */
 static enum served serve(struct job *j, const struct cjc_entry *e,
 			 const struct cjc_manifest_record *rec, struct cjc_buf *why)
@@ -236,16 +288,18 @@ static enum served serve(struct job *j, const struct cjc_entry *e,
 	}
 	if (fd >= 0 && close(fd) && result == SERVED)
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", tmp, strerror(errno));
+	if (result == SERVED && j->diag.check_spills && cjc_diagnostics_spilled(err.data, err.len))
+		result = SPILLED;
 	if (result == SERVED && write_user_depfile(j, rec->deps, rec->ndeps))
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
 	if (result == SERVED && rename(tmp, j->c.output))
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
-	if (result == SERVED) {
+	if (result == SERVED)
 		cjc_tempfile_forget(tmp);
-		replay(&out, &err);
-	} else {
+	else
 		cjc_tempfile_remove(tmp);
-	}
+	if (result == SERVED || result == SPILLED)
+		replay(&out, &err);
 	free(tmp);
 	free(name);
 	cjc_buf_release(&out);
@@ -253,7 +307,55 @@ static enum served serve(struct job *j, const struct cjc_entry *e,
 	return result;
 }
 
-/* Looks for an entry; returns 0 once the compile has been served from it. */
+static void set_lookup(struct job *j, char *text)
+{
+	free(j->lookup);
+	j->lookup = text;
+}
+
+static void record_hit(struct job *j, const struct cjc_entry *e, const char *key)
+{
+	record_start(j, "hit", NULL);
+	json_object_set_new(j->record, "entry", json_string(key));
+	json_object_set_new(j->record, "saved_ms", json_integer(e->duration_ms));
+	record_facts(j);
+}
+
+/* After serving (or refusing on spills): the hit's bookkeeping; the exit status. */
+static int hit_served(struct job *j, const struct cjc_entry *e, const char *key, enum served s)
+{
+	uint64_t reused, hashed;
+	if (!j->cfg.readonly)
+		cjc_evict_touch(e->dir);
+	cjc_filehash_counts(&reused, &hashed);
+	cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, metadata %s)", key,
+		j->c.source, (unsigned long long)reused, (unsigned long long)hashed,
+		e->meta ? "parsed" : "recognised");
+	count(j, CJC_STAT_HITS, (uint64_t)e->duration_ms);
+	record_hit(j, e, key);
+	return s == SPILLED ? fail_on_spills() : 0;
+}
+
+/* Why a served entry was not used, logged and kept for the journal. */
+static void not_served(struct job *j, const struct cjc_entry *e, const char *key,
+		       enum cjc_lookup r, enum served s, const char *why)
+{
+	if (s == NOT_WRITTEN) {
+		set_lookup(j, cjc_xasprintf("entry %.12s could not be served: %s", key, why));
+		cjc_log("cannot serve %s: %s; compiling instead", key, why);
+	} else if (r == CJC_ENTRY_FOUND && access(e->dir, F_OK) && errno == ENOENT) {
+		set_lookup(j, cjc_xasprintf("entry %.12s was evicted while being read", key));
+		cjc_log("entry %s was evicted while being read; compiling instead", key);
+	} else if (r == CJC_ENTRY_ABSENT) {
+		set_lookup(j, cjc_xasprintf("entry %.12s is no longer in the store (evicted or cleaned)", key));
+	} else {
+		set_lookup(j, cjc_xasprintf("entry %.12s was damaged: %s", key, why));
+		cjc_log("damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", key, why);
+		count(j, CJC_STAT_DAMAGED, 0);
+	}
+}
+
+/* Looks for an entry; returns -1 for a miss, else the compile's exit status. */
 static int try_hit(struct job *j)
 {
 	struct cjc_manifest m;
@@ -262,6 +364,8 @@ static int try_hit(struct job *j)
 	if (found && errno == EBADMSG)
 		cjc_log("damaged manifest %s: ignored", path);
 	free(path);
+	set_lookup(j, cjc_xstrdup(found ? "nothing was cached with these arguments, source, compiler "
+				   "and environment" : "no entry matches the current dependencies"));
 	if (found)
 		return -1;
 	long i = cjc_manifest_match(&m);
@@ -272,25 +376,10 @@ static int try_hit(struct job *j)
 		struct cjc_buf why = CJC_BUF_INIT;
 		enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
 		enum served s = r == CJC_ENTRY_FOUND ? serve(j, &e, rec, &why) : DAMAGED;
-		if (s == SERVED) {
-			if (!j->cfg.readonly)
-				cjc_evict_touch(e.dir);
-			uint64_t reused, hashed;
-			cjc_filehash_counts(&reused, &hashed);
-			cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, "
-				"metadata %s)", rec->entry_key, j->c.source, (unsigned long long)reused,
-				(unsigned long long)hashed, e.meta ? "parsed" : "recognised");
-			count(j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
-			rc = 0;
-		} else if (s == NOT_WRITTEN) {
-			cjc_log("cannot serve %s: %s; compiling instead", rec->entry_key, why.data);
-		} else if (r == CJC_ENTRY_FOUND && access(e.dir, F_OK) && errno == ENOENT) {
-			cjc_log("entry %s was evicted while being read; compiling instead", rec->entry_key);
-		} else if (r != CJC_ENTRY_ABSENT) {
-			cjc_log("damaged entry %s: %s; compiling instead (run `cjc verify --fix`)",
-				rec->entry_key, why.data);
-			count(j, CJC_STAT_DAMAGED, 0);
-		}
+		if (s == SERVED || s == SPILLED)
+			rc = hit_served(j, &e, rec->entry_key, s);
+		else
+			not_served(j, &e, rec->entry_key, r, s, why.data ? why.data : "");
 		if (r == CJC_ENTRY_FOUND)
 			cjc_entry_release(&e);
 		cjc_buf_release(&why);
@@ -313,6 +402,7 @@ struct compile_result {
 	struct timespec started; /* the file system's clock */
 	char *tmp_out;
 	char *tmp_dep;
+	char *keep_dir; /* keep_ptx: where nvcc -keep writes */
 	struct cjc_buf out, err;
 };
 
@@ -323,11 +413,21 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 	r->tmp_dep = cjc_xasprintf("%s.d", r->tmp_out);
 	cjc_tempfile_add(r->tmp_out);
 	cjc_tempfile_add(r->tmp_dep);
+	if (j->diag.keep_ptx) {
+		r->keep_dir = cjc_xasprintf("%s.keep", r->tmp_out);
+		if (mkdir(r->keep_dir, 0700)) {
+			free(r->keep_dir);
+			r->keep_dir = NULL;
+		}
+	}
 	push_wrapper(j, &argv);
 	cjc_strvec_push(&argv, j->argv[0]);
 	cjc_strvec_pushv(&argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
+	cjc_diagnostics_add_args(&j->diag, r->keep_dir, &argv);
 	char *extra[] = { "-o", r->tmp_out, "-MD", "-MF", r->tmp_dep };
 	cjc_strvec_pushv(&argv, extra, 5);
+	if (j->cfg.print_commands)
+		cjc_diagnostics_print_command(argv.v);
 	int out_fd = memfd_create("cjc-stdout", MFD_CLOEXEC);
 	int err_fd = memfd_create("cjc-stderr", MFD_CLOEXEC);
 	clock_gettime(CLOCK_REALTIME_COARSE, &r->started);
@@ -350,8 +450,11 @@ static void result_release(struct compile_result *r)
 		cjc_tempfile_remove(r->tmp_out);
 	if (r->tmp_dep)
 		cjc_tempfile_remove(r->tmp_dep);
+	if (r->keep_dir)
+		(void)cjc_remove_tree(r->keep_dir);
 	free(r->tmp_out);
 	free(r->tmp_dep);
+	free(r->keep_dir);
 	cjc_buf_release(&r->out);
 	cjc_buf_release(&r->err);
 }
@@ -426,6 +529,8 @@ static int record_dependencies(struct job *j, const struct compile_result *r,
 
 static void collect_environment(struct cjc_strvec *env)
 {
+	if (env->n)
+		return;
 	for (size_t i = 0; i < NKEY_ENV; i++) {
 		const char *v = getenv(key_env[i]);
 		if (v) {
@@ -440,8 +545,6 @@ static int format_metadata(struct job *j, const struct compile_result *r,
 			   const struct cjc_manifest_record *rec, const struct cjc_staging *st,
 			   struct cjc_buf *out)
 {
-	struct cjc_strvec env = CJC_STRVEC_INIT;
-	collect_environment(&env);
 	struct cjc_metadata md = {
 		.key = rec->entry_key,
 		.argv = j->argv,
@@ -455,15 +558,16 @@ static int format_metadata(struct job *j, const struct compile_result *r,
 		.options = j->c.options,
 		.inputs = rec->deps,
 		.ninputs = rec->ndeps,
-		.environment = env.v,
-		.nenvironment = env.n,
+		.environment = j->env.v,
+		.nenvironment = j->env.n,
+		.diagnostics = cjc_diagnostics_json(&j->diag),
 		.target = j->target,
 		.duration_ms = r->duration_ms,
 		.files = st->files,
 		.nfiles = st->nfiles,
 	};
 	int rc = cjc_metadata_format(&md, out);
-	cjc_strvec_clear(&env);
+	json_decref(md.diagnostics);
 	return rc;
 }
 
@@ -487,12 +591,13 @@ static void keep_within_limit(struct job *j, const char *key, uint64_t bytes)
 			(unsigned long long)r.evicted, (unsigned long long)r.evicted_bytes);
 }
 
-/* Stages, publishes and records the entry; failures are logged, never fatal. */
-static void publish(struct job *j, const struct compile_result *r,
+/* Stages, publishes and records the entry; failures are logged, never
+ * fatal.  Returns whether this compile published it. */
+static bool publish(struct job *j, const struct compile_result *r,
 		    const struct cjc_manifest_record *rec)
 {
 	struct cjc_staging st;
-	struct cjc_buf meta = CJC_BUF_INIT;
+	struct cjc_buf meta = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	char *name = artifact_name(j);
 	bool won = false;
 	int rc = cjc_staging_begin(&j->store, &st);
@@ -502,13 +607,15 @@ static void publish(struct job *j, const struct compile_result *r,
 		rc = cjc_staging_add_data(&st, "stdout", r->out.data, r->out.len);
 	if (!rc && r->err.len)
 		rc = cjc_staging_add_data(&st, "stderr", r->err.data, r->err.len);
+	if (!rc && cjc_diagnostics_stage(&j->diag, r->keep_dir, r->tmp_out, &st, &why))
+		rc = -1;
 	if (!rc)
 		rc = format_metadata(j, r, rec, &st, &meta);
 	uint64_t bytes = staged_bytes(&st, &meta);
 	if (!rc)
 		rc = cjc_staging_publish(&j->store, &st, rec->entry_key, &meta, &won);
 	if (rc) {
-		cjc_log("cannot publish %s: %s", rec->entry_key, strerror(errno));
+		cjc_log("cannot publish %s: %s", rec->entry_key, why.len ? why.data : strerror(errno));
 		cjc_staging_abort(&st);
 		count(j, CJC_STAT_ERRORS, 0);
 	} else {
@@ -526,7 +633,27 @@ static void publish(struct job *j, const struct compile_result *r,
 		free(mpath);
 	}
 	cjc_buf_release(&meta);
+	cjc_buf_release(&why);
 	free(name);
+	return won;
+}
+
+static void record_miss(struct job *j, const struct compile_result *r,
+			const struct cjc_manifest_record *rec, bool stable, bool published)
+{
+	record_start(j, "miss", j->lookup);
+	json_object_set_new(j->record, "entry", stable ? json_string(rec->entry_key) : json_null());
+	json_object_set_new(j->record, "published", json_boolean(published));
+	json_object_set_new(j->record, "duration_ms", json_integer(r->duration_ms));
+	record_facts(j);
+	cjc_explain_miss(&j->store, j->record, rec->deps, rec->ndeps);
+}
+
+static void warn_no_sass(const struct job *j)
+{
+	if (j->diag.keep_sass && !j->diag.cuobjdump)
+		fprintf(stderr, "cjc: keep_sass is set but cuobjdump is not installed beside %s; "
+			"no SASS was kept\n", j->nvcc.realpath ? j->nvcc.realpath : j->argv[0]);
 }
 
 static int compile_miss(struct job *j)
@@ -534,11 +661,12 @@ static int compile_miss(struct job *j)
 	struct compile_result r = { 0 };
 	struct cjc_manifest_record rec = { 0 };
 	struct cjc_buf why = CJC_BUF_INIT;
-	bool stable = false;
+	bool stable = false, published = false;
 	int rc = run_nvcc(j, &r);
 	if (!rc && r.status != 0) {
 		replay(&r.out, &r.err);
 		count(j, CJC_STAT_COMPILE_FAILED, 0);
+		record_start(j, "failed", NULL);
 		rc = r.status;
 		goto out;
 	}
@@ -546,28 +674,37 @@ static int compile_miss(struct job *j)
 		rc = record_dependencies(j, &r, &rec, &stable, &why);
 	if (!rc && stable && !j->cfg.readonly) {
 		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
-		publish(j, &r, &rec);
+		published = publish(j, &r, &rec);
+	} else if (!rc && stable) {
+		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
 	}
-	if (!rc && write_user_depfile(j, rec.deps, rec.ndeps))
+	bool spilled = !rc && j->diag.check_spills && cjc_diagnostics_spilled(r.err.data, r.err.len);
+	if (!rc && !spilled && write_user_depfile(j, rec.deps, rec.ndeps))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
-	if (!rc && rename(r.tmp_out, j->c.output))
+	if (!rc && !spilled && rename(r.tmp_out, j->c.output))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.output, strerror(errno));
 	if (rc) {
 		/* Nothing was delivered: let nvcc do the whole job itself. */
 		count(j, CJC_STAT_ERRORS, 0);
+		record_start(j, "error", why.len ? why.data : "cannot run nvcc");
 		result_release(&r);
 		cjc_manifest_record_release(&rec);
 		rc = run_uncached(j, why.len ? why.data : "cannot run nvcc");
 		cjc_buf_release(&why);
 		return rc;
 	}
-	cjc_tempfile_forget(r.tmp_out);
+	if (!spilled)
+		cjc_tempfile_forget(r.tmp_out);
 	replay(&r.out, &r.err);
+	warn_no_sass(j);
 	if (!stable)
 		cjc_log("miss for %s, not published: %s", j->c.source, why.data);
 	else
 		cjc_log("miss for %s", j->c.source);
 	count(j, CJC_STAT_MISSES, 0);
+	record_miss(j, &r, &rec, stable, published);
+	if (spilled)
+		rc = fail_on_spills();
 out:
 	cjc_manifest_record_release(&rec);
 	result_release(&r);
@@ -612,35 +749,47 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		return -1;
 	}
 	j->have_store = true;
-	cjc_compile_parse(j->argc - 1, j->argv + 1, &j->c);
-	if (j->c.uncacheable) {
-		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);
-		count(j, CJC_STAT_UNCACHEABLE, 0);
-		return -1;
-	}
-	char *host = host_compiler_name(&j->c);
-	int rc = 0;
 	if (!getcwd(j->cwd, sizeof j->cwd)) {
-		free(host);
+		j->cwd[0] = '\0';
 		cjc_buf_addf(why, "cannot tell the working directory");
 		count(j, CJC_STAT_ERRORS, 0);
 		return -1;
 	}
+	cjc_compile_parse(j->argc - 1, j->argv + 1, &j->c);
+	if (j->c.uncacheable) {
+		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);
+		count(j, CJC_STAT_UNCACHEABLE, 0);
+		if (cjc_stats_bump_named(&j->store, CJC_STATS_BY_REASON, j->c.uncacheable,
+					 CJC_STAT_UNCACHEABLE, 0))
+			cjc_log("cannot update the counters: %s", strerror(errno));
+		record_start(j, "uncacheable", j->c.uncacheable);
+		return -1;
+	}
+	char *host = host_compiler_name(&j->c);
+	int rc = 0;
+	collect_environment(&j->env);
 	load_hash_cache(j);
 	if (cjc_identity_nvcc(&j->store, j->argv[0], &j->nvcc))
 		rc = -1, cjc_buf_addf(why, "cannot identify %s: %s", j->argv[0], strerror(errno));
 	else if (cjc_identity_host(&j->store, host, &j->host))
 		rc = -1, cjc_buf_addf(why, "cannot identify host compiler %s: %s", host, strerror(errno));
 	else
+		cjc_diagnostics_init(&j->diag, j->cfg.keep_ptx, j->cfg.keep_sass,
+				     j->cfg.check_spills, j->nvcc.realpath);
+	if (!rc) {
+		cjc_diagnostics_add_key(&j->diag, &j->c);
 		rc = compute_direct_key(j, why);
+	}
 	free(host);
 	if (!rc && (j->nvcc.save_errno || j->host.save_errno)) {
 		cjc_log("cannot remember a compiler identity: %s",
 			strerror(j->nvcc.save_errno ? j->nvcc.save_errno : j->host.save_errno));
 		count(j, CJC_STAT_ERRORS, 0);
 	}
-	if (rc)
+	if (rc) {
 		count(j, CJC_STAT_ERRORS, 0);
+		record_start(j, "error", why->data);
+	}
 	return rc;
 }
 
@@ -655,6 +804,10 @@ static void job_release(struct job *j)
 	cjc_metamemo_forget();
 	free(j->hash_cache);
 	free(j->meta_memo);
+	free(j->lookup);
+	json_decref(j->record);
+	cjc_strvec_clear(&j->env);
+	cjc_diagnostics_release(&j->diag);
 }
 
 int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
@@ -674,8 +827,11 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 	} else if (prepare(&j, &why)) {
 		rc = run_uncached(&j, why.data);
 	} else {
-		rc = try_hit(&j) ? compile_miss(&j) : 0;
+		rc = try_hit(&j);
+		if (rc < 0)
+			rc = compile_miss(&j);
 		save_hash_cache(&j);
+		record_write(&j);
 	}
 	job_release(&j);
 	cjc_buf_release(&why);

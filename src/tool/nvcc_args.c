@@ -455,6 +455,13 @@ static bool is_output_option(enum action a)
 	}
 }
 
+static void push_unit(struct cjc_compile *c, char *const *words, int used)
+{
+	char *unit = used == 2 ? cjc_xasprintf("%s %s", words[0], words[1]) : cjc_xstrdup(words[0]);
+	cjc_strvec_push(&c->key_units, unit);
+	free(unit);
+}
+
 /* Applies one option; words are the one or two command-line words it used. */
 static void apply_option(struct parser *p, const struct nvcc_option *o, char *const *words,
 			 int used, const char *value, bool from_file)
@@ -467,6 +474,7 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	}
 	if (!is_dep) {
 		cjc_strvec_pushv(&c->key_args, words, (size_t)used);
+		push_unit(c, words, used);
 		if (!from_file)
 			cjc_strvec_pushv(&c->nvcc_args, words, (size_t)used);
 		record_field(p, o, words, used, value);
@@ -510,6 +518,7 @@ static int parse_words(struct parser *p, int argc, char *const *argv, bool from_
 				uncacheable(c, "input from standard input");
 			cjc_strvec_push(&p->inputs, a);
 			cjc_strvec_push(&c->key_args, a);
+			cjc_strvec_push(&c->key_units, a);
 			if (!from_file)
 				cjc_strvec_push(&c->nvcc_args, a);
 			continue;
@@ -520,6 +529,7 @@ static int parse_words(struct parser *p, int argc, char *const *argv, bool from_
 		const struct nvcc_option *o = lookup(argv, argc, i, &value, &used, &missing);
 		if (!o && p->forward_unknown) {
 			cjc_strvec_push(&c->key_args, a);
+			cjc_strvec_push(&c->key_units, a);
 			if (!from_file)
 				cjc_strvec_push(&c->nvcc_args, a);
 			json_array_append_new(p->extra, json_string(a));
@@ -636,6 +646,7 @@ void cjc_compile_release(struct cjc_compile *c)
 	free(c->dep_target);
 	free(c->ccbin);
 	cjc_strvec_clear(&c->key_args);
+	cjc_strvec_clear(&c->key_units);
 	cjc_strvec_clear(&c->nvcc_args);
 	cjc_strvec_clear(&c->optfiles);
 	cjc_strvec_clear(&c->isystem);

@@ -39,6 +39,7 @@ struct cjc_compile {
 	char *ccbin;
 	bool embeds_cwd;   /* -g, -G, -lineinfo */
 	struct cjc_strvec key_args;  /* arguments that bear on the output, in order */
+	struct cjc_strvec key_units; /* the same, one string per option ("-D FOO=1"), for `cjc why` */
 	struct cjc_strvec nvcc_args; /* the command to run on a miss, less -o and -M* */
 	struct cjc_strvec optfiles;  /* options files read, with their contents in key_args */
 	struct cjc_strvec isystem;   /* -isystem directories */

@@ -1,0 +1,642 @@
+#include "audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "diagnostics.h"
+#include "nvcc_args.h"
+
+/* The environment nvcc reads (SPEC §3): exactly the recorded values are set. */
+static const char *const key_env[] = {
+	"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
+	"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+};
+
+/* The device code of an object, as objcopy extracts it. */
+static const char *const device_sections[] = { ".nv_fatbin", "__nv_relfatbin", "__nv_module_id" };
+
+/* One entry's audit (in a child process). */
+struct audit {
+	const char *key;
+	const char *scratch;
+	json_t *meta;
+	struct cjc_entry entry;
+	json_t *result;
+};
+
+static void add_note(struct audit *a, const char *list, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add_note(struct audit *a, const char *list, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *text;
+	if (vasprintf(&text, fmt, ap) >= 0) {
+		json_t *l = json_object_get(a->result, list);
+		if (!l)
+			json_object_set_new(a->result, list, l = json_array());
+		json_array_append_new(l, json_string(text));
+		free(text);
+	}
+	va_end(ap);
+}
+
+static const char *meta_str(json_t *o, const char *name)
+{
+	const char *v = json_string_value(json_object_get(o, name));
+	return v ? v : "";
+}
+
+/* Every recorded input must still hash as recorded; returns how many do not. */
+static int check_inputs(struct audit *a)
+{
+	json_t *inputs = json_object_get(a->meta, "inputs"), *in;
+	size_t i;
+	int changed = 0;
+	json_array_foreach(inputs, i, in) {
+		const char *path = meta_str(in, "path"), *want = meta_str(in, "sha256");
+		unsigned char sha[CJC_DIGEST_LEN];
+		char hex[CJC_HEX_LEN + 1];
+		uint64_t n;
+		if (cjc_hash_file(path, sha, &n)) {
+			add_note(a, "details", "input %s cannot be read: %s", path, strerror(errno));
+			changed++;
+			continue;
+		}
+		cjc_hex(sha, CJC_DIGEST_LEN, hex);
+		if (strcmp(hex, want)) {
+			add_note(a, "details", "input %s changed (recorded sha256 %.16s, now %.16s)", path,
+				 want, hex);
+			changed++;
+		}
+	}
+	return changed;
+}
+
+/* A compiler must still print the recorded --version; returns 0 or -1. */
+static int check_compiler(struct audit *a, const char *what, json_t *c)
+{
+	const char *path = meta_str(c, "path");
+	char *argv[] = { (char *)path, "--version", NULL };
+	struct cjc_buf out = CJC_BUF_INIT;
+	int status = *path ? cjc_run_capture(argv, &out) : -1;
+	int rc = 0;
+	if (status) {
+		add_note(a, "details", "%s %s cannot be run", what, *path ? path : "(not recorded)");
+		rc = -1;
+	} else if (strcmp(out.data ? out.data : "", meta_str(c, "version"))) {
+		add_note(a, "details", "%s %s now prints another --version than when the entry was made",
+			 what, path);
+		rc = -1;
+	}
+	cjc_buf_release(&out);
+	return rc;
+}
+
+static void set_environment(json_t *recorded)
+{
+	for (size_t i = 0; i < sizeof key_env / sizeof *key_env; i++) {
+		const char *v = json_string_value(json_object_get(recorded, key_env[i]));
+		if (v)
+			setenv(key_env[i], v, 1);
+		else
+			unsetenv(key_env[i]);
+	}
+}
+
+/* Runs the recorded compile; its output goes to scratch/output.<ext>. */
+static int rebuild(struct audit *a, const struct cjc_compile *c, const struct cjc_diagnostics *d,
+		   const char *output, const char *keep_dir)
+{
+	json_t *argv_json = json_object_get(a->meta, "argv");
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	cjc_strvec_push(&argv, meta_str(json_object_get(a->meta, "compiler"), "path"));
+	cjc_strvec_pushv(&argv, c->nvcc_args.v, c->nvcc_args.n);
+	cjc_diagnostics_add_args(d, keep_dir, &argv);
+	char *extra[] = { "-o", (char *)output };
+	cjc_strvec_pushv(&argv, extra, 2);
+	char *err_path = cjc_path_join(a->scratch, "stderr");
+	int err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	int status = err_fd < 0 ? -1 : cjc_run(argv.v, devnull, err_fd);
+	if (status) {
+		struct cjc_buf err = CJC_BUF_INIT;
+		(void)cjc_read_file(err_path, &err);
+		char *eol = err.data ? strchr(err.data, '\n') : NULL;
+		if (eol)
+			*eol = '\0';
+		add_note(a, "details", "the recorded command (%zu words) failed with status %d%s%s",
+			 json_array_size(argv_json), status, err.len ? ": " : "", err.len ? err.data : "");
+		cjc_buf_release(&err);
+	}
+	if (err_fd >= 0)
+		close(err_fd);
+	if (devnull >= 0)
+		close(devnull);
+	free(err_path);
+	cjc_strvec_clear(&argv);
+	return status ? -1 : 0;
+}
+
+/* Replaces nvcc's temporary file names (tmpxft_<hex>_<hex>-<n>) with "tmpxft_*". */
+static void normalise(const char *text, struct cjc_buf *out, struct cjc_strvec *seen)
+{
+	regex_t re;
+	regmatch_t m;
+	if (regcomp(&re, "tmpxft_[0-9a-f]+_[0-9a-f]+-[0-9]+", REG_EXTENDED)) {
+		cjc_buf_adds(out, text);
+		return;
+	}
+	const char *p = text;
+	while (!regexec(&re, p, 1, &m, 0)) {
+		cjc_buf_add(out, p, (size_t)m.rm_so);
+		cjc_buf_adds(out, "tmpxft_*");
+		char *name = cjc_xstrndup(p + m.rm_so, (size_t)(m.rm_eo - m.rm_so));
+		if (seen && !cjc_strvec_contains(seen, name))
+			cjc_strvec_push(seen, name);
+		free(name);
+		p += m.rm_eo;
+	}
+	cjc_buf_adds(out, p);
+	regfree(&re);
+}
+
+/* The symbol table of an object, normalised; -1 when nm cannot read it. */
+static int symbols(const char *object, struct cjc_buf *out, struct cjc_strvec *seen, size_t *count)
+{
+	char *argv[] = { "nm", "-a", "-P", (char *)object, NULL };
+	struct cjc_buf raw = CJC_BUF_INIT;
+	int status = cjc_run_capture(argv, &raw);
+	if (!status)
+		normalise(raw.data ? raw.data : "", out, seen);
+	*count = 0;
+	for (size_t i = 0; i < raw.len; i++)
+		*count += raw.data[i] == '\n';
+	cjc_buf_release(&raw);
+	return status ? -1 : 0;
+}
+
+/* A section of an object, by objcopy; empty when the object has none. */
+static int section(const char *object, const char *name, const char *dest, struct cjc_buf *out)
+{
+	char *only = cjc_xasprintf("--only-section=%s", name);
+	char *argv[] = { "objcopy", "-O", "binary", only, (char *)object, (char *)dest, NULL };
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	int status = cjc_run(argv, devnull, devnull);
+	if (devnull >= 0)
+		close(devnull);
+	free(only);
+	int rc = status || cjc_read_file(dest, out) ? -1 : 0;
+	unlink(dest);
+	return rc;
+}
+
+static void compare_sections(struct audit *a, const char *stored, const char *rebuilt)
+{
+	char *tmp = cjc_path_join(a->scratch, "section");
+	for (size_t i = 0; i < sizeof device_sections / sizeof *device_sections; i++) {
+		struct cjc_buf x = CJC_BUF_INIT, y = CJC_BUF_INIT;
+		const char *name = device_sections[i];
+		if (section(stored, name, tmp, &x) || section(rebuilt, name, tmp, &y))
+			add_note(a, "differences", "objcopy cannot read the %s section", name);
+		else if (x.len != y.len || (x.len && memcmp(x.data, y.data, x.len)))
+			add_note(a, "differences", "%s differs (%zu bytes stored, %zu rebuilt)", name, x.len,
+				 y.len);
+		else if (x.len)
+			add_note(a, "compared", "%s: %zu bytes identical", name, x.len);
+		cjc_buf_release(&x);
+		cjc_buf_release(&y);
+	}
+	free(tmp);
+}
+
+/* The first line where two texts differ, for the report. */
+static void first_difference(const char *x, const char *y, struct cjc_buf *out)
+{
+	size_t i = 0, line = 0;
+	while (x[i] && x[i] == y[i])
+		if (x[i++] == '\n')
+			line = i;
+	x += line;
+	y += line;
+	const char *ex = strchr(x, '\n'), *ey = strchr(y, '\n');
+	cjc_buf_addf(out, "'%.*s' stored, '%.*s' rebuilt", (int)(ex ? ex - x : (long)strlen(x)), x,
+		     (int)(ey ? ey - y : (long)strlen(y)), y);
+}
+
+static void compare_symbols(struct audit *a, const char *stored, const char *rebuilt)
+{
+	struct cjc_buf x = CJC_BUF_INIT, y = CJC_BUF_INIT;
+	struct cjc_strvec seen_stored = CJC_STRVEC_INIT, seen_rebuilt = CJC_STRVEC_INIT;
+	size_t nx, ny;
+	if (symbols(stored, &x, &seen_stored, &nx) || symbols(rebuilt, &y, &seen_rebuilt, &ny)) {
+		add_note(a, "differences", "nm cannot read the symbol table");
+	} else if (x.len != y.len || (x.len && memcmp(x.data, y.data, x.len))) {
+		struct cjc_buf d = CJC_BUF_INIT;
+		first_difference(x.data ? x.data : "", y.data ? y.data : "", &d);
+		add_note(a, "differences", "symbols differ (%zu stored, %zu rebuilt): %s", nx, ny, d.data);
+		cjc_buf_release(&d);
+	} else {
+		add_note(a, "compared", "symbol table: %zu symbols identical", nx);
+	}
+	for (size_t i = 0; i < seen_stored.n; i++)
+		add_note(a, "normalised", "temporary file name %s in the stored object's symbol table",
+			 seen_stored.v[i]);
+	for (size_t i = 0; i < seen_rebuilt.n; i++)
+		add_note(a, "normalised", "temporary file name %s in the rebuilt object's symbol table",
+			 seen_rebuilt.v[i]);
+	cjc_strvec_clear(&seen_stored);
+	cjc_strvec_clear(&seen_rebuilt);
+	cjc_buf_release(&x);
+	cjc_buf_release(&y);
+}
+
+/* Copies a stored artifact (verified as it is read) into the scratch directory. */
+static char *stored_copy(struct audit *a, const char *name)
+{
+	char *path = cjc_xasprintf("%s/stored.%s", a->scratch, name);
+	struct cjc_buf why = CJC_BUF_INIT;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || cjc_entry_copy(&a->entry, name, fd, &why)) {
+		add_note(a, "differences", "cannot read the stored %s: %s", name,
+			 why.len ? why.data : strerror(errno));
+		free(path);
+		path = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	cjc_buf_release(&why);
+	return path;
+}
+
+/* Byte for byte: a rebuilt file against a stored artifact. */
+static void compare_bytes(struct audit *a, const char *name, const char *rebuilt)
+{
+	const struct cjc_artifact *art = cjc_entry_artifact(&a->entry, name);
+	unsigned char sha[CJC_DIGEST_LEN];
+	char hex[CJC_HEX_LEN + 1];
+	uint64_t n;
+	if (cjc_hash_file(rebuilt, sha, &n)) {
+		add_note(a, "differences", "%s was not made by the rebuild", name);
+		return;
+	}
+	cjc_hex(sha, CJC_DIGEST_LEN, hex);
+	if (strcmp(hex, art->sha256))
+		add_note(a, "differences", "%s differs (stored sha256 %.16s, %llu bytes; rebuilt %.16s, "
+			 "%llu bytes)", name, art->sha256, (unsigned long long)art->size, hex,
+			 (unsigned long long)n);
+	else
+		add_note(a, "compared", "%s: %llu bytes identical", name, (unsigned long long)n);
+}
+
+static void compare_object(struct audit *a, const char *name, const char *rebuilt)
+{
+	char *stored = stored_copy(a, name);
+	if (!stored)
+		return;
+	compare_sections(a, stored, rebuilt);
+	compare_symbols(a, stored, rebuilt);
+	add_note(a, "normalised", "host code is not compared: nvcc names its temporary files "
+		 "after its process id");
+	free(stored);
+}
+
+/* nvcc's messages, normalised, against the recorded stderr. */
+static void compare_stderr(struct audit *a)
+{
+	struct cjc_buf stored = CJC_BUF_INIT, rebuilt = CJC_BUF_INIT, x = CJC_BUF_INIT, y = CJC_BUF_INIT;
+	struct cjc_buf why = CJC_BUF_INIT;
+	char *path = cjc_path_join(a->scratch, "stderr");
+	if (cjc_entry_artifact(&a->entry, "stderr"))
+		(void)cjc_entry_read(&a->entry, "stderr", &stored, &why);
+	(void)cjc_read_file(path, &rebuilt);
+	normalise(stored.data ? stored.data : "", &x, NULL);
+	normalise(rebuilt.data ? rebuilt.data : "", &y, NULL);
+	if (x.len != y.len || (x.len && memcmp(x.data, y.data, x.len)))
+		add_note(a, "differences", "nvcc's messages differ (%zu bytes recorded, %zu now)",
+			 stored.len, rebuilt.len);
+	free(path);
+	cjc_buf_release(&stored);
+	cjc_buf_release(&rebuilt);
+	cjc_buf_release(&x);
+	cjc_buf_release(&y);
+	cjc_buf_release(&why);
+}
+
+/* Every stored artifact against what the rebuild made. */
+static void compare(struct audit *a, const struct cjc_compile *c, const char *output,
+		    const char *keep_dir)
+{
+	for (size_t i = 0; i < a->entry.nfiles; i++) {
+		const char *name = a->entry.files[i].name;
+		char *rebuilt = NULL;
+		if (cjc_starts_with(name, "output."))
+			rebuilt = cjc_xstrdup(output);
+		else if (cjc_starts_with(name, "kept-"))
+			rebuilt = cjc_path_join(keep_dir, name + strlen("kept-"));
+		else if (strcmp(name, "stdout") && strcmp(name, "stderr"))
+			add_note(a, "normalised", "%s is not compared", name);
+		if (rebuilt && (c->kind == CJC_KIND_OBJECT || c->kind == CJC_KIND_RDC_OBJECT) &&
+		    cjc_starts_with(name, "output."))
+			compare_object(a, name, rebuilt);
+		else if (rebuilt)
+			compare_bytes(a, name, rebuilt);
+		free(rebuilt);
+	}
+	compare_stderr(a);
+}
+
+static void set_status(struct audit *a, const char *status)
+{
+	json_object_set_new(a->result, "status", json_string(status));
+}
+
+/* From a verified entry: checks, rebuild, comparison. */
+static void audit_verified(struct audit *a)
+{
+	const char *cwd = meta_str(a->meta, "cwd");
+	json_t *argv = json_object_get(a->meta, "argv");
+	if (chdir(cwd)) {
+		add_note(a, "details", "the working directory %s is gone: %s", cwd, strerror(errno));
+		return set_status(a, "cannot rebuild");
+	}
+	if (check_inputs(a) ||
+	    check_compiler(a, "nvcc", json_object_get(a->meta, "compiler")) ||
+	    check_compiler(a, "the host compiler", json_object_get(a->meta, "host_compiler")))
+		return set_status(a, "cannot rebuild");
+	struct cjc_strvec words = CJC_STRVEC_INIT;
+	size_t i;
+	json_t *w;
+	json_array_foreach(argv, i, w)
+		if (i > 0)
+			cjc_strvec_push(&words, json_string_value(w) ? json_string_value(w) : "");
+	struct cjc_compile c;
+	struct cjc_diagnostics d;
+	cjc_compile_parse((int)words.n, words.v, &c);
+	cjc_diagnostics_from_json(&d, json_object_get(a->meta, "diagnostics"),
+				  meta_str(json_object_get(a->meta, "compiler"), "realpath"));
+	char *output = cjc_xasprintf("%s/output.%s", a->scratch, cjc_kind_ext(c.kind));
+	char *keep_dir = cjc_path_join(a->scratch, "keep");
+	set_environment(json_object_get(a->meta, "environment"));
+	if (c.uncacheable) {
+		add_note(a, "details", "the recorded command is not one cjc caches: %s", c.uncacheable);
+		set_status(a, "cannot rebuild");
+	} else if ((d.keep_ptx && mkdir(keep_dir, 0700)) || rebuild(a, &c, &d, output, keep_dir)) {
+		set_status(a, "cannot rebuild");
+	} else {
+		compare(a, &c, output, keep_dir);
+		set_status(a, json_object_get(a->result, "differences") ? "differs" : "reproducible");
+	}
+	free(output);
+	free(keep_dir);
+	cjc_diagnostics_release(&d);
+	cjc_compile_release(&c);
+	cjc_strvec_clear(&words);
+}
+
+static json_t *audit_entry(const char *key, const char *dir, const char *scratch)
+{
+	struct audit a = { .key = key, .scratch = scratch, .result = json_object() };
+	struct cjc_buf why = CJC_BUF_INIT;
+	json_object_set_new(a.result, "key", json_string(key));
+	if (cjc_entry_open_dir(dir, key, &a.entry, &why) != CJC_ENTRY_FOUND ||
+	    cjc_entry_verify(&a.entry, &why)) {
+		add_note(&a, "details", "the entry is damaged: %s (run `cjc verify --fix`)", why.data);
+		set_status(&a, "cannot rebuild");
+	} else {
+		a.meta = a.entry.meta;
+		json_t *opts = json_object_get(a.meta, "options");
+		json_object_set(a.result, "kind", json_object_get(opts, "kind"));
+		json_object_set(a.result, "source",
+				json_object_get(json_array_get(json_object_get(a.meta, "inputs"), 0), "path"));
+		json_object_set(a.result, "command", json_object_get(a.meta, "command"));
+		json_object_set(a.result, "target", json_object_get(a.meta, "target"));
+		audit_verified(&a);
+	}
+	if (a.entry.dir)
+		cjc_entry_release(&a.entry);
+	cjc_buf_release(&why);
+	return a.result;
+}
+
+/* ---- many entries: children, results, report ---- */
+
+struct job_list {
+	struct cjc_strvec keys, dirs;
+	const char *prefix; /* NULL: all */
+};
+
+static int collect(const char *key, const char *dir, void *ctx)
+{
+	struct job_list *l = ctx;
+	if (!l->prefix || cjc_starts_with(key, l->prefix)) {
+		cjc_strvec_push(&l->keys, key);
+		cjc_strvec_push(&l->dirs, dir);
+	}
+	return 0;
+}
+
+/* Runs one audit in a child that writes its result to result_path. */
+static pid_t start_child(const char *key, const char *dir, const char *scratch, const char *result_path)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid)
+		return pid;
+	int rc = 1;
+	if (!mkdir(scratch, 0700)) {
+		json_t *r = audit_entry(key, dir, scratch);
+		rc = json_dump_file(r, result_path, JSON_COMPACT) ? 1 : 0;
+		json_decref(r);
+	}
+	_exit(rc);
+}
+
+static void print_result(json_t *r)
+{
+	static const char *const lists[] = { "details", "differences", "compared", "normalised" };
+	const char *target = json_string_value(json_object_get(r, "target"));
+	printf("%-15s %.12s  %s (%s%s%s)\n", meta_str(r, "status"), meta_str(r, "key"),
+	       meta_str(r, "source"), meta_str(r, "kind"), target ? ", target " : "",
+	       target ? target : "");
+	for (size_t l = 0; l < sizeof lists / sizeof *lists; l++) {
+		size_t i;
+		json_t *line;
+		json_array_foreach(json_object_get(r, lists[l]), i, line)
+			printf("  %s: %s\n", lists[l], json_string_value(line));
+	}
+}
+
+struct tally {
+	size_t reproducible, differs, cannot, done, total;
+};
+
+static void count_result(struct tally *t, json_t *r)
+{
+	const char *status = meta_str(r, "status");
+	if (!strcmp(status, "reproducible"))
+		t->reproducible++;
+	else if (!strcmp(status, "differs"))
+		t->differs++;
+	else
+		t->cannot++;
+	t->done++;
+}
+
+static void progress(const struct tally *t)
+{
+	if (isatty(2))
+		fprintf(stderr, "\r\033[Kaudited %zu/%zu: %zu reproducible, %zu differ, %zu cannot rebuild",
+			t->done, t->total, t->reproducible, t->differs, t->cannot);
+}
+
+/* Waits for one child and takes its result into results[i]; returns i, or -1. */
+static long reap(pid_t *pids, size_t n, json_t **results, const char *tmp, const struct job_list *l)
+{
+	int status;
+	pid_t pid = wait(&status);
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] != pid || pid <= 0)
+			continue;
+		pids[i] = 0;
+		char *path = cjc_xasprintf("%s/%zu.json", tmp, i);
+		results[i] = json_load_file(path, 0, NULL);
+		if (!json_is_object(results[i])) {
+			json_decref(results[i]);
+			results[i] = json_pack("{s:s, s:s, s:[s]}", "key", l->keys.v[i], "status",
+					       "cannot rebuild", "details", "the audit itself failed");
+		}
+		free(path);
+		return (long)i;
+	}
+	return -1;
+}
+
+static int report(json_t **results, size_t n, const struct tally *t, bool json)
+{
+	if (json) {
+		json_t *list = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append(list, results[i]);
+		json_t *doc = json_pack("{s:o, s:I, s:I, s:I}", "entries", list, "reproducible",
+					(json_int_t)t->reproducible, "differs", (json_int_t)t->differs,
+					"cannot_rebuild", (json_int_t)t->cannot);
+		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+		json_decref(doc);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			print_result(results[i]);
+		printf("audited %zu entries: %zu reproducible, %zu differ, %zu cannot rebuild\n", n,
+		       t->reproducible, t->differs, t->cannot);
+	}
+	return t->reproducible == n ? 0 : 1;
+}
+
+static int audit_list(const struct job_list *l, int jobs, bool json)
+{
+	size_t n = l->keys.n;
+	const char *base = getenv("TMPDIR");
+	char *tmp = cjc_xasprintf("%s/cjc-audit.XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(tmp)) {
+		fprintf(stderr, "cjc audit: cannot make a scratch directory %s: %s\n", tmp, strerror(errno));
+		free(tmp);
+		return 1;
+	}
+	json_t **results = cjc_xcalloc(n + 1, sizeof *results);
+	pid_t *pids = cjc_xcalloc(n + 1, sizeof *pids);
+	struct tally t = { .total = n };
+	size_t running = 0;
+	for (size_t i = 0; i < n || running; ) {
+		if (i < n && running < (size_t)jobs) {
+			char *scratch = cjc_xasprintf("%s/%zu", tmp, i);
+			char *result = cjc_xasprintf("%s/%zu.json", tmp, i);
+			pids[i] = start_child(l->keys.v[i], l->dirs.v[i], scratch, result);
+			running += pids[i] > 0;
+			free(scratch);
+			free(result);
+			i++;
+			continue;
+		}
+		long done = reap(pids, n, results, tmp, l);
+		if (done < 0 && errno == ECHILD)
+			break;
+		if (done >= 0) {
+			running--;
+			count_result(&t, results[done]);
+			progress(&t);
+		}
+	}
+	if (isatty(2) && n)
+		fputs("\r\033[K", stderr);
+	for (size_t k = 0; k < n; k++)
+		if (!results[k]) {
+			results[k] = json_pack("{s:s, s:s, s:[s]}", "key", l->keys.v[k], "status",
+					       "cannot rebuild", "details", "the audit could not start");
+			count_result(&t, results[k]);
+		}
+	int rc = report(results, n, &t, json);
+	for (size_t k = 0; k < n; k++)
+		json_decref(results[k]);
+	free(results);
+	free(pids);
+	(void)cjc_remove_tree(tmp);
+	free(tmp);
+	return rc;
+}
+
+int cjc_audit_parse_flags(int argc, char **argv, struct cjc_audit_options *o)
+{
+	for (int i = 1; i < argc; i++) {
+		char *end;
+		if (!strcmp(argv[i], "--json")) {
+			o->json = true;
+		} else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
+			long n = strtol(argv[++i], &end, 10);
+			if (*end || n < 1 || n > 256) {
+				fprintf(stderr, "cjc audit: --jobs takes a number from 1 to 256, not '%s'\n", argv[i]);
+				return 2;
+			}
+			o->jobs = (int)n;
+		} else if (!o->what && argv[i][0] != '-') {
+			o->what = argv[i];
+		} else {
+			fprintf(stderr, "cjc audit: unexpected argument '%s' (see `cjc --help`)\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!o->what) {
+		fprintf(stderr, "cjc audit: say which entry: KEY (a unique prefix will do) or all\n");
+		return 2;
+	}
+	return 0;
+}
+
+int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o)
+{
+	struct job_list l = { .prefix = strcmp(o->what, "all") ? o->what : NULL };
+	if (l.prefix && (strlen(l.prefix) > CJC_HEX_LEN || strspn(l.prefix, "0123456789abcdef") != strlen(l.prefix))) {
+		fprintf(stderr, "cjc audit: '%s' is not a key or key prefix (lowercase hex) nor 'all'\n", l.prefix);
+		return 2;
+	}
+	cjc_store_foreach_entry(s, collect, &l);
+	int rc;
+	if (l.prefix && l.keys.n != 1) {
+		fprintf(stderr, "cjc audit: %s entry matches '%s'\n", l.keys.n ? "more than one" : "no",
+			l.prefix);
+		rc = 1;
+	} else {
+		rc = audit_list(&l, o->jobs, o->json);
+	}
+	cjc_strvec_clear(&l.keys);
+	cjc_strvec_clear(&l.dirs);
+	return rc;
+}

@@ -1,0 +1,43 @@
+/*
+ * audit.h - `cjc audit KEY|all [--json] [--jobs N]`: proves how an entry
+ * was built by building it again.
+ *
+ * For each entry: the entry must verify (metadata.h, every byte); every
+ * recorded input must still hash as recorded, and nvcc and the host
+ * compiler must still print the recorded --version, else the entry "cannot
+ * rebuild" and the audit says what changed.  Then the recorded argv runs in
+ * the recorded working directory with exactly the recorded key-relevant
+ * environment and diagnostics settings, writing to a scratch directory, and
+ * the result is compared with the stored artifacts:
+ *
+ *   cubin, fatbin, ptx, kept ptx, SASS   byte for byte
+ *   objects                              the device code sections (.nv_fatbin,
+ *                                        __nv_relfatbin, __nv_module_id, via
+ *                                        objcopy) and the symbol table (nm -a),
+ *                                        with nvcc's temporary file names
+ *                                        (tmpxft_<pid>_<n>-<k>) normalised
+ *   stderr                               with the same normalisation
+ *
+ * Each entry is "reproducible", "differs" (with what) or "cannot rebuild"
+ * (with why).  Entries are audited in child processes (--jobs at a time),
+ * each in its own scratch directory, removed afterwards.  The exit status
+ * is 0 when everything audited reproduced, 1 otherwise, 2 for bad usage.
+ */
+#ifndef CJC_AUDIT_H
+#define CJC_AUDIT_H
+
+#include <stdbool.h>
+
+#include "cudajitcache.h"
+
+struct cjc_audit_options {
+	const char *what; /* a key, a unique key prefix, or "all" */
+	bool json;
+	int jobs;
+};
+
+/* Parses the words after `cjc` (argv[0] is "audit"); 0 or an exit status. */
+int cjc_audit_parse_flags(int argc, char **argv, struct cjc_audit_options *o);
+int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o);
+
+#endif

@@ -1,0 +1,96 @@
+#!/bin/bash
+# The diagnostics settings: print_commands, keep_ptx, keep_sass, check_spills.
+. "$(dirname "$0")/helpers.sh"
+
+# A kernel that spills when held to 32 registers.
+write_spilling_kernel() {
+	cat >spill.cu <<'SRC'
+__global__ void heavy(float *o, const float *in)
+{
+	float v[40];
+#pragma unroll
+	for (int i = 0; i < 40; i++)
+		v[i] = in[threadIdx.x * 40 + i];
+	float s = 0;
+#pragma unroll
+	for (int i = 0; i < 40; i++)
+		for (int k = 0; k < 40; k++)
+			s += v[i] * v[k];
+	o[threadIdx.x] = s;
+}
+SRC
+}
+
+testPrintCommandsShowsEveryRealCompile() {
+	CJC_PRINT_COMMANDS=1 cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>err1.txt || fail
+	CJC_PRINT_COMMANDS=1 cjc_nvcc -c k.cu -o b.o -arch=$ARCH 2>err2.txt || fail
+	echo "int main() { return 0; }" >main.cu
+	CJC_PRINT_COMMANDS=1 cjc_nvcc main.cu -o prog -arch=$ARCH 2>err3.txt || fail
+	assertTrue "miss prints the command" "grep -q \"^Running command: $NVCC -c k.cu -arch=$ARCH -o a.o.* -MD -MF \" err1.txt"
+	assertFalse "a hit runs nothing" "grep -q 'Running command' err2.txt"
+	assertTrue "uncached compiles too" "grep -q \"^Running command: $NVCC main.cu -o prog -arch=$ARCH\$\" err3.txt"
+	cjc_nvcc -c k.cu -o c.o -arch=$ARCH -DX=1 2>err4.txt || fail
+	assertFalse "off by default" "grep -q 'Running command' err4.txt"
+}
+
+testKeepPtxStoresNvccsPtxInTheEntry() {
+	cjc_nvcc --cubin k.cu -o plain.cubin -arch=$ARCH || fail
+	CJC_KEEP_PTX=1 cjc_nvcc --cubin k.cu -o kept.cubin -arch=$ARCH || fail
+	expect_nvcc_runs 2
+	assertTrue "the same cubin" "cmp plain.cubin kept.cubin"
+	local key
+	key=$("$CJC" ls --json | tr -d '\n ' | sed 's/},{/}\n{/g' | grep kept- | sed -n 's/.*"key":"\([0-9a-f]*\)".*/\1/p')
+	"$CJC" show "$key" --json >meta.json || fail
+	assertTrue "listed in metadata" "grep -q '\"kept-k.ptx\"' meta.json"
+	assertTrue "recorded as a diagnostic" "grep -q '\"keep_ptx\": true' meta.json"
+	"$REAL_NVCC" --ptx k.cu -o k.ptx -arch=$ARCH || fail
+	local dir
+	dir=$("$CJC" ls --json | sed -n "s/.*\"path\": \"\(.*$key\)\".*/\1/p")
+	assertTrue "nvcc's own ptx" "cmp k.ptx '$dir/kept-k.ptx'"
+	CJC_KEEP_PTX=1 cjc_nvcc --cubin k.cu -o again.cubin -arch=$ARCH || fail
+	expect_nvcc_runs 2
+}
+
+testKeepSassSaysCleanlyWhenCuobjdumpIsMissing() {
+	if [ -x "$(dirname "$(readlink -f "$REAL_NVCC")")/cuobjdump" ]; then
+		CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+		assertTrue "sass kept" "\"$CJC\" ls --json | grep -q sass.txt"
+		return
+	fi
+	CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt
+	assertEquals "the compile succeeds" 0 $?
+	assertTrue "says so" "grep -q '^cjc: keep_sass is set but cuobjdump is not installed beside .*; no SASS was kept' err.txt"
+	assertEquals "one line" 1 "$(wc -l <err.txt)"
+	CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH 2>err2.txt || fail
+	assertEquals "a hit: nothing to say" 0 "$(wc -c <err2.txt)"
+	expect_nvcc_runs 1
+}
+
+testCheckSpillsFailsOnMissAndOnHit() {
+	write_spilling_kernel
+	cjc_nvcc --cubin spill.cu -o plain.cubin -arch=$ARCH -maxrregcount=32 || fail "spills are fine by default"
+	CJC_CHECK_SPILLS=1 cjc_nvcc --cubin spill.cu -o a.cubin -arch=$ARCH -maxrregcount=32 2>err1.txt
+	assertEquals "miss fails like -Werror" 255 $?
+	assertFalse "no output" "[ -e a.cubin ]"
+	assertTrue "ptxas's warning" "grep -q 'ptxas warning : Registers are spilled' err1.txt"
+	assertTrue "our error" "grep -q 'cjc: error: ptxas reported spills or local memory use and check_spills is set' err1.txt"
+	CJC_CHECK_SPILLS=1 cjc_nvcc --cubin spill.cu -o a.cubin -arch=$ARCH -maxrregcount=32 2>err2.txt
+	assertEquals "hit fails too" 255 $?
+	expect_nvcc_runs 2
+	assertTrue "same messages on the hit" "cmp err1.txt err2.txt"
+	assertFalse "no output" "[ -e a.cubin ]"
+	CJC_CHECK_SPILLS=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail "no spills: no failure"
+	CJC_CHECK_SPILLS=1 cjc_nvcc -c spill.cu -o ok.o -arch=$ARCH || fail "enough registers: no spills"
+}
+
+testSettingsShownAndCheckedByConfig() {
+	CJC_KEEP_PTX=yes CJC_CHECK_SPILLS=on "$CJC" config >config.txt || fail
+	assertTrue "keep_ptx" "grep -q '^keep_ptx *= yes *(environment variable CJC_KEEP_PTX)' config.txt"
+	assertTrue "check_spills" "grep -q '^check_spills *= on' config.txt"
+	assertTrue "print_commands default" "grep -q '^print_commands *= false *(default)' config.txt"
+	CJC_PRINT_COMMANDS=sometimes cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>err.txt
+	assertEquals "a bad value never fails the build" 0 $?
+	assertTrue "names the variable" "grep -q \"CJC_PRINT_COMMANDS: bad value 'sometimes' for print_commands\" err.txt"
+}
+
+. "$SHUNIT2"

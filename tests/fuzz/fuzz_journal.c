@@ -1,0 +1,57 @@
+/* fuzz_journal.c - libFuzzer: what reads the journal and the named counters
+ * (journal.h, the tool's explain.h, stats.h).  The input becomes the journal
+ * and then a named-counter file framed with a valid CRC, so the records are
+ * what gets fuzzed; `cjc why` and the explanation of a miss read them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cudajitcache.h"
+#include "explain.h"
+
+static struct cjc_store store;
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/cjc-fuzz-journal.%d", (int)getpid());
+	if (cjc_store_open(&store, dir) || !freopen("/dev/null", "w", stdout) ||
+	    !freopen("/dev/null", "w", stderr))
+		__builtin_trap();
+}
+
+static void explain_a_miss(void)
+{
+	json_t *r = json_pack("{s:s, s:s, s:s, s:n, s:s, s:s, s:b, s:{s:[s], s:{}}}", "time", "t",
+			      "result", "miss", "source", "/x/k.cu", "target", "output", "/x/k.o",
+			      "entry", "00", "published", 1, "facts", "args", "-DX=1", "env");
+	struct cjc_dep dep = { .path = "/x/k.cu" };
+	cjc_explain_miss(&store, r, &dep, 1);
+	json_decref(r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!store.dir)
+		setup();
+	char *journal = cjc_store_path(&store, "journal");
+	char *targets = cjc_store_path(&store, "stats/targets");
+	struct cjc_buf framed = CJC_BUF_INIT;
+	if (cjc_replace_file(journal, data, size, false))
+		__builtin_trap();
+	(void)cjc_explain_why(&store, "/x/k.o", false);
+	(void)cjc_explain_why(&store, "/x/k.cu", true);
+	explain_a_miss();
+	cjc_blob_encode(&framed, "CJCN", data, size);
+	if (cjc_replace_file(targets, framed.data, framed.len, false))
+		__builtin_trap();
+	struct cjc_stats_row *rows;
+	size_t n;
+	(void)cjc_stats_read_named(&store, CJC_STATS_BY_TARGET, &rows, &n);
+	cjc_stats_rows_free(rows, n);
+	(void)cjc_stats_bump_named(&store, CJC_STATS_BY_TARGET, "app", CJC_STAT_HITS, 5);
+	cjc_buf_release(&framed);
+	free(journal);
+	free(targets);
+	return 0;
+}

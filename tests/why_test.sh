@@ -1,0 +1,95 @@
+#!/bin/bash
+# `cjc why` says whether the last compile of an output or source hit or
+# missed, and for a miss, what changed.  (The soundness suite checks the
+# cause it names for each kind of change.)
+. "$(dirname "$0")/helpers.sh"
+
+testHitAndMissOfAnObject() {
+	"$CJC" --target app "$NVCC" -c k.cu -o k.o -arch=$ARCH || fail
+	expect_why k.o "miss: no earlier compile of k.cu for this target is recorded"
+	"$CJC" --target app "$NVCC" -c k.cu -o k.o -arch=$ARCH || fail
+	expect_why k.o "hit: served from entry"
+	"$CJC" why k.o >why.txt || fail
+	assertTrue "names the output and target" "grep -q \"compiled $PWD/k.o at .* for target app\" why.txt"
+	assertTrue "time saved" "grep -Eq 'saved [0-9]+\.[0-9]{3} s of nvcc' why.txt"
+	expect_why "$PWD/k.cu" "hit: served from entry"
+}
+
+testMissOfAFatbinNamesEveryChange() {
+	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	sed -i 's/2.0f/3.0f/' k.h
+	NVCC_APPEND_FLAGS=-DAPP=1 cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH -DFOO=1 || fail
+	expect_why k.fatbin "miss: k.h changed; -DFOO=1 added; NVCC_APPEND_FLAGS set to '-DAPP=1'"
+	"$CJC" why k.fatbin --json >why.json || fail
+	assertTrue "result" "grep -q '\"result\": \"miss\"' why.json"
+	assertTrue "kind of change" "grep -q '\"kind\": \"dependency\"' why.json"
+	assertTrue "old hash" "grep -Eq '\"old\": \"[0-9a-f]{64}\"' why.json"
+	assertTrue "compared with" "grep -Eq '\"compared_with\": \"[0-9a-f]{64}\"' why.json"
+}
+
+testNearestEarlierEntryIsTheMostAlike() {
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DMODE=1 || fail
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DMODE=2 || fail
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DMODE=1 -lineinfo || fail
+	expect_why k.o "miss: -lineinfo added"
+}
+
+testEvictedEntryIsNamedAsTheCause() {
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	"$CJC" clean >/dev/null || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	expect_why k.cubin "miss: entry "
+	expect_why k.cubin "was made before but the store no longer had it"
+}
+
+testUncacheableSaysWhy() {
+	echo "int main() { return 0; }" >main.cu && cjc_nvcc main.cu -o prog -arch=$ARCH || fail
+	expect_why prog "uncacheable: linking"
+}
+
+testFailedCompileIsRecorded() {
+	echo 'this is not C++' >bad.cu
+	cjc_nvcc -c bad.cu -o bad.o -arch=$ARCH 2>/dev/null
+	expect_why bad.cu "failed: nvcc failed; nothing was cached"
+}
+
+testNothingRecorded() {
+	"$CJC" why nowhere.o 2>err.txt
+	assertEquals "exit status" 1 $?
+	assertTrue "says so" "grep -q 'no compile of nowhere.o is recorded' err.txt"
+	"$CJC" why 2>/dev/null
+	assertEquals "missing argument" 2 $?
+}
+
+testDamagedJournalLinesAreSkipped() {
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal
+	printf '{"output": "%s/k.o", \n["%s/k.o"]\n\377\376 %s/k.o\n{"result": 7, "output": "%s/k.o", "changes": [{"kind": 3}]}\n' \
+		"$PWD" "$PWD" "$PWD" "$PWD" >>"$journal"
+	"$CJC" why k.o >why.txt 2>err.txt
+	assertEquals "exit status" 0 $?
+	assertTrue "counts what it skipped" "grep -q '3 damaged journal lines skipped' err.txt"
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	expect_why k.o "hit: served from entry"
+}
+
+testJournalStaysBounded() {
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal
+	head -c 1100000 /dev/zero | tr '\0' '\n' >>"$journal"
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	assertTrue "rotated" "[ -f '$journal.1' ]"
+	cjc_nvcc -c k.cu -o k2.o -arch=$ARCH || fail
+	assertTrue "small again" "[ \$(stat -c %s '$journal') -lt 10000 ]"
+	expect_why k.o "hit: served from entry"
+}
+
+testReadonlyMissesAreExplainedToo() {
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	CJC_READONLY=1 cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DX=1 || fail
+	expect_why k.o "miss: -DX=1 added"
+	"$CJC" why k.o >why.txt
+	assertTrue "not published" "grep -q '(not published)' why.txt"
+}
+
+. "$SHUNIT2"
