@@ -535,8 +535,8 @@ static int report(json_t **results, size_t n, const struct tally *t, bool json)
 	} else {
 		for (size_t i = 0; i < n; i++)
 			print_result(results[i]);
-		printf("audited %zu entries: %zu reproducible, %zu differ, %zu cannot rebuild\n", n,
-		       t->reproducible, t->differs, t->cannot);
+		printf("audited %zu %s: %zu reproducible, %zu differ, %zu cannot rebuild\n", n,
+		       n == 1 ? "entry" : "entries", t->reproducible, t->differs, t->cannot);
 	}
 	return t->reproducible == n ? 0 : 1;
 }

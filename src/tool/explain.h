@@ -12,7 +12,8 @@
  *   target        the build-target label, or null
  *   cwd           the working directory
  *   entry         the entry served (hit) or made (miss), or null
- *   published     (miss) whether this compile published the entry
+ *   published     (miss) whether the entry is in the store (published by this
+ *                 compile or by a concurrent one that won)
  *   saved_ms      (hit) the recorded duration of the entry served
  *   duration_ms   (miss) how long nvcc ran
  *   reason        why it was uncacheable, an error, or (miss) what the lookup found

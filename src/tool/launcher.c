@@ -592,7 +592,7 @@ static void keep_within_limit(struct job *j, const char *key, uint64_t bytes)
 }
 
 /* Stages, publishes and records the entry; failures are logged, never
- * fatal.  Returns whether this compile published it. */
+ * fatal.  Returns whether the entry is in the store (ours or a winner's). */
 static bool publish(struct job *j, const struct compile_result *r,
 		    const struct cjc_manifest_record *rec)
 {
@@ -635,7 +635,7 @@ static bool publish(struct job *j, const struct compile_result *r,
 	cjc_buf_release(&meta);
 	cjc_buf_release(&why);
 	free(name);
-	return won;
+	return rc == 0;
 }
 
 static void record_miss(struct job *j, const struct compile_result *r,
@@ -672,12 +672,10 @@ static int compile_miss(struct job *j)
 	}
 	if (!rc)
 		rc = record_dependencies(j, &r, &rec, &stable, &why);
-	if (!rc && stable && !j->cfg.readonly) {
+	if (!rc && stable)
 		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
+	if (!rc && stable && !j->cfg.readonly)
 		published = publish(j, &r, &rec);
-	} else if (!rc && stable) {
-		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
-	}
 	bool spilled = !rc && j->diag.check_spills && cjc_diagnostics_spilled(r.err.data, r.err.len);
 	if (!rc && !spilled && write_user_depfile(j, rec.deps, rec.ndeps))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
@@ -740,6 +738,24 @@ static void save_hash_cache(struct job *j)
 		cjc_log("cannot write %s: %s", j->meta_memo, strerror(errno));
 }
 
+/* nvcc's and the host compiler's identities (identity.h); 0 or -1 with why. */
+static int identify_compilers(struct job *j, struct cjc_buf *why)
+{
+	char *host = host_compiler_name(&j->c);
+	int rc = 0;
+	if (cjc_identity_nvcc(&j->store, j->argv[0], &j->nvcc))
+		rc = -1, cjc_buf_addf(why, "cannot identify %s: %s", j->argv[0], strerror(errno));
+	else if (cjc_identity_host(&j->store, host, &j->host))
+		rc = -1, cjc_buf_addf(why, "cannot identify host compiler %s: %s", host, strerror(errno));
+	free(host);
+	if (!rc && (j->nvcc.save_errno || j->host.save_errno)) {
+		cjc_log("cannot remember a compiler identity: %s",
+			strerror(j->nvcc.save_errno ? j->nvcc.save_errno : j->host.save_errno));
+		count(j, CJC_STAT_ERRORS, 0);
+	}
+	return rc;
+}
+
 /* Everything before the lookup; -1 means compile uncached. */
 static int prepare(struct job *j, struct cjc_buf *why)
 {
@@ -765,26 +781,14 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		record_start(j, "uncacheable", j->c.uncacheable);
 		return -1;
 	}
-	char *host = host_compiler_name(&j->c);
-	int rc = 0;
 	collect_environment(&j->env);
 	load_hash_cache(j);
-	if (cjc_identity_nvcc(&j->store, j->argv[0], &j->nvcc))
-		rc = -1, cjc_buf_addf(why, "cannot identify %s: %s", j->argv[0], strerror(errno));
-	else if (cjc_identity_host(&j->store, host, &j->host))
-		rc = -1, cjc_buf_addf(why, "cannot identify host compiler %s: %s", host, strerror(errno));
-	else
+	int rc = identify_compilers(j, why);
+	if (!rc) {
 		cjc_diagnostics_init(&j->diag, j->cfg.keep_ptx, j->cfg.keep_sass,
 				     j->cfg.check_spills, j->nvcc.realpath);
-	if (!rc) {
 		cjc_diagnostics_add_key(&j->diag, &j->c);
 		rc = compute_direct_key(j, why);
-	}
-	free(host);
-	if (!rc && (j->nvcc.save_errno || j->host.save_errno)) {
-		cjc_log("cannot remember a compiler identity: %s",
-			strerror(j->nvcc.save_errno ? j->nvcc.save_errno : j->host.save_errno));
-		count(j, CJC_STAT_ERRORS, 0);
 	}
 	if (rc) {
 		count(j, CJC_STAT_ERRORS, 0);
