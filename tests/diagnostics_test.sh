@@ -52,18 +52,34 @@ testKeepPtxStoresNvccsPtxInTheEntry() {
 }
 
 testKeepSassSaysCleanlyWhenCuobjdumpIsMissing() {
-	if [ -x "$(dirname "$(readlink -f "$REAL_NVCC")")/cuobjdump" ]; then
-		CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
-		assertTrue "sass kept" "\"$CJC\" ls --json | grep -q sass.txt"
-		return
-	fi
-	CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt
+	# nvcc here is a wrapper: no cuobjdump beside it, and none on this PATH
+	PATH=/usr/bin:/bin CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt
 	assertEquals "the compile succeeds" 0 $?
-	assertTrue "says so" "grep -q '^cjc: keep_sass is set but cuobjdump is not installed beside .*; no SASS was kept' err.txt"
+	assertTrue "says so" "grep -q '^cjc: keep_sass is set but cuobjdump is not installed (beside .* or on PATH); no SASS was kept' err.txt"
 	assertEquals "one line" 1 "$(wc -l <err.txt)"
-	CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH 2>err2.txt || fail
+	PATH=/usr/bin:/bin CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH 2>err2.txt || fail
 	assertEquals "a hit: nothing to say" 0 "$(wc -c <err2.txt)"
 	expect_nvcc_runs 1
+	assertFalse "no SASS" "\"$CJC\" ls --json | grep -q sass.txt"
+}
+
+# This toolkit has no cuobjdump; the GPU machine's has (run there by hand).
+testKeepSassKeepsTheListingWhereCuobjdumpIsInstalled() {
+	local nvcc_dir
+	nvcc_dir=$(dirname "$(readlink -f "$REAL_NVCC")")
+	if [ ! -x "$nvcc_dir/cuobjdump" ] && ! command -v cuobjdump >/dev/null; then
+		startSkipping
+		echo "no cuobjdump with this toolkit: nothing to keep" >&2
+	fi
+	touch -d '10 seconds ago' k.cu k.h dev.h host.h # older than the compile: published
+	CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	CJC_KEEP_SASS=1 cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	CJC_KEEP_SASS=1 cjc_nvcc --ptx k.cu -o k.ptx -arch=$ARCH 2>err.txt || fail
+	assertEquals "ptx has no SASS: nothing to say" 0 "$(wc -c <err.txt)"
+	assertEquals "SASS kept for the cubin and the object" 2 "$("$CJC" ls --json | grep -c sass.txt)"
+	"$CJC" audit all >audit.txt
+	assertEquals "the entries with their SASS reproduce" 0 $?
+	assertEquals "SASS compared" 2 "$(grep -c 'compared: sass.txt: [0-9]* bytes identical' audit.txt)"
 }
 
 testCheckSpillsFailsOnMissAndOnHit() {

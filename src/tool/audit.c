@@ -309,47 +309,67 @@ static void compare_object(struct audit *a, const char *name, const char *rebuil
 	free(stored);
 }
 
-/* nvcc's messages, normalised, against the recorded stderr. */
-static void compare_stderr(struct audit *a)
+/* A stored text artifact (read and verified) against a rebuilt text, both normalised. */
+static void compare_text(struct audit *a, const char *name, const char *what,
+			 const struct cjc_buf *rebuilt)
 {
-	struct cjc_buf stored = CJC_BUF_INIT, rebuilt = CJC_BUF_INIT, x = CJC_BUF_INIT, y = CJC_BUF_INIT;
-	struct cjc_buf why = CJC_BUF_INIT;
-	char *path = cjc_path_join(a->scratch, "stderr");
-	if (cjc_entry_artifact(&a->entry, "stderr"))
-		(void)cjc_entry_read(&a->entry, "stderr", &stored, &why);
-	(void)cjc_read_file(path, &rebuilt);
+	struct cjc_buf stored = CJC_BUF_INIT, x = CJC_BUF_INIT, y = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	if (cjc_entry_artifact(&a->entry, name))
+		(void)cjc_entry_read(&a->entry, name, &stored, &why);
 	normalise(stored.data ? stored.data : "", &x, NULL);
-	normalise(rebuilt.data ? rebuilt.data : "", &y, NULL);
+	normalise(rebuilt->data ? rebuilt->data : "", &y, NULL);
 	if (x.len != y.len || (x.len && memcmp(x.data, y.data, x.len)))
-		add_note(a, "differences", "nvcc's messages differ (%zu bytes recorded, %zu now)",
-			 stored.len, rebuilt.len);
-	free(path);
+		add_note(a, "differences", "%s differ (%zu bytes recorded, %zu now)", what, stored.len,
+			 rebuilt->len);
+	else if (x.len)
+		add_note(a, "compared", "%s: %zu bytes identical", name, stored.len);
 	cjc_buf_release(&stored);
-	cjc_buf_release(&rebuilt);
 	cjc_buf_release(&x);
 	cjc_buf_release(&y);
 	cjc_buf_release(&why);
 }
 
-/* Every stored artifact against what the rebuild made. */
-static void compare(struct audit *a, const struct cjc_compile *c, const char *output,
-		    const char *keep_dir)
+static void compare_stderr(struct audit *a)
 {
+	struct cjc_buf rebuilt = CJC_BUF_INIT;
+	char *path = cjc_path_join(a->scratch, "stderr");
+	(void)cjc_read_file(path, &rebuilt);
+	compare_text(a, "stderr", "nvcc's messages", &rebuilt);
+	free(path);
+	cjc_buf_release(&rebuilt);
+}
+
+/* keep_sass: cuobjdump -sass of the rebuilt output against sass.txt. */
+static void compare_sass(struct audit *a, const struct cjc_diagnostics *d, const char *output)
+{
+	struct cjc_buf sass = CJC_BUF_INIT;
+	char *argv[] = { d->cuobjdump, "-sass", (char *)output, NULL };
+	if (!d->cuobjdump)
+		add_note(a, "differences", "sass.txt cannot be compared: cuobjdump is not installed beside nvcc");
+	else if (cjc_run_capture(argv, &sass))
+		add_note(a, "differences", "%s -sass failed on the rebuilt output", d->cuobjdump);
+	else
+		compare_text(a, "sass.txt", "the SASS listings", &sass);
+	cjc_buf_release(&sass);
+}
+
+/* Every stored artifact against what the rebuild made. */
+static void compare(struct audit *a, const struct cjc_compile *c, const struct cjc_diagnostics *d,
+		    const char *output, const char *keep_dir)
+{
+	bool object = c->kind == CJC_KIND_OBJECT || c->kind == CJC_KIND_RDC_OBJECT;
 	for (size_t i = 0; i < a->entry.nfiles; i++) {
 		const char *name = a->entry.files[i].name;
-		char *rebuilt = NULL;
+		char *kept = cjc_starts_with(name, "kept-") ? cjc_path_join(keep_dir, name + 5) : NULL;
 		if (cjc_starts_with(name, "output."))
-			rebuilt = cjc_xstrdup(output);
-		else if (cjc_starts_with(name, "kept-"))
-			rebuilt = cjc_path_join(keep_dir, name + strlen("kept-"));
+			(object ? compare_object : compare_bytes)(a, name, output);
+		else if (kept)
+			compare_bytes(a, name, kept);
+		else if (!strcmp(name, "sass.txt"))
+			compare_sass(a, d, output);
 		else if (strcmp(name, "stdout") && strcmp(name, "stderr"))
 			add_note(a, "normalised", "%s is not compared", name);
-		if (rebuilt && (c->kind == CJC_KIND_OBJECT || c->kind == CJC_KIND_RDC_OBJECT) &&
-		    cjc_starts_with(name, "output."))
-			compare_object(a, name, rebuilt);
-		else if (rebuilt)
-			compare_bytes(a, name, rebuilt);
-		free(rebuilt);
+		free(kept);
 	}
 	compare_stderr(a);
 }
@@ -392,7 +412,7 @@ static void audit_verified(struct audit *a)
 	} else if ((d.keep_ptx && mkdir(keep_dir, 0700)) || rebuild(a, &c, &d, output, keep_dir)) {
 		set_status(a, "cannot rebuild");
 	} else {
-		compare(a, &c, output, keep_dir);
+		compare(a, &c, &d, output, keep_dir);
 		set_status(a, json_object_get(a->result, "differences") ? "differs" : "reproducible");
 	}
 	free(output);

@@ -7,16 +7,19 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Beside nvcc (the toolkit's own), else on PATH (nvcc may be a wrapper). */
 static char *find_cuobjdump(const char *nvcc_realpath)
 {
-	if (!nvcc_realpath)
-		return NULL;
-	char *dir = cjc_dirname(nvcc_realpath);
-	char *path = cjc_path_join(dir, "cuobjdump");
+	char *dir = nvcc_realpath ? cjc_dirname(nvcc_realpath) : NULL;
+	char *path = dir ? cjc_path_join(dir, "cuobjdump") : NULL;
 	free(dir);
-	if (access(path, X_OK)) {
+	if (path && !access(path, X_OK))
+		return path;
+	free(path);
+	path = cjc_find_program("cuobjdump");
+	if (path && access(path, X_OK)) {
 		free(path);
-		return NULL;
+		path = NULL;
 	}
 	return path;
 }
@@ -104,27 +107,34 @@ static int stage_kept_ptx(const char *keep_dir, struct cjc_staging *st, struct c
 	return rc;
 }
 
-static int stage_sass(const char *cuobjdump, const char *output, struct cjc_staging *st,
-		      struct cjc_buf *why)
+/* cuobjdump tells a file's type by its name: it reads a link named output.<ext>.
+ * A listing cuobjdump cannot make is logged; the entry is kept without it. */
+static int stage_sass(const char *cuobjdump, const char *output, const char *ext,
+		      struct cjc_staging *st, struct cjc_buf *why)
 {
-	char *argv[] = { (char *)cuobjdump, "-sass", (char *)output, NULL };
+	char *named = cjc_xasprintf("%s.sass.%s", output, ext);
+	char *argv[] = { (char *)cuobjdump, "-sass", named, NULL };
 	struct cjc_buf sass = CJC_BUF_INIT;
-	int status = cjc_run_capture(argv, &sass);
+	int status = link(output, named) ? -1 : cjc_run_capture(argv, &sass);
 	int rc = 0;
+	unlink(named);
 	if (status)
-		cjc_buf_addf(why, "%s -sass failed (status %d)", cuobjdump, status), rc = -1;
+		cjc_log("keep_sass: %s -sass failed on %s (status %d); no SASS kept", cuobjdump, output,
+			status);
 	else if (sass.len && (rc = cjc_staging_add_data(st, "sass.txt", sass.data, sass.len)))
 		cjc_buf_addf(why, "cannot keep the SASS: %s", strerror(errno));
 	cjc_buf_release(&sass);
+	free(named);
 	return rc;
 }
 
 int cjc_diagnostics_stage(const struct cjc_diagnostics *d, const char *keep_dir,
-			  const char *output, struct cjc_staging *st, struct cjc_buf *why)
+			  const char *output, const char *ext, struct cjc_staging *st,
+			  struct cjc_buf *why)
 {
 	if (d->keep_ptx && stage_kept_ptx(keep_dir, st, why))
 		return -1;
-	if (d->keep_sass && d->cuobjdump && stage_sass(d->cuobjdump, output, st, why))
+	if (d->keep_sass && d->cuobjdump && stage_sass(d->cuobjdump, output, ext, st, why))
 		return -1;
 	return 0;
 }

@@ -45,9 +45,11 @@ void cjc_diagnostics_add_key(const struct cjc_diagnostics *d, struct cjc_compile
 /* nvcc's extra arguments; keep_dir is where -keep writes (keep_ptx). */
 void cjc_diagnostics_add_args(const struct cjc_diagnostics *d, const char *keep_dir,
 			      struct cjc_strvec *argv);
-/* Stages the kept ptx and the SASS of output; 0, or -1 with the reason. */
+/* Stages the kept ptx and the SASS of output (a file of kind ext, e.g. "o");
+ * 0, or -1 with the reason. */
 int cjc_diagnostics_stage(const struct cjc_diagnostics *d, const char *keep_dir,
-			  const char *output, struct cjc_staging *st, struct cjc_buf *why);
+			  const char *output, const char *ext, struct cjc_staging *st,
+			  struct cjc_buf *why);
 /* Whether nvcc's stderr reports spills or local memory use. */
 bool cjc_diagnostics_spilled(const char *err, size_t len);
 /* Prints "Running command: ..." on stderr. */

@@ -607,7 +607,8 @@ static bool publish(struct job *j, const struct compile_result *r,
 		rc = cjc_staging_add_data(&st, "stdout", r->out.data, r->out.len);
 	if (!rc && r->err.len)
 		rc = cjc_staging_add_data(&st, "stderr", r->err.data, r->err.len);
-	if (!rc && cjc_diagnostics_stage(&j->diag, r->keep_dir, r->tmp_out, &st, &why))
+	if (!rc && cjc_diagnostics_stage(&j->diag, r->keep_dir, r->tmp_out, cjc_kind_ext(j->c.kind),
+					 &st, &why))
 		rc = -1;
 	if (!rc)
 		rc = format_metadata(j, r, rec, &st, &meta);
@@ -652,8 +653,8 @@ static void record_miss(struct job *j, const struct compile_result *r,
 static void warn_no_sass(const struct job *j)
 {
 	if (j->diag.keep_sass && !j->diag.cuobjdump)
-		fprintf(stderr, "cjc: keep_sass is set but cuobjdump is not installed beside %s; "
-			"no SASS was kept\n", j->nvcc.realpath ? j->nvcc.realpath : j->argv[0]);
+		fprintf(stderr, "cjc: keep_sass is set but cuobjdump is not installed (beside %s or "
+			"on PATH); no SASS was kept\n", j->nvcc.realpath ? j->nvcc.realpath : j->argv[0]);
 }
 
 static int compile_miss(struct job *j)
@@ -785,7 +786,9 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	load_hash_cache(j);
 	int rc = identify_compilers(j, why);
 	if (!rc) {
-		cjc_diagnostics_init(&j->diag, j->cfg.keep_ptx, j->cfg.keep_sass,
+		/* ptx has no SASS to list */
+		cjc_diagnostics_init(&j->diag, j->cfg.keep_ptx,
+				     j->cfg.keep_sass && j->c.kind != CJC_KIND_PTX,
 				     j->cfg.check_spills, j->nvcc.realpath);
 		cjc_diagnostics_add_key(&j->diag, &j->c);
 		rc = compute_direct_key(j, why);
