@@ -104,6 +104,8 @@ testSettingsShownAndCheckedByConfig() {
 	assertTrue "keep_ptx" "grep -q '^keep_ptx *= yes *(environment variable CJC_KEEP_PTX)' config.txt"
 	assertTrue "check_spills" "grep -q '^check_spills *= on' config.txt"
 	assertTrue "print_commands default" "grep -q '^print_commands *= false *(default)' config.txt"
+	PATH=/usr/bin:/bin CJC_KEEP_SASS=1 "$CJC" config >/dev/null 2>err.txt || fail
+	assertTrue "keep_sass without cuobjdump" "grep -q 'keep_sass is set but cuobjdump is not installed' err.txt"
 	CJC_PRINT_COMMANDS=sometimes cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>err.txt
 	assertEquals "a bad value never fails the build" 0 $?
 	assertTrue "names the variable" "grep -q \"CJC_PRINT_COMMANDS: bad value 'sometimes' for print_commands\" err.txt"

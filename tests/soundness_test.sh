@@ -141,6 +141,7 @@ testMtimeOnlyTouchHits() {
 	touch k.cu k.h dev.h host.h
 	compile b.o
 	expect_nvcc_runs 1
+	expect_why b.o "hit: served from entry"
 }
 
 testOtherOutputPathAndTargetLabelHit() {
@@ -209,6 +210,7 @@ WRAP
 	assertTrue "output delivered" "[ -s a.o ]"
 	assertEquals "nothing published" 0 "$(entry_count)"
 	assertTrue "reason logged" "grep -q 'k.h changed during the compile' \"$CJC_LOG\""
+	assertTrue "and told by why" "\"$CJC\" why a.o | grep -q '^  not published: .*k.h changed during the compile'"
 	compile b.o
 	compile c.o
 	expect_nvcc_runs 2

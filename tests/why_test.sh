@@ -89,7 +89,7 @@ testReadonlyMissesAreExplainedToo() {
 	CJC_READONLY=1 cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DX=1 || fail
 	expect_why k.o "miss: -DX=1 added"
 	"$CJC" why k.o >why.txt
-	assertTrue "not published" "grep -q '(not published)' why.txt"
+	assertTrue "not published" "grep -q 'not published: readonly is set' why.txt"
 }
 
 . "$SHUNIT2"

@@ -12,6 +12,7 @@
 
 #include "audit.h"
 #include "cudajitcache.h"
+#include "diagnostics.h"
 #include "explain.h"
 #include "nvcc_args.h"
 
@@ -579,6 +580,21 @@ static int cmd_gc(int argc, char **argv)
 	return rc;
 }
 
+/* keep_sass is set: says so when the nvcc on PATH has no cuobjdump to go with it. */
+static void note_keep_sass(void)
+{
+	struct cjc_diagnostics d;
+	char *nvcc = cjc_find_program("nvcc");
+	char *real = nvcc ? realpath(nvcc, NULL) : NULL;
+	cjc_diagnostics_init(&d, false, true, false, real);
+	if (!d.cuobjdump)
+		fprintf(stderr, "cjc config: keep_sass is set but cuobjdump is not installed (beside %s "
+			"or on PATH): entries will keep no SASS\n", real ? real : "nvcc");
+	cjc_diagnostics_release(&d);
+	free(real);
+	free(nvcc);
+}
+
 static int cmd_config(int argc, char **argv)
 {
 	struct session s = { 0 };
@@ -601,6 +617,8 @@ static int cmd_config(int argc, char **argv)
 		print_json(o);
 	else
 		json_decref(o);
+	if (s.cfg.keep_sass)
+		note_keep_sass();
 	cjc_buf_release(&problems);
 	cjc_config_release(&s.cfg);
 	return bad ? 1 : 0;

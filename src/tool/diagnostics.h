@@ -4,9 +4,10 @@
  *   print_commands  "Running command: ..." on stderr before every real nvcc run
  *   keep_ptx        nvcc's intermediate ptx (-keep) stored in the entry as
  *                   kept-<name>.ptx, listed in metadata.json's files
- *   keep_sass       `cuobjdump -sass` of the output stored as sass.txt, where
- *                   cuobjdump is installed beside nvcc; where it is not, a
- *                   miss says so on stderr and keeps no SASS
+ *   keep_sass       `cuobjdump -sass` of the output (not of ptx) stored as
+ *                   sass.txt, where cuobjdump is installed beside nvcc or on
+ *                   PATH; where it is not, a miss says so on stderr and
+ *                   keeps no SASS
  *   check_spills    ptxas warns of spills and local memory (-warn-spills,
  *                   -warn-lmem-usage); a compile whose stderr has such a
  *                   warning fails with status 255, as nvcc -Werror would,
@@ -30,7 +31,7 @@ struct cjc_diagnostics {
 	bool keep_ptx;
 	bool keep_sass;    /* asked for */
 	bool check_spills;
-	char *cuobjdump;   /* beside nvcc, or NULL when not installed */
+	char *cuobjdump;   /* beside nvcc or on PATH; NULL when not installed */
 };
 
 /* From the settings (or from metadata's "diagnostics", which may be NULL). */

@@ -420,8 +420,9 @@ static void print_record(json_t *r)
 	printf("  compiled %s at %s%s%s\n", field(r, "output"), field(r, "time"),
 	       target ? " for target " : "", target ? target : "");
 	if (entry)
-		printf("  entry %s%s\n", entry, json_is_false(json_object_get(r, "published")) ?
-		       " (not published)" : "");
+		printf("  entry %s\n", entry);
+	if (json_object_get(r, "not_published"))
+		printf("  not published: %s\n", field(r, "not_published"));
 	if (saved)
 		printf("  saved %.3f s of nvcc\n", (double)json_integer_value(saved) / 1000.0);
 	if (took)

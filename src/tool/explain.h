@@ -14,6 +14,7 @@
  *   entry         the entry served (hit) or made (miss), or null
  *   published     (miss) whether the entry is in the store (published by this
  *                 compile or by a concurrent one that won)
+ *   not_published (miss) why not, when it is not
  *   saved_ms      (hit) the recorded duration of the entry served
  *   duration_ms   (miss) how long nvcc ran
  *   reason        why it was uncacheable, an error, or (miss) what the lookup found

@@ -640,11 +640,15 @@ static bool publish(struct job *j, const struct compile_result *r,
 }
 
 static void record_miss(struct job *j, const struct compile_result *r,
-			const struct cjc_manifest_record *rec, bool stable, bool published)
+			const struct cjc_manifest_record *rec, bool stable, bool published,
+			const char *unstable)
 {
 	record_start(j, "miss", j->lookup);
 	json_object_set_new(j->record, "entry", stable ? json_string(rec->entry_key) : json_null());
 	json_object_set_new(j->record, "published", json_boolean(published));
+	if (!published)
+		json_object_set_new(j->record, "not_published", json_string(
+			!stable ? unstable : j->cfg.readonly ? "readonly is set" : "the store refused it (see the log)"));
 	json_object_set_new(j->record, "duration_ms", json_integer(r->duration_ms));
 	record_facts(j);
 	cjc_explain_miss(&j->store, j->record, rec->deps, rec->ndeps);
@@ -701,7 +705,7 @@ static int compile_miss(struct job *j)
 	else
 		cjc_log("miss for %s", j->c.source);
 	count(j, CJC_STAT_MISSES, 0);
-	record_miss(j, &r, &rec, stable, published);
+	record_miss(j, &r, &rec, stable, published, why.len ? why.data : "");
 	if (spilled)
 		rc = fail_on_spills();
 out:
