@@ -101,6 +101,19 @@ testDamagedEntryCannotRebuild() {
 	assertTrue "damaged" "grep -q 'the entry is damaged: .*cjc verify --fix' audit.txt"
 }
 
+testEntryWithSassCannotRebuildWithoutCuobjdump() {
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	local entry
+	entry=$(entry_of cubin)
+	chmod u+w "$entry" "$entry/metadata.json"
+	sed -i 's/^  "duration_ms": \([0-9]*\)$/  "duration_ms": \1,\n  "diagnostics": {"keep_ptx": false, "keep_sass": true, "check_spills": false}/' \
+		"$entry/metadata.json"
+	assertTrue "metadata edited" "grep -q '\"keep_sass\": true' '$entry/metadata.json'"
+	PATH=/usr/bin:/bin "$CJC" audit all >audit.txt
+	assertEquals "exit status" 1 $?
+	assertTrue "says why" "grep -q 'details: the entry keeps SASS, and cuobjdump is not installed here' audit.txt"
+}
+
 testParallelAuditMatchesSerial() {
 	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
 	cjc_nvcc -c k.cu -o b.o -arch=$ARCH -DFOO=1 || fail

@@ -344,8 +344,8 @@ static void compare_sass(struct audit *a, const struct cjc_diagnostics *d, const
 {
 	struct cjc_buf sass = CJC_BUF_INIT;
 	char *argv[] = { d->cuobjdump, "-sass", (char *)output, NULL };
-	if (!d->cuobjdump)
-		add_note(a, "differences", "sass.txt cannot be compared: cuobjdump is not installed beside nvcc");
+	if (!d->cuobjdump) /* metadata that lists sass.txt but does not record keep_sass */
+		add_note(a, "differences", "sass.txt is kept but keep_sass is not recorded");
 	else if (cjc_run_capture(argv, &sass))
 		add_note(a, "differences", "%s -sass failed on the rebuilt output", d->cuobjdump);
 	else
@@ -408,6 +408,9 @@ static void audit_verified(struct audit *a)
 	set_environment(json_object_get(a->meta, "environment"));
 	if (c.uncacheable) {
 		add_note(a, "details", "the recorded command is not one cjc caches: %s", c.uncacheable);
+		set_status(a, "cannot rebuild");
+	} else if (d.keep_sass && !d.cuobjdump) {
+		add_note(a, "details", "the entry keeps SASS, and cuobjdump is not installed here");
 		set_status(a, "cannot rebuild");
 	} else if ((d.keep_ptx && mkdir(keep_dir, 0700)) || rebuild(a, &c, &d, output, keep_dir)) {
 		set_status(a, "cannot rebuild");
