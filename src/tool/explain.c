@@ -256,7 +256,7 @@ void cjc_explain_miss(const struct cjc_store *s, json_t *record, const struct cj
 	}
 	if (key && !json_array_size(changes) && json_equal(json_object_get(record, "entry"),
 							    json_object_get(e.found, "entry")) &&
-	    !cjc_starts_with(json_string_value(json_object_get(record, "reason")) ?: "", "entry "))
+	    !cjc_starts_with(field(record, "reason"), "entry "))
 		json_object_set_new(record, "note", json_sprintf(
 			"entry %.12s was made before but the store no longer had it (cleaned or evicted)", key));
 	json_object_set_new(record, "changes", changes);
