@@ -22,6 +22,15 @@ replace_artifact() {
 	sed -i "s/$old_sha/$new_sha/; s/\"size\": $old_size,/\"size\": $new_size,/" "$meta"
 }
 
+# expect_cannot_rebuild DETAIL [VAR=VALUE...]: `cjc audit all` (in that
+# environment) exits 1, reports "cannot rebuild" and gives the detail.
+expect_cannot_rebuild() {
+	env "${@:2}" "$CJC" audit all >audit.txt
+	assertEquals "exit status" 1 $?
+	assertTrue "cannot rebuild" "grep -q '^cannot rebuild' audit.txt"
+	assertTrue "says why: $1" "grep -q \"details: $1\" audit.txt"
+}
+
 testObjectAndFatbinReproduce() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
 	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
@@ -75,19 +84,21 @@ testTamperedObjectWithRewrittenMetadataDiffers() {
 testChangedInputCannotRebuild() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
 	sed -i 's/1.0f/4.0f/' dev.h
-	"$CJC" audit all >audit.txt
-	assertEquals "exit status" 1 $?
-	assertTrue "cannot rebuild" "grep -q '^cannot rebuild' audit.txt"
-	assertTrue "names the input" "grep -q 'input dev.h changed (recorded sha256 [0-9a-f]*, now [0-9a-f]*)' audit.txt"
+	expect_cannot_rebuild 'input dev.h changed (recorded sha256 [0-9a-f]*, now [0-9a-f]*)'
 	expect_nvcc_runs 1
 }
 
 testOtherCompilerVersionCannotRebuild() {
 	cjc_nvcc --ptx k.cu -o k.ptx -arch=$ARCH || fail
 	make_nvcc_wrapper "$NVCC" "Cuda compilation tools, release 99.9"
-	"$CJC" audit all >audit.txt
-	assertEquals "exit status" 1 $?
-	assertTrue "says nvcc changed" "grep -q 'nvcc $NVCC now prints another --version' audit.txt"
+	expect_cannot_rebuild "nvcc $NVCC now prints another --version"
+}
+
+testFailingRebuildCannotRebuild() {
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	# the same nvcc --version, but every compile now fails
+	sed -i 's|^exec .*|echo "nvcc fails on purpose" >\&2; exit 3|' "$NVCC"
+	expect_cannot_rebuild 'the recorded command failed with status 3: nvcc fails on purpose'
 }
 
 testDamagedEntryCannotRebuild() {
@@ -96,9 +107,8 @@ testDamagedEntryCannotRebuild() {
 	entry=$(entry_of cubin)
 	chmod u+w "$entry/output.cubin"
 	printf '\x01' | dd of="$entry/output.cubin" bs=1 seek=100 conv=notrunc 2>/dev/null
-	"$CJC" audit all >audit.txt
-	assertEquals "exit status" 1 $?
-	assertTrue "damaged" "grep -q 'the entry is damaged: .*cjc verify --fix' audit.txt"
+	expect_cannot_rebuild 'the entry is damaged: .*cjc verify --fix'
+
 }
 
 testEntryWithSassCannotRebuildWithoutCuobjdump() {
@@ -109,9 +119,7 @@ testEntryWithSassCannotRebuildWithoutCuobjdump() {
 	sed -i 's/^  "duration_ms": \([0-9]*\)$/  "duration_ms": \1,\n  "diagnostics": {"keep_ptx": false, "keep_sass": true, "check_spills": false}/' \
 		"$entry/metadata.json"
 	assertTrue "metadata edited" "grep -q '\"keep_sass\": true' '$entry/metadata.json'"
-	PATH=/usr/bin:/bin "$CJC" audit all >audit.txt
-	assertEquals "exit status" 1 $?
-	assertTrue "says why" "grep -q 'details: the entry keeps SASS, and cuobjdump is not installed here' audit.txt"
+	expect_cannot_rebuild 'the entry keeps SASS, and cuobjdump is not installed here' PATH=/usr/bin:/bin
 }
 
 testParallelAuditMatchesSerial() {
@@ -122,6 +130,16 @@ testParallelAuditMatchesSerial() {
 	"$CJC" audit all --jobs 3 --json | grep '"status"' | sort >parallel.txt
 	assertEquals "three results" 3 "$(grep -c reproducible serial.txt)"
 	assertTrue "same results" "cmp serial.txt parallel.txt"
+}
+
+testProgressLineOnATerminal() {
+	cjc_nvcc --ptx k.cu -o k.ptx -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	script -qec "'$CJC' audit all" /dev/null >tty.txt
+	assertEquals "exit status" 0 $?
+	assertTrue "progress" "grep -q 'audited 2/2: 2 reproducible, 0 differ, 0 cannot rebuild' tty.txt"
+	"$CJC" audit all 2>err.txt >/dev/null
+	assertEquals "none when stderr is not a terminal" 0 "$(wc -c <err.txt)"
 }
 
 testKeptPtxIsAuditedToo() {

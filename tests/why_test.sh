@@ -73,6 +73,20 @@ testDamagedJournalLinesAreSkipped() {
 	expect_why k.o "hit: served from entry"
 }
 
+testParallelCompilesWriteWholeLines() {
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	local i journal=$CJC_DIR/v1/linux-$(uname -m)/journal
+	for i in $(seq 1 16); do
+		cjc_nvcc -c k.cu -o "par$i.o" -arch=$ARCH &
+	done
+	wait
+	assertEquals "one line per compile" 17 "$(wc -l <"$journal")"
+	assertEquals "every line a record" 17 "$(grep -c '^{"time":.*}$' "$journal")"
+	"$CJC" why par7.o 2>err.txt | head -1 >why.txt
+	assertTrue "found" "grep -q '^hit: served from entry' why.txt"
+	assertEquals "nothing skipped" 0 "$(wc -c <err.txt)"
+}
+
 testJournalStaysBounded() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
 	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal

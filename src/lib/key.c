@@ -4,6 +4,11 @@
 
 #include "store.h"
 
+const char *const cjc_key_env[CJC_KEY_ENV_COUNT] = {
+	"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
+	"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+};
+
 void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
 {
 	struct cjc_hash h;

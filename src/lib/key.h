@@ -19,6 +19,11 @@
 #include "hash.h"
 #include "manifest.h"
 
+/* The environment nvcc reads (SPEC §3): what a compile's key covers, what
+ * metadata.json records, and what `cjc audit` sets again. */
+#define CJC_KEY_ENV_COUNT 6
+extern const char *const cjc_key_env[CJC_KEY_ENV_COUNT];
+
 struct cjc_key_input {
 	const char *kind;
 	const char *nvcc_digest;

@@ -13,21 +13,13 @@
 #include "diagnostics.h"
 #include "nvcc_args.h"
 
-/* The environment nvcc reads (SPEC §3): exactly the recorded values are set. */
-static const char *const key_env[] = {
-	"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
-	"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
-};
-
 /* The device code of an object, as objcopy extracts it. */
 static const char *const device_sections[] = { ".nv_fatbin", "__nv_relfatbin", "__nv_module_id" };
 
 /* One entry's audit (in a child process). */
 struct audit {
-	const char *key;
 	const char *scratch;
-	json_t *meta;
-	struct cjc_entry entry;
+	struct cjc_entry entry; /* entry.meta: its parsed metadata.json */
 	json_t *result;
 };
 
@@ -58,7 +50,7 @@ static const char *meta_str(json_t *o, const char *name)
 /* Every recorded input must still hash as recorded; returns how many do not. */
 static int check_inputs(struct audit *a)
 {
-	json_t *inputs = json_object_get(a->meta, "inputs"), *in;
+	json_t *inputs = json_object_get(a->entry.meta, "inputs"), *in;
 	size_t i;
 	int changed = 0;
 	json_array_foreach(inputs, i, in) {
@@ -101,14 +93,15 @@ static int check_compiler(struct audit *a, const char *what, json_t *c)
 	return rc;
 }
 
+/* Exactly the recorded values of the variables nvcc reads (key.h). */
 static void set_environment(json_t *recorded)
 {
-	for (size_t i = 0; i < sizeof key_env / sizeof *key_env; i++) {
-		const char *v = json_string_value(json_object_get(recorded, key_env[i]));
+	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
+		const char *v = json_string_value(json_object_get(recorded, cjc_key_env[i]));
 		if (v)
-			setenv(key_env[i], v, 1);
+			setenv(cjc_key_env[i], v, 1);
 		else
-			unsetenv(key_env[i]);
+			unsetenv(cjc_key_env[i]);
 	}
 }
 
@@ -116,9 +109,8 @@ static void set_environment(json_t *recorded)
 static int rebuild(struct audit *a, const struct cjc_compile *c, const struct cjc_diagnostics *d,
 		   const char *output, const char *keep_dir)
 {
-	json_t *argv_json = json_object_get(a->meta, "argv");
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
-	cjc_strvec_push(&argv, meta_str(json_object_get(a->meta, "compiler"), "path"));
+	cjc_strvec_push(&argv, meta_str(json_object_get(a->entry.meta, "compiler"), "path"));
 	cjc_strvec_pushv(&argv, c->nvcc_args.v, c->nvcc_args.n);
 	cjc_diagnostics_add_args(d, keep_dir, &argv);
 	char *extra[] = { "-o", (char *)output };
@@ -133,8 +125,8 @@ static int rebuild(struct audit *a, const struct cjc_compile *c, const struct cj
 		char *eol = err.data ? strchr(err.data, '\n') : NULL;
 		if (eol)
 			*eol = '\0';
-		add_note(a, "details", "the recorded command (%zu words) failed with status %d%s%s",
-			 json_array_size(argv_json), status, err.len ? ": " : "", err.len ? err.data : "");
+		add_note(a, "details", "the recorded command failed with status %d%s%s", status,
+			 err.len ? ": " : "", err.len ? err.data : "");
 		cjc_buf_release(&err);
 	}
 	if (err_fd >= 0)
@@ -382,15 +374,15 @@ static void set_status(struct audit *a, const char *status)
 /* From a verified entry: checks, rebuild, comparison. */
 static void audit_verified(struct audit *a)
 {
-	const char *cwd = meta_str(a->meta, "cwd");
-	json_t *argv = json_object_get(a->meta, "argv");
+	const char *cwd = meta_str(a->entry.meta, "cwd");
+	json_t *argv = json_object_get(a->entry.meta, "argv");
 	if (chdir(cwd)) {
 		add_note(a, "details", "the working directory %s is gone: %s", cwd, strerror(errno));
 		return set_status(a, "cannot rebuild");
 	}
 	if (check_inputs(a) ||
-	    check_compiler(a, "nvcc", json_object_get(a->meta, "compiler")) ||
-	    check_compiler(a, "the host compiler", json_object_get(a->meta, "host_compiler")))
+	    check_compiler(a, "nvcc", json_object_get(a->entry.meta, "compiler")) ||
+	    check_compiler(a, "the host compiler", json_object_get(a->entry.meta, "host_compiler")))
 		return set_status(a, "cannot rebuild");
 	struct cjc_strvec words = CJC_STRVEC_INIT;
 	size_t i;
@@ -401,11 +393,11 @@ static void audit_verified(struct audit *a)
 	struct cjc_compile c;
 	struct cjc_diagnostics d;
 	cjc_compile_parse((int)words.n, words.v, &c);
-	cjc_diagnostics_from_json(&d, json_object_get(a->meta, "diagnostics"),
-				  meta_str(json_object_get(a->meta, "compiler"), "realpath"));
+	cjc_diagnostics_from_json(&d, json_object_get(a->entry.meta, "diagnostics"),
+				  meta_str(json_object_get(a->entry.meta, "compiler"), "realpath"));
 	char *output = cjc_xasprintf("%s/output.%s", a->scratch, cjc_kind_ext(c.kind));
 	char *keep_dir = cjc_path_join(a->scratch, "keep");
-	set_environment(json_object_get(a->meta, "environment"));
+	set_environment(json_object_get(a->entry.meta, "environment"));
 	if (c.uncacheable) {
 		add_note(a, "details", "the recorded command is not one cjc caches: %s", c.uncacheable);
 		set_status(a, "cannot rebuild");
@@ -427,7 +419,7 @@ static void audit_verified(struct audit *a)
 
 static json_t *audit_entry(const char *key, const char *dir, const char *scratch)
 {
-	struct audit a = { .key = key, .scratch = scratch, .result = json_object() };
+	struct audit a = { .scratch = scratch, .result = json_object() };
 	struct cjc_buf why = CJC_BUF_INIT;
 	json_object_set_new(a.result, "key", json_string(key));
 	if (cjc_entry_open_dir(dir, key, &a.entry, &why) != CJC_ENTRY_FOUND ||
@@ -435,13 +427,12 @@ static json_t *audit_entry(const char *key, const char *dir, const char *scratch
 		add_note(&a, "details", "the entry is damaged: %s (run `cjc verify --fix`)", why.data);
 		set_status(&a, "cannot rebuild");
 	} else {
-		a.meta = a.entry.meta;
-		json_t *opts = json_object_get(a.meta, "options");
+		json_t *opts = json_object_get(a.entry.meta, "options");
 		json_object_set(a.result, "kind", json_object_get(opts, "kind"));
 		json_object_set(a.result, "source",
-				json_object_get(json_array_get(json_object_get(a.meta, "inputs"), 0), "path"));
-		json_object_set(a.result, "command", json_object_get(a.meta, "command"));
-		json_object_set(a.result, "target", json_object_get(a.meta, "target"));
+				json_object_get(json_array_get(json_object_get(a.entry.meta, "inputs"), 0), "path"));
+		json_object_set(a.result, "command", json_object_get(a.entry.meta, "command"));
+		json_object_set(a.result, "target", json_object_get(a.entry.meta, "target"));
 		audit_verified(&a);
 	}
 	if (a.entry.dir)

@@ -150,7 +150,7 @@ struct earlier {
 	json_t *target;
 	json_t *facts;
 	json_t *found;
-	size_t found_changes;
+	json_t *found_changes; /* how found's facts differ from this compile's */
 };
 
 static int match_earlier(json_t *r, void *ctx)
@@ -165,10 +165,11 @@ static int match_earlier(json_t *r, void *ctx)
 		return 0;
 	json_t *changes = json_array();
 	diff_facts(json_object_get(r, "facts"), e->facts, changes);
-	if (!e->found || json_array_size(changes) <= e->found_changes) {
+	if (!e->found || json_array_size(changes) <= json_array_size(e->found_changes)) {
 		json_decref(e->found);
+		json_decref(e->found_changes);
 		e->found = json_incref(r);
-		e->found_changes = json_array_size(changes);
+		e->found_changes = json_incref(changes);
 	}
 	json_decref(changes);
 	return 0;
@@ -252,7 +253,7 @@ void cjc_explain_miss(const struct cjc_store *s, json_t *record, const struct cj
 			json_object_set_new(record, "note", json_sprintf(
 				"entry %.12s is no longer in the store: dependencies not compared", key));
 		json_decref(inputs);
-		diff_facts(json_object_get(e.found, "facts"), json_object_get(record, "facts"), changes);
+		json_array_extend(changes, e.found_changes);
 	}
 	if (key && !json_array_size(changes) && json_equal(json_object_get(record, "entry"),
 							    json_object_get(e.found, "entry")) &&
@@ -261,7 +262,7 @@ void cjc_explain_miss(const struct cjc_store *s, json_t *record, const struct cj
 			"entry %.12s was made before but the store no longer had it (cleaned or evicted)", key));
 	json_object_set_new(record, "changes", changes);
 	json_decref(e.found);
-	cjc_explain_summary(record);
+	json_decref(e.found_changes);
 }
 
 /* A path as the user sees it: relative to the compile's directory when under it. */
@@ -358,7 +359,8 @@ static void miss_summary(struct cjc_buf *b, json_t *r)
 		cjc_buf_adds(b, reason ? reason : "nothing recorded differs");
 }
 
-void cjc_explain_summary(json_t *r)
+/* The plain words of a record, derived from its fields when it is shown. */
+static void set_summary(json_t *r)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	const char *result = field(r, "result");
@@ -446,6 +448,7 @@ int cjc_explain_why(const struct cjc_store *s, const char *path, bool json)
 		fprintf(stderr, "cjc why: no compile of %s is recorded in %s\n", path, s->dir);
 		return 1;
 	}
+	set_summary(l.found);
 	if (json) {
 		json_dumpf(l.found, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		fputc('\n', stdout);

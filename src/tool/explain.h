@@ -28,11 +28,16 @@
  *                 argument_added / argument_removed ("argument"),
  *                 environment ("name", "old", "new"), compiler ("which",
  *                 "old", "new"), working_directory ("old", "new")
- *   summary       the plain words: "miss: k.h changed; -DFOO=1 added"
+ *   note          (miss) what the lookup or the comparison found when no
+ *                 change explains the miss (e.g. the entry was cleaned)
  *
- * The earlier entry is the last record for the same source and target that
- * names an entry in the store; its dependencies come from that entry's
- * metadata.json, so they are compared only while the entry is still there.
+ * `cjc why` adds "summary", the plain words derived from those fields:
+ * "miss: k.h changed; -DFOO=1 added".
+ *
+ * The earlier entry: among the records for the same source and target that
+ * name an entry in the store, the one whose facts differ least (the latest
+ * of those); its dependencies come from that entry's metadata.json, so they
+ * are compared only while the entry is still there.
  */
 #ifndef CJC_EXPLAIN_H
 #define CJC_EXPLAIN_H
@@ -50,11 +55,9 @@ json_t *cjc_explain_record(const char *result, const char *cwd, const char *sour
 json_t *cjc_explain_facts(const struct cjc_compile *c, const char *cwd,
 			  const struct cjc_identity *nvcc, const struct cjc_identity *host,
 			  char *const *env, size_t nenv);
-/* For a miss: sets compared_with, changes and summary. */
+/* For a miss: sets compared_with and changes (and note, when they say nothing). */
 void cjc_explain_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
 		      size_t ndeps);
-/* Sets the summary of any other record. */
-void cjc_explain_summary(json_t *record);
 /* `cjc why PATH`: prints the last record of that output or source; 0, or 1
  * when none is recorded. */
 int cjc_explain_why(const struct cjc_store *s, const char *path, bool json);

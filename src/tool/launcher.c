@@ -27,12 +27,6 @@
 #include "explain.h"
 #include "nvcc_args.h"
 
-/* The environment nvcc reads (SPEC §3): part of the key. */
-static const char *const key_env[] = {
-	"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
-	"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
-};
-#define NKEY_ENV (sizeof key_env / sizeof *key_env)
 
 /* Everything one compile through the cache works with. */
 struct job {
@@ -76,14 +70,13 @@ static void count(struct job *j, enum cjc_counter what, uint64_t saved_ms)
 }
 
 /* Starts this compile's journal record; written by record_write(). */
-static json_t *record_start(struct job *j, const char *result, const char *reason)
+static void record_start(struct job *j, const char *result, const char *reason)
 {
 	json_decref(j->record);
 	j->record = cjc_explain_record(result, j->cwd[0] ? j->cwd : NULL, j->c.source,
 				       j->c.output, j->target);
 	if (reason)
 		json_object_set_new(j->record, "reason", json_string(reason));
-	return j->record;
 }
 
 static void record_facts(struct job *j)
@@ -96,8 +89,6 @@ static void record_write(struct job *j)
 {
 	if (!j->record || !j->have_store)
 		return;
-	if (!json_object_get(j->record, "summary"))
-		cjc_explain_summary(j->record);
 	store_umask(j, true);
 	if (cjc_journal_append(&j->store, j->record))
 		cjc_log("cannot write the journal: %s", strerror(errno));
@@ -148,8 +139,8 @@ static int compute_direct_key(struct job *j, struct cjc_buf *why)
 		.host_digest = j->host.digest,
 		.args = j->c.key_args.v,
 		.nargs = j->c.key_args.n,
-		.env_names = (char *const *)key_env,
-		.nenv = NKEY_ENV,
+		.env_names = (char *const *)cjc_key_env,
+		.nenv = CJC_KEY_ENV_COUNT,
 		.cwd = j->c.embeds_cwd ? j->cwd : "",
 	};
 	uint64_t size;
@@ -529,12 +520,10 @@ static int record_dependencies(struct job *j, const struct compile_result *r,
 
 static void collect_environment(struct cjc_strvec *env)
 {
-	if (env->n)
-		return;
-	for (size_t i = 0; i < NKEY_ENV; i++) {
-		const char *v = getenv(key_env[i]);
+	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
+		const char *v = getenv(cjc_key_env[i]);
 		if (v) {
-			char *kv = cjc_xasprintf("%s=%s", key_env[i], v);
+			char *kv = cjc_xasprintf("%s=%s", cjc_key_env[i], v);
 			cjc_strvec_push(env, kv);
 			free(kv);
 		}

@@ -1,6 +1,7 @@
 /*
  * unit_test.c - C unit tests: the nvcc option table and parser, key
- * derivation, the metadata validator, dependency files, manifests, sizes.
+ * derivation, the metadata validator, dependency files, manifests, sizes,
+ * the spill detector of check_spills, named counters.
  * Prints one line per failed check and "N passed, N failed" at the end.
  */
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "cudajitcache.h"
+#include "diagnostics.h"
 #include "nvcc_args.h"
 
 static int passed, failed;
@@ -245,6 +247,46 @@ static void test_sizes(void)
 	CHECK(cjc_parse_age("soon", &age) == -1);
 }
 
+static bool spilled(const char *text)
+{
+	return cjc_diagnostics_spilled(text, strlen(text));
+}
+
+static void test_spill_detector(void)
+{
+	CHECK(spilled("ptxas warning : Registers are spilled to local memory in function 'f', "
+		      "8 bytes spill stores, 8 bytes spill loads\n"));
+	CHECK(spilled("x\nptxas warning : Local memory used for function 'f', size of stack frame: 16 bytes"));
+	CHECK(spilled("    16 bytes stack frame, 4 bytes spill stores, 0 bytes spill loads\n"));
+	CHECK(!spilled("    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"));
+	CHECK(!spilled("ptxas info    : Used 10 registers\nk.cu(3): warning: unused variable\n"));
+	CHECK(!spilled(""));
+}
+
+/* Names past the cap are added up under "(other)"; --zero empties the file. */
+static void test_named_counters(void)
+{
+	char dir[] = "/tmp/cjc-unit.XXXXXX";
+	struct cjc_store s;
+	CHECK(mkdtemp(dir) && !cjc_store_open(&s, dir));
+	for (int i = 0; i < CJC_STATS_MAX_NAMES + 10; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "t%03d", i);
+		CHECK(!cjc_stats_bump_named(&s, CJC_STATS_BY_TARGET, name, CJC_STAT_HITS, 5));
+	}
+	struct cjc_stats_row *rows;
+	size_t n;
+	CHECK(!cjc_stats_read_named(&s, CJC_STATS_BY_TARGET, &rows, &n));
+	CHECK(n == CJC_STATS_MAX_NAMES + 1 && !strcmp(rows[0].name, "(other)"));
+	CHECK(rows[0].v[CJC_STAT_HITS] == 10 && rows[0].v[CJC_STAT_SAVED_MS] == 50);
+	CHECK(!strcmp(rows[1].name, "t000") && rows[1].v[CJC_STAT_HITS] == 1);
+	cjc_stats_rows_free(rows, n);
+	CHECK(!cjc_stats_zero(&s) && !cjc_stats_read_named(&s, CJC_STATS_BY_TARGET, &rows, &n) && !n);
+	cjc_stats_rows_free(rows, n);
+	cjc_remove_tree(dir);
+	cjc_store_close(&s);
+}
+
 int main(void)
 {
 	test_option_table_sorted();
@@ -256,6 +298,8 @@ int main(void)
 	test_depfile();
 	test_manifest_roundtrip();
 	test_sizes();
+	test_spill_detector();
+	test_named_counters();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
