@@ -16,10 +16,11 @@ if [ ! -r "$SHUNIT2" ]; then
 	echo "shunit2 not found: skipping" >&2
 	exit 125
 fi
+command -v jq >/dev/null || { echo "jq not found: skipping" >&2; exit 125; }
 ARCH=${CJC_TEST_ARCH:-sm_80}
 
 # The key-relevant environment and our own settings must not leak in.
-unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE CJC_UMASK
+unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE CJC_UMASK CJC_BASE_DIR
 unset CJC_PRINT_COMMANDS CJC_KEEP_PTX CJC_KEEP_SASS CJC_CHECK_SPILLS
 unset NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS NVCC_CCBIN CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
 
@@ -71,6 +72,7 @@ SRC
 
 setUp() {
 	TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-test.XXXXXX")
+	unset CJC_BASE_DIR
 	export CJC_DIR="$TEST_DIR/cache" CJC_LOG="$TEST_DIR/cjc.log" NVCC_LOG="$TEST_DIR/nvcc.log"
 	mkdir -p "$TEST_DIR/bin" "$TEST_DIR/src"
 	NVCC="$TEST_DIR/bin/nvcc"
@@ -106,7 +108,7 @@ expect_nvcc_runs() {
 }
 
 stat_value() {
-	"$CJC" stats --json | sed -n "s/^  \"$1\": \([0-9.]*\).*/\1/p"
+	"$CJC" stats --json | jq -r --arg name "$1" '.[$name]'
 }
 
 expect_stat() {

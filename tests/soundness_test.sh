@@ -169,16 +169,6 @@ testSameSourceFromAnotherDirectoryHitsUnlessDebugInfo() {
 	expect_why c.o "hit: served from entry"
 }
 
-testDebugInfoInAnotherDirectorySaysSo() {
-	local src=$PWD
-	compile g.o -lineinfo
-	"$CJC" "$NVCC" -c "$src/k.cu" -o abs.o -arch=$ARCH -lineinfo || fail
-	mkdir -p elsewhere && cd elsewhere || fail
-	"$CJC" "$NVCC" -c "$src/k.cu" -o g.o -arch=$ARCH -lineinfo || fail
-	expect_nvcc_runs 3
-	expect_why g.o "miss: working directory changed from $src (the output embeds it)"
-}
-
 testDamagedArtifactIsRecompiledNotServed() {
 	compile a.o
 	local entry

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "place.h"
 
 typedef int (*parse_fn)(const char *text, void *dst);
 
@@ -55,6 +56,18 @@ static int parse_umask(const char *text, void *dst)
 	return 0;
 }
 
+/* An absolute directory, normalised; empty: unset. */
+static int parse_base_dir(const char *text, void *dst)
+{
+	char **s = dst;
+	char *dir = *text ? cjc_place_base_dir(text) : NULL;
+	if (*text && !dir)
+		return -1;
+	free(*s);
+	*s = dir;
+	return 0;
+}
+
 static int parse_size_setting(const char *text, void *dst)
 {
 	return cjc_parse_size(text, dst);
@@ -83,6 +96,7 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, offsetof(struct cjc_config, keep_ptx), BOOLEAN },
 	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, offsetof(struct cjc_config, keep_sass), BOOLEAN },
 	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, offsetof(struct cjc_config, check_spills), BOOLEAN },
+	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, offsetof(struct cjc_config, base_dir), "an absolute directory, or empty" },
 };
 
 const char *cjc_config_name(enum cjc_setting s)
@@ -280,7 +294,7 @@ static void set_defaults(struct cjc_config *cfg)
 		[CJC_SET_DISABLE] = "false", [CJC_SET_READONLY] = "false", [CJC_SET_LOG] = "",
 		[CJC_SET_DEBUG] = "false", [CJC_SET_MAX_SIZE] = "0", [CJC_SET_REMOTE] = "",
 		[CJC_SET_UMASK] = "", [CJC_SET_PRINT_COMMANDS] = "false", [CJC_SET_KEEP_PTX] = "false",
-		[CJC_SET_KEEP_SASS] = "false", [CJC_SET_CHECK_SPILLS] = "false",
+		[CJC_SET_KEEP_SASS] = "false", [CJC_SET_CHECK_SPILLS] = "false", [CJC_SET_BASE_DIR] = "",
 	};
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		const char *text = s == CJC_SET_DIR ? dir : defaults[s];
@@ -305,7 +319,7 @@ int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
 	free(path);
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		const char *v = getenv(settings[s].env);
-		if (!v || (!*v && s != CJC_SET_LOG && s != CJC_SET_REMOTE))
+		if (!v || (!*v && s != CJC_SET_LOG && s != CJC_SET_REMOTE && s != CJC_SET_BASE_DIR))
 			continue;
 		if (apply(cfg, s, v, cjc_xasprintf("environment variable %s", settings[s].env), error))
 			rc = -1;
@@ -318,6 +332,7 @@ void cjc_config_release(struct cjc_config *cfg)
 	free(cfg->dir);
 	free(cfg->log);
 	free(cfg->remote);
+	free(cfg->base_dir);
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		free(cfg->text[s]);
 		free(cfg->origin[s]);

@@ -34,6 +34,7 @@ enum cjc_setting {
 	CJC_SET_KEEP_PTX,
 	CJC_SET_KEEP_SASS,
 	CJC_SET_CHECK_SPILLS,
+	CJC_SET_BASE_DIR,
 	CJC_SET_COUNT
 };
 
@@ -52,6 +53,9 @@ struct cjc_config {
 	bool keep_ptx;
 	bool keep_sass;
 	bool check_spills;
+	/* Absolute paths under it are rewritten relative to the working directory
+	 * (place.h); normalised, "" for /; NULL when unset. */
+	char *base_dir;
 	/* For `cjc config`: the text of each value and where it came from. */
 	char *text[CJC_SET_COUNT];
 	char *origin[CJC_SET_COUNT];

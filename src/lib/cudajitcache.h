@@ -18,6 +18,7 @@
  *   stats.h       counters
  *   evict.h       the size limit, least recently used first
  *   identity.h    compiler identities
+ *   place.h       where a compile happens: relative paths and base_dir
  *   key.h         the direct key and the entry key
  *   journal.h     the record of recent compiles
  */
@@ -39,6 +40,7 @@
 #include "manifest.h"
 #include "metadata.h"
 #include "metamemo.h"
+#include "place.h"
 #include "run.h"
 #include "stats.h"
 #include "store.h"

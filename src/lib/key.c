@@ -34,14 +34,17 @@ void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
 }
 
 void cjc_key_entry(const char *direct_key, const struct cjc_dep *deps, size_t n,
-		   char out[CJC_HEX_LEN + 1])
+		   const struct cjc_place *place, char out[CJC_HEX_LEN + 1])
 {
 	struct cjc_hash h;
 	cjc_hash_init(&h);
 	cjc_hash_str(&h, "cudajitcache-entry");
 	cjc_hash_str(&h, direct_key);
 	for (size_t i = 0; i < n; i++) {
+		char *resolved = cjc_place_resolve(place, deps[i].path);
 		cjc_hash_str(&h, deps[i].path);
+		cjc_hash_str(&h, resolved ? resolved : "");
+		free(resolved);
 		cjc_hash_update(&h, deps[i].sha, CJC_DIGEST_LEN);
 	}
 	cjc_hash_final_hex(&h, out);

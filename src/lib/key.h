@@ -5,11 +5,16 @@
  * the output kind, the compiler identities (identity.h), the source's bytes,
  * every argument that bears on the output (outputs and dependency-file
  * options are left out by the caller), the contents of options files (given
- * as arguments), the environment nvcc reads, and the working directory when
- * the output embeds it.  It names a manifest (manifest.h).
+ * as arguments; a relative path argument is followed by where it resolves,
+ * place.h), the environment nvcc reads, and the working directory when the
+ * output records it (place.h).  It names a manifest (manifest.h).
  *
- * The entry key adds the dependency set a miss observed: each file's path
- * and SHA-256.  It names the entry.  Both are SHA-256 as 64 lowercase hex;
+ * The entry key adds the dependency set a miss observed: each file's path,
+ * where a relative one resolves (place.h), and its SHA-256.  It names the
+ * entry.  A hit recomputes it from the manifest record and its own place, so
+ * a record made elsewhere whose relative paths resolve differently here is
+ * not used, and a record naming another entry than its files give cannot
+ * direct a hit to it.  Both are SHA-256 as 64 lowercase hex;
  * every string is hashed with its terminating NUL so fields cannot run into
  * each other.
  */
@@ -18,6 +23,7 @@
 
 #include "hash.h"
 #include "manifest.h"
+#include "place.h"
 
 /* The environment nvcc reads (SPEC §3): what a compile's key covers, what
  * metadata.json records, and what `cjc audit` sets again. */
@@ -33,12 +39,12 @@ struct cjc_key_input {
 	size_t nargs;
 	char *const *env_names; /* the variables nvcc reads */
 	size_t nenv;
-	const char *cwd; /* "" when the output does not embed it */
+	const char *cwd; /* "" when the output does not record it (place.h keys_cwd) */
 };
 
 /* Values are read with getenv() for each of in->env_names. */
 void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1]);
 void cjc_key_entry(const char *direct_key, const struct cjc_dep *deps, size_t n,
-		   char out[CJC_HEX_LEN + 1]);
+		   const struct cjc_place *place, char out[CJC_HEX_LEN + 1]);
 
 #endif

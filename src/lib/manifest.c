@@ -7,6 +7,7 @@
 
 #include "blob.h"
 #include "filehash.h"
+#include "key.h"
 
 static const char magic[4] = { 'C', 'J', 'C', 'M' };
 #define MANIFEST_VERSION 1
@@ -158,10 +159,20 @@ static bool record_matches(const struct cjc_manifest_record *r)
 	return true;
 }
 
-long cjc_manifest_match(const struct cjc_manifest *m)
+/* The entry key the record's files give in this place (key.h). */
+static bool key_matches(const struct cjc_manifest_record *r, const char *direct_key,
+			const struct cjc_place *place)
+{
+	char key[CJC_HEX_LEN + 1];
+	cjc_key_entry(direct_key, r->deps, r->ndeps, place, key);
+	return !strcmp(key, r->entry_key);
+}
+
+long cjc_manifest_match(const struct cjc_manifest *m, const char *direct_key,
+			const struct cjc_place *place)
 {
 	for (size_t i = 0; i < m->n; i++)
-		if (record_matches(&m->recs[i]))
+		if (key_matches(&m->recs[i], direct_key, place) && record_matches(&m->recs[i]))
 			return (long)i;
 	return -1;
 }

@@ -59,8 +59,12 @@ void cjc_manifest_encode(const struct cjc_manifest *m, struct cjc_buf *out);
 int cjc_manifest_read(const char *path, struct cjc_manifest *m);
 /* Puts a copy of rec first in the file at path, dropping the oldest beyond the limit. */
 int cjc_manifest_add(const char *path, const struct cjc_manifest_record *rec);
-/* The index of the first record whose files are unchanged, or -1. */
-long cjc_manifest_match(const struct cjc_manifest *m);
+struct cjc_place;
+/* The index of the first record whose files are unchanged and whose entry
+ * key is what those files give in this place (key.h), or -1.  So a record
+ * can only lead to the entry its own files name: a poisoned one is a miss. */
+long cjc_manifest_match(const struct cjc_manifest *m, const char *direct_key,
+			const struct cjc_place *place);
 void cjc_manifest_record_release(struct cjc_manifest_record *rec);
 void cjc_manifest_release(struct cjc_manifest *m);
 

@@ -72,6 +72,14 @@ int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out)
 	json_object_set_new(root, "command", json_string(command.data));
 	json_object_set_new(root, "argv", string_array(md->argv, md->argc));
 	json_object_set_new(root, "cwd", json_string(md->cwd));
+	if (md->base_dir)
+		json_object_set_new(root, "base_dir", json_string(*md->base_dir ? md->base_dir : "/"));
+	if (md->argv_run) {
+		cjc_buf_reset(&command);
+		cjc_shell_quote(&command, md->argv_run, md->argc_run);
+		json_object_set_new(root, "command_run", json_string(command.data));
+		json_object_set_new(root, "argv_run", string_array(md->argv_run, md->argc_run));
+	}
 	json_object_set_new(root, "compiler", json_pack("{s:s, s:s, s:s}", "path", md->compiler_path,
 		"realpath", md->compiler_realpath, "version", md->compiler_version));
 	json_object_set_new(root, "host_compiler", json_pack("{s:s, s:s}", "path", md->host_path,

@@ -12,6 +12,11 @@
  *   command        the compile as one shell-quoted line
  *   argv           the same as an array of strings
  *   cwd            the working directory of the compile
+ *   base_dir       (optional) the base_dir setting, when set (place.h)
+ *   command_run    (optional) when base_dir rewrote paths: the command as
+ *   argv_run       nvcc ran it (paths under base_dir relative to cwd), with
+ *                  -o and the output, less the dependency-file options cjc
+ *                  handles itself
  *   compiler       {"path", "realpath", "version"} of nvcc
  *   host_compiler  {"path", "version"}
  *   options        the parsed compile: kind, archs, defines, include_dirs, std,
@@ -53,6 +58,9 @@ struct cjc_metadata {
 	char *const *argv;
 	size_t argc;
 	const char *cwd;
+	const char *base_dir;     /* or NULL */
+	char *const *argv_run;    /* or NULL: the command ran as given */
+	size_t argc_run;
 	const char *compiler_path;
 	const char *compiler_realpath;
 	const char *compiler_version;

@@ -371,6 +371,13 @@ static void set_status(struct audit *a, const char *status)
 	json_object_set_new(a->result, "status", json_string(status));
 }
 
+/* The recorded base_dir as place.h has it ("" for /), or NULL. */
+static const char *base_dir(json_t *meta)
+{
+	const char *b = json_string_value(json_object_get(meta, "base_dir"));
+	return b && !strcmp(b, "/") ? "" : b;
+}
+
 /* From a verified entry: checks, rebuild, comparison. */
 static void audit_verified(struct audit *a)
 {
@@ -392,7 +399,9 @@ static void audit_verified(struct audit *a)
 			cjc_strvec_push(&words, json_string_value(w) ? json_string_value(w) : "");
 	struct cjc_compile c;
 	struct cjc_diagnostics d;
-	cjc_compile_parse((int)words.n, words.v, &c);
+	/* base_dir rewrites the recorded command as it did then (place.h) */
+	struct cjc_place where = { .cwd = cwd, .base_dir = base_dir(a->entry.meta) };
+	cjc_compile_parse((int)words.n, words.v, &where, &c);
 	cjc_diagnostics_from_json(&d, json_object_get(a->entry.meta, "diagnostics"),
 				  meta_str(json_object_get(a->entry.meta, "compiler"), "realpath"));
 	char *output = cjc_xasprintf("%s/output.%s", a->scratch, cjc_kind_ext(c.kind));

@@ -671,7 +671,8 @@ void cjc_usage(FILE *out)
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (commands[i].help)
 			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
-	fprintf(out, "  --version\n\nsettings: see `cjc config`; environment variables CJC_DIR, "
-		     "CJC_DISABLE, CJC_READONLY, CJC_CONFIG, CJC_LOG, CJC_DEBUG, CJC_MAX_SIZE, CJC_UMASK, CJC_REMOTE,\n"
-		     "CJC_PRINT_COMMANDS, CJC_KEEP_PTX, CJC_KEEP_SASS, CJC_CHECK_SPILLS\n");
+	fprintf(out, "  --version\n\nsettings: see `cjc config`; environment variables CJC_CONFIG");
+	for (int i = 0; i < CJC_SET_COUNT; i++)
+		fprintf(out, ",%s%s", i % 8 == 7 ? "\n" : " ", cjc_config_env(i));
+	fputc('\n', out);
 }

@@ -71,9 +71,15 @@ json_t *cjc_explain_facts(const struct cjc_compile *c, const char *cwd,
 		json_object_set_new(vars, name, json_string(eq + 1));
 		free(name);
 	}
-	return json_pack("{s:o, s:o, s:o, s:o, s:s?}", "args", args, "env", vars, "nvcc",
-			 compiler_facts(nvcc), "host", compiler_facts(host), "cwd",
-			 c->embeds_cwd ? cwd : NULL);
+	const char *base = c->place.base_dir;
+	char *rule = cjc_place_rule(&c->place);
+	json_t *facts = json_pack("{s:o, s:o, s:o, s:o, s:s?, s:s?, s:O, s:s?, s:s}", "args", args,
+				  "env", vars, "nvcc", compiler_facts(nvcc), "host",
+				  compiler_facts(host), "cwd", c->place.keys_cwd ? cwd : NULL,
+				  "cwd_keyed_by", c->place.keys_cwd, "resolved", c->resolved,
+				  "base_dir", base ? (*base ? base : "/") : NULL, "rule", rule);
+	free(rule);
+	return facts;
 }
 
 static void add_change(json_t *changes, const char *kind, json_t *details)
@@ -128,6 +134,33 @@ static void diff_compiler(json_t *old, json_t *new, const char *which, json_t *c
 							   old, "new", new));
 }
 
+/* Relative paths that resolve elsewhere now (place.h). */
+static void diff_resolved(json_t *old, json_t *new, json_t *changes)
+{
+	const char *path;
+	json_t *to;
+	json_object_foreach(new, path, to) {
+		json_t *was = json_object_get(old, path);
+		if (was && !json_equal(was, to))
+			add_change(changes, "resolution", json_pack("{s:s, s:O, s:O}", "argument", path,
+								     "old", was, "new", to));
+	}
+}
+
+/* Where the compile happened, as far as the key holds it. */
+static void diff_place(json_t *old, json_t *new, json_t *changes)
+{
+	json_t *was = json_object_get(old, "cwd"), *now = json_object_get(new, "cwd");
+	json_t *ob = json_object_get(old, "base_dir"), *nb = json_object_get(new, "base_dir");
+	if (!json_equal(ob ? ob : json_null(), nb ? nb : json_null()))
+		add_change(changes, "base_dir", json_pack("{s:O, s:O}", "old", ob ? ob : json_null(),
+							   "new", nb ? nb : json_null()));
+	diff_resolved(json_object_get(old, "resolved"), json_object_get(new, "resolved"), changes);
+	if (json_is_string(was) && json_is_string(now) && !json_equal(was, now))
+		add_change(changes, "working_directory", json_pack("{s:O, s:O, s:O}", "old", was,
+			"new", now, "recorded_by", json_object_get(new, "cwd_keyed_by")));
+}
+
 static void diff_facts(json_t *old, json_t *new, json_t *changes)
 {
 	diff_args(json_object_get(new, "args"), json_object_get(old, "args"), "argument_added", changes);
@@ -135,9 +168,7 @@ static void diff_facts(json_t *old, json_t *new, json_t *changes)
 	diff_env(json_object_get(old, "env"), json_object_get(new, "env"), changes);
 	diff_compiler(json_object_get(old, "nvcc"), json_object_get(new, "nvcc"), "nvcc", changes);
 	diff_compiler(json_object_get(old, "host"), json_object_get(new, "host"), "host compiler", changes);
-	json_t *was = json_object_get(old, "cwd"), *now = json_object_get(new, "cwd");
-	if (json_is_string(was) && json_is_string(now) && !json_equal(was, now))
-		add_change(changes, "working_directory", json_pack("{s:O, s:O}", "old", was, "new", now));
+	diff_place(old, new, changes);
 }
 
 /*
@@ -231,6 +262,20 @@ static json_t *entry_inputs(const struct cjc_store *s, const char *key)
 	return inputs;
 }
 
+/* A change of base_dir rewrites paths: it explains the path changes after it. */
+static void base_dir_first(json_t *changes)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(changes, i, c) {
+		if (i && !strcmp(field(c, "kind"), "base_dir")) {
+			json_array_insert(changes, 0, c);
+			json_array_remove(changes, i + 1);
+			return;
+		}
+	}
+}
+
 void cjc_explain_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
 		      size_t ndeps)
 {
@@ -254,6 +299,7 @@ void cjc_explain_miss(const struct cjc_store *s, json_t *record, const struct cj
 				"entry %.12s is no longer in the store: dependencies not compared", key));
 		json_decref(inputs);
 		json_array_extend(changes, e.found_changes);
+		base_dir_first(changes);
 	}
 	if (key && !json_array_size(changes) && json_equal(json_object_get(record, "entry"),
 							    json_object_get(e.found, "entry")) &&
@@ -303,6 +349,18 @@ static void describe_env(struct cjc_buf *b, json_t *c)
 		cjc_buf_addf(b, "%s changed from '%s' to '%s'", name, old, new);
 }
 
+static void describe_base_dir(struct cjc_buf *b, json_t *c)
+{
+	const char *old = json_string_value(json_object_get(c, "old"));
+	const char *new = json_string_value(json_object_get(c, "new"));
+	if (!old)
+		cjc_buf_addf(b, "base_dir set to %s", new ? new : "?");
+	else if (!new)
+		cjc_buf_addf(b, "base_dir unset (was %s)", old);
+	else
+		cjc_buf_addf(b, "base_dir changed from %s to %s", old, new);
+}
+
 /* "-DFOO=1 added"; the diagnostics settings in the key (diagnostics.h) by name. */
 static void describe_argument(struct cjc_buf *b, const char *arg, bool added)
 {
@@ -329,8 +387,12 @@ static void describe(struct cjc_buf *b, json_t *c, const char *cwd)
 	else if (!strcmp(kind, "compiler"))
 		describe_compiler(b, c);
 	else if (!strcmp(kind, "working_directory"))
-		cjc_buf_addf(b, "working directory changed from %s (the output embeds it)",
-			     field(c, "old"));
+		cjc_buf_addf(b, "working directory changed from %s (%s records it in the output)",
+			     field(c, "old"), field(c, "recorded_by"));
+	else if (!strcmp(kind, "resolution"))
+		cjc_buf_addf(b, "%s now resolves to %s (was %s)", arg, field(c, "new"), field(c, "old"));
+	else if (!strcmp(kind, "base_dir"))
+		describe_base_dir(b, c);
 }
 
 #define SUMMARY_CHANGES 6
@@ -405,7 +467,7 @@ static void print_details(json_t *r)
 		describe(&b, c, cwd);
 		const char *old = json_string_value(json_object_get(c, "old"));
 		const char *new = json_string_value(json_object_get(c, "new"));
-		if (json_object_get(c, "path"))
+		if (json_object_get(c, "path") && !json_object_get(c, "argument"))
 			cjc_buf_addf(&b, ": sha256 %.16s -> %.16s", old ? old : "(none)", new ? new : "(none)");
 		printf("  %s\n", b.data);
 		cjc_buf_release(&b);
@@ -431,6 +493,8 @@ static void print_record(json_t *r)
 		printf("  nvcc ran %.3f s\n", (double)json_integer_value(took) / 1000.0);
 	if (with)
 		printf("  compared with entry %s\n", with);
+	if (json_is_string(json_object_get(json_object_get(r, "facts"), "rule")))
+		printf("  working directory: %s\n", field(json_object_get(r, "facts"), "rule"));
 	print_details(r);
 }
 

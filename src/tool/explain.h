@@ -21,13 +21,18 @@
  *   facts         (hit, miss) what went into the direct key: "args" (one string
  *                 per option), "env" (object), "nvcc" and "host" ({"path",
  *                 "version" (last line), "digest"}), "cwd" (null unless the
- *                 output embeds it)
+ *                 output records it), "cwd_keyed_by" ("-G", "-g" or null),
+ *                 "resolved" (object: relative path -> where it resolves, as
+ *                 keyed), "base_dir" (or null), "rule" (how the key treats
+ *                 the working directory, in words: place.h)
  *   compared_with (miss) the earlier entry, or null when none is recorded
  *   changes       (miss) array of {"kind", ...}: dependency / dependency_added /
  *                 dependency_removed ("path", "old", "new" sha256),
  *                 argument_added / argument_removed ("argument"),
  *                 environment ("name", "old", "new"), compiler ("which",
- *                 "old", "new"), working_directory ("old", "new")
+ *                 "old", "new"), working_directory ("old", "new",
+ *                 "recorded_by"), resolution ("argument": a relative path,
+ *                 "old", "new": where it resolved), base_dir ("old", "new")
  *   note          (miss) what the lookup or the comparison found when no
  *                 change explains the miss (e.g. the entry was cleaned)
  *

@@ -141,7 +141,7 @@ static int compute_direct_key(struct job *j, struct cjc_buf *why)
 		.nargs = j->c.key_args.n,
 		.env_names = (char *const *)cjc_key_env,
 		.nenv = CJC_KEY_ENV_COUNT,
-		.cwd = j->c.embeds_cwd ? j->cwd : "",
+		.cwd = j->c.place.keys_cwd ? j->cwd : "",
 	};
 	uint64_t size;
 	if (cjc_filehash_get(j->c.source, &size, in.source_sha)) {
@@ -359,7 +359,7 @@ static int try_hit(struct job *j)
 				   "and environment" : "no entry matches the current dependencies"));
 	if (found)
 		return -1;
-	long i = cjc_manifest_match(&m);
+	long i = cjc_manifest_match(&m, j->direct_key, &j->c.place);
 	int rc = -1;
 	if (i >= 0) {
 		const struct cjc_manifest_record *rec = &m.recs[i];
@@ -501,7 +501,10 @@ static int record_dependencies(struct job *j, const struct compile_result *r,
 	for (size_t i = 0; i < deps.n; i++) {
 		struct cjc_dep *d = &rec->deps[rec->ndeps++];
 		struct stat st;
-		d->path = cjc_xstrdup(deps.v[i]);
+		/* base_dir: as the arguments, so another checkout finds its own files */
+		d->path = cjc_place_relativize(&j->c.place, deps.v[i]);
+		if (!d->path)
+			d->path = cjc_xstrdup(deps.v[i]);
 		if (*stable && (stat(d->path, &st) || cjc_filehash_get(d->path, &d->size, d->sha))) {
 			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
 			*stable = false;
@@ -530,15 +533,30 @@ static void collect_environment(struct cjc_strvec *env)
 	}
 }
 
+/* What nvcc ran when base_dir rewrote it: as given, paths relative. */
+static void command_run(const struct job *j, struct cjc_strvec *argv)
+{
+	char *output[] = { "-o", j->c.output };
+	cjc_strvec_push(argv, j->argv[0]);
+	cjc_strvec_pushv(argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
+	cjc_strvec_pushv(argv, output, 2);
+}
+
 static int format_metadata(struct job *j, const struct compile_result *r,
 			   const struct cjc_manifest_record *rec, const struct cjc_staging *st,
 			   struct cjc_buf *out)
 {
+	struct cjc_strvec run = CJC_STRVEC_INIT;
+	if (j->c.rewritten)
+		command_run(j, &run);
 	struct cjc_metadata md = {
 		.key = rec->entry_key,
 		.argv = j->argv,
 		.argc = (size_t)j->argc,
 		.cwd = j->cwd,
+		.base_dir = j->cfg.base_dir,
+		.argv_run = run.v,
+		.argc_run = run.n,
 		.compiler_path = j->nvcc.path,
 		.compiler_realpath = j->nvcc.realpath,
 		.compiler_version = j->nvcc.version,
@@ -557,6 +575,7 @@ static int format_metadata(struct job *j, const struct compile_result *r,
 	};
 	int rc = cjc_metadata_format(&md, out);
 	json_decref(md.diagnostics);
+	cjc_strvec_clear(&run);
 	return rc;
 }
 
@@ -667,7 +686,7 @@ static int compile_miss(struct job *j)
 	if (!rc)
 		rc = record_dependencies(j, &r, &rec, &stable, &why);
 	if (!rc && stable)
-		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, rec.entry_key);
+		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, &j->c.place, rec.entry_key);
 	if (!rc && stable && !j->cfg.readonly)
 		published = publish(j, &r, &rec);
 	bool spilled = !rc && j->diag.check_spills && cjc_diagnostics_spilled(r.err.data, r.err.len);
@@ -765,7 +784,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		count(j, CJC_STAT_ERRORS, 0);
 		return -1;
 	}
-	cjc_compile_parse(j->argc - 1, j->argv + 1, &j->c);
+	struct cjc_place where = { .cwd = j->cwd, .base_dir = j->cfg.base_dir };
+	cjc_compile_parse(j->argc - 1, j->argv + 1, &where, &j->c);
 	if (j->c.uncacheable) {
 		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);
 		count(j, CJC_STAT_UNCACHEABLE, 0);

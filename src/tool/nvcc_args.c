@@ -21,7 +21,9 @@ enum action {
 	CCBIN,       /* host compiler */
 	INCLUDE,     /* -I: key, and the include search path */
 	ISYSTEM,     /* -isystem: likewise */
-	DEBUG,       /* -g, -G, -lineinfo: key, and the working directory */
+	HOST_DEBUG,  /* -g: key; the host compiler records the working directory */
+	DEVICE_DEBUG,/* -G: key; the device debug information records it */
+	LINE_INFO,   /* -lineinfo: key; records each file's directory */
 	RDC,         /* -rdc=true|false */
 	FORWARD,     /* -forward-unknown-to-host-compiler */
 	LANGUAGE,    /* -x: the input's language, whatever its extension */
@@ -32,6 +34,7 @@ enum field { F_EXTRA, F_ARCH, F_DEFINE, F_INCLUDE, F_STD, F_OPT, F_DEBUG, F_LINE
 
 #define VALUE 1   /* takes a value */
 #define ATTACH 2  /* the value may follow the name directly (-Ifoo) */
+#define PATH 4    /* the value is a path: rewritten under base_dir, keyed by where it resolves */
 
 struct nvcc_option {
 	const char *name;
@@ -58,9 +61,9 @@ static const char *const reasons[] = {
 static const struct nvcc_option options[] = {
 	{ "D", VALUE | ATTACH, KEY, F_DEFINE, 0 },
 	{ "E", 0, UNCACHEABLE, F_NONE, 0 },
-	{ "G", 0, DEBUG, F_DEBUG, 0 },
-	{ "I", VALUE | ATTACH, INCLUDE, F_INCLUDE, 0 },
-	{ "L", VALUE | ATTACH, KEY, F_EXTRA, 0 },
+	{ "G", 0, DEVICE_DEBUG, F_DEBUG, 0 },
+	{ "I", VALUE | ATTACH | PATH, INCLUDE, F_INCLUDE, 0 },
+	{ "L", VALUE | ATTACH | PATH, KEY, F_EXTRA, 0 },
 	{ "M", 0, UNCACHEABLE, F_NONE, 1 },
 	{ "MD", 0, DEP_MD, F_NONE, 0 },
 	{ "MF", VALUE, DEP_MF, F_NONE, 0 },
@@ -105,13 +108,13 @@ static const struct nvcc_option options[] = {
 	{ "cudafe-options", VALUE, KEY, F_EXTRA, 0 },
 	{ "cudart", VALUE, KEY, F_EXTRA, 0 },
 	{ "dc", 0, MODE, F_NONE, CJC_KIND_RDC_OBJECT },
-	{ "debug", 0, DEBUG, F_DEBUG, 0 },
+	{ "debug", 0, HOST_DEBUG, F_DEBUG, 0 },
 	{ "default-stream", VALUE, KEY, F_EXTRA, 0 },
 	{ "define-macro", VALUE, KEY, F_DEFINE, 0 },
 	{ "dependency-output", VALUE, DEP_MF, F_NONE, 0 },
 	{ "dependency-target-name", VALUE, DEP_MT, F_NONE, 0 },
 	{ "device-c", 0, MODE, F_NONE, CJC_KIND_RDC_OBJECT },
-	{ "device-debug", 0, DEBUG, F_DEBUG, 0 },
+	{ "device-debug", 0, DEVICE_DEBUG, F_DEBUG, 0 },
 	{ "device-link", 0, UNCACHEABLE, F_NONE, 3 },
 	{ "device-stack-protector", VALUE, KEY, F_EXTRA, 0 },
 	{ "device-w", 0, UNCACHEABLE, F_NONE, 9 },
@@ -147,13 +150,13 @@ static const struct nvcc_option options[] = {
 	{ "ftemplate-backtrace-limit", VALUE, KEY, F_EXTRA, 0 },
 	{ "ftemplate-depth", VALUE, KEY, F_EXTRA, 0 },
 	{ "ftz", VALUE, KEY, F_EXTRA, 0 },
-	{ "g", 0, DEBUG, F_DEBUG, 0 },
+	{ "g", 0, HOST_DEBUG, F_DEBUG, 0 },
 	{ "gencode", VALUE, KEY, F_ARCH, 0 },
 	{ "generate-code", VALUE, KEY, F_ARCH, 0 },
 	{ "generate-dependencies", 0, UNCACHEABLE, F_NONE, 1 },
 	{ "generate-dependencies-with-compile", 0, DEP_MD, F_NONE, 0 },
 	{ "generate-dependency-targets", 0, DEP_MP, F_NONE, 0 },
-	{ "generate-line-info", 0, DEBUG, F_LINEINFO, 0 },
+	{ "generate-line-info", 0, LINE_INFO, F_LINEINFO, 0 },
 	{ "generate-nonsystem-dependencies", 0, UNCACHEABLE, F_NONE, 1 },
 	{ "generate-nonsystem-dependencies-with-compile", 0, DEP_MMD, F_NONE, 0 },
 	{ "gpu-architecture", VALUE, KEY, F_ARCH, 0 },
@@ -161,9 +164,9 @@ static const struct nvcc_option options[] = {
 	{ "h", 0, UNCACHEABLE, F_NONE, 6 },
 	{ "help", 0, UNCACHEABLE, F_NONE, 6 },
 	{ "host-linker-script", VALUE, KEY, F_EXTRA, 0 },
-	{ "include", VALUE, KEY, F_EXTRA, 0 },
-	{ "include-path", VALUE, INCLUDE, F_INCLUDE, 0 },
-	{ "isystem", VALUE, ISYSTEM, F_EXTRA, 0 },
+	{ "include", VALUE | PATH, KEY, F_EXTRA, 0 },
+	{ "include-path", VALUE | PATH, INCLUDE, F_INCLUDE, 0 },
+	{ "isystem", VALUE | PATH, ISYSTEM, F_EXTRA, 0 },
 	{ "jump-table-density", VALUE, KEY, F_EXTRA, 0 },
 	{ "keep", 0, UNCACHEABLE, F_NONE, 4 },
 	{ "keep-device-functions", 0, KEY, F_EXTRA, 0 },
@@ -171,8 +174,8 @@ static const struct nvcc_option options[] = {
 	{ "l", VALUE | ATTACH, KEY, F_EXTRA, 0 },
 	{ "lib", 0, UNCACHEABLE, F_NONE, 2 },
 	{ "library", VALUE, KEY, F_EXTRA, 0 },
-	{ "library-path", VALUE, KEY, F_EXTRA, 0 },
-	{ "lineinfo", 0, DEBUG, F_LINEINFO, 0 },
+	{ "library-path", VALUE | PATH, KEY, F_EXTRA, 0 },
+	{ "lineinfo", 0, LINE_INFO, F_LINEINFO, 0 },
 	{ "link", 0, UNCACHEABLE, F_NONE, 2 },
 	{ "linker-options", VALUE, KEY, F_EXTRA, 0 },
 	{ "list-gpu-arch", 0, UNCACHEABLE, F_NONE, 6 },
@@ -201,7 +204,7 @@ static const struct nvcc_option options[] = {
 	{ "optix-ir", 0, UNCACHEABLE, F_NONE, 9 },
 	{ "output-directory", VALUE, ODIR, F_NONE, 0 },
 	{ "output-file", VALUE, OUTPUT, F_NONE, 0 },
-	{ "pre-include", VALUE, KEY, F_EXTRA, 0 },
+	{ "pre-include", VALUE | PATH, KEY, F_EXTRA, 0 },
 	{ "prec-div", VALUE, KEY, F_EXTRA, 0 },
 	{ "prec-sqrt", VALUE, KEY, F_EXTRA, 0 },
 	{ "preprocess", 0, UNCACHEABLE, F_NONE, 0 },
@@ -222,7 +225,7 @@ static const struct nvcc_option options[] = {
 	{ "src-in-ptx", 0, KEY, F_EXTRA, 0 },
 	{ "static-global-template-stub", VALUE, KEY, F_EXTRA, 0 },
 	{ "std", VALUE, KEY, F_STD, 0 },
-	{ "system-include", VALUE, ISYSTEM, F_EXTRA, 0 },
+	{ "system-include", VALUE | PATH, ISYSTEM, F_EXTRA, 0 },
 	{ "t", VALUE, KEY, F_EXTRA, 0 },
 	{ "threads", VALUE, KEY, F_EXTRA, 0 },
 	{ "time", VALUE, UNCACHEABLE, F_NONE, 7 },
@@ -273,17 +276,27 @@ const char *cjc_kind_ext(enum cjc_kind k)
 	return exts[k];
 }
 
+/* Where the words being parsed come from. */
+enum origin {
+	ARGV,         /* the command line: nvcc gets them (rewritten under base_dir) */
+	FILE_KEPT,    /* an options file nvcc reads itself: keyed by its contents */
+	FILE_INLINED, /* an options file naming paths under base_dir: nvcc gets its
+			 words, rewritten, on the command line instead */
+};
+
 /* State of one parse: the compile being filled in and the metadata fields. */
 struct parser {
 	struct cjc_compile *c;
 	bool forward_unknown;
 	bool rdc;
-	bool debug;
+	bool host_debug;
+	bool device_debug;
 	bool line_info;
 	bool fast_math;
 	bool language_given;
 	char *odir;
 	struct cjc_strvec inputs;
+	struct cjc_strvec relative; /* relative paths, as nvcc gets them */
 	json_t *archs, *defines, *include_dirs, *extra;
 	json_t *std, *optimize;
 	int depth;
@@ -362,7 +375,7 @@ static void record_field(struct parser *p, const struct nvcc_option *o, char *co
 	case F_INCLUDE: json_array_append_new(p->include_dirs, json_string(value)); break;
 	case F_STD: json_decref(p->std); p->std = json_string(value); break;
 	case F_OPT: json_decref(p->optimize); p->optimize = json_string(value); break;
-	case F_DEBUG: p->debug = true; break;
+	case F_DEBUG: break;
 	case F_LINEINFO: p->line_info = true; break;
 	case F_FASTMATH: p->fast_math = true; break;
 	case F_NONE: break;
@@ -371,6 +384,13 @@ static void record_field(struct parser *p, const struct nvcc_option *o, char *co
 			json_array_append_new(p->extra, json_string(words[k]));
 		break;
 	}
+}
+
+static void push_unit(struct cjc_compile *c, char *const *words, int used)
+{
+	char *unit = used == 2 ? cjc_xasprintf("%s %s", words[0], words[1]) : cjc_xstrdup(words[0]);
+	cjc_strvec_push(&c->key_units, unit);
+	free(unit);
 }
 
 /* Splits an options file into words: blanks separate, quotes group. */
@@ -405,9 +425,20 @@ static void split_options_file(const char *text, struct cjc_strvec *words)
 	cjc_buf_release(&w);
 }
 
-static int parse_words(struct parser *p, int argc, char *const *argv, bool from_file);
+static int parse_words(struct parser *p, int argc, char *const *argv, enum origin from);
 
-static void read_options_file(struct parser *p, const char *path)
+/* With base_dir, a file naming a path under it is put on the command line,
+ * rewritten; any other is keyed by its contents and passed as it is. */
+static enum origin options_file_origin(const struct parser *p, enum origin from, const char *text)
+{
+	const char *base = p->c->place.base_dir;
+	if (from == FILE_KEPT || !base || !p->c->place.cwd)
+		return FILE_KEPT;
+	return strstr(text, *base ? base : "/") ? FILE_INLINED : FILE_KEPT;
+}
+
+static void read_options_file(struct parser *p, char *const *words, int used, const char *path,
+			      enum origin from)
 {
 	struct cjc_compile *c = p->c;
 	struct cjc_buf text = CJC_BUF_INIT;
@@ -423,15 +454,21 @@ static void read_options_file(struct parser *p, const char *path)
 		return;
 	}
 	cjc_strvec_push(&c->optfiles, path);
-	char *content = cjc_xasprintf("options-file-content:%s", text.data);
-	cjc_strvec_push(&c->key_args, content);
-	free(content);
-	struct cjc_strvec words = CJC_STRVEC_INIT;
-	split_options_file(text.data, &words);
+	push_unit(c, words, used);
+	enum origin sub = options_file_origin(p, from, text.data);
+	if (sub == FILE_KEPT) {
+		char *content = cjc_xasprintf("options-file-content:%s", text.data);
+		cjc_strvec_push(&c->key_args, content);
+		free(content);
+		if (from != FILE_KEPT)
+			cjc_strvec_pushv(&c->nvcc_args, words, (size_t)used);
+	}
+	struct cjc_strvec file_words = CJC_STRVEC_INIT;
+	split_options_file(text.data, &file_words);
 	p->depth++;
-	parse_words(p, (int)words.n, words.v, true);
+	parse_words(p, (int)file_words.n, file_words.v, sub);
 	p->depth--;
-	cjc_strvec_clear(&words);
+	cjc_strvec_clear(&file_words);
 	cjc_buf_release(&text);
 }
 
@@ -455,27 +492,50 @@ static bool is_output_option(enum action a)
 	}
 }
 
-static void push_unit(struct cjc_compile *c, char *const *words, int used)
+/*
+ * A path value as nvcc gets it: under base_dir, made relative (place.h);
+ * a relative one is remembered, to be keyed by where it resolves.  `words`
+ * are the one or two words that hold the value; a rewritten word goes in
+ * `own` (free it), and the value returned points into the words used.
+ */
+static const char *relocate_path(struct parser *p, char **words, int used, const char *value,
+				 enum origin from, char **own)
 {
-	char *unit = used == 2 ? cjc_xasprintf("%s %s", words[0], words[1]) : cjc_xstrdup(words[0]);
-	cjc_strvec_push(&c->key_units, unit);
-	free(unit);
+	char *rel = from == FILE_KEPT ? NULL : cjc_place_relativize(&p->c->place, value);
+	if (rel) {
+		int k = used == 2 && value == words[1] ? 1 : 0;
+		size_t at = (size_t)(value - words[k]);
+		*own = words[k] = cjc_xasprintf("%.*s%s", (int)at, words[k], rel);
+		value = words[k] + at;
+		p->c->rewritten = true;
+		free(rel);
+	}
+	if (value[0] != '/' && !cjc_strvec_contains(&p->relative, value))
+		cjc_strvec_push(&p->relative, value);
+	return value;
 }
 
-/* Applies one option; words are the one or two command-line words it used. */
-static void apply_option(struct parser *p, const struct nvcc_option *o, char *const *words,
-			 int used, const char *value, bool from_file)
+/* Applies one option; given are the one or two command-line words it used. */
+static void apply_option(struct parser *p, const struct nvcc_option *o, char *const *given,
+			 int used, const char *value, enum origin from)
 {
 	struct cjc_compile *c = p->c;
 	bool is_dep = is_output_option(o->action);
-	if (is_dep && from_file) {
+	char *words[2] = { given[0], used == 2 ? given[1] : NULL }, *own = NULL;
+	if (is_dep && from != ARGV) {
 		uncacheable(c, "an output or dependency option inside an options file");
+		return;
+	}
+	if (o->flags & PATH)
+		value = relocate_path(p, words, used, value, from, &own);
+	if (o->action == OPTFILE) {
+		read_options_file(p, words, used, value, from);
 		return;
 	}
 	if (!is_dep) {
 		cjc_strvec_pushv(&c->key_args, words, (size_t)used);
 		push_unit(c, words, used);
-		if (!from_file)
+		if (from != FILE_KEPT)
 			cjc_strvec_pushv(&c->nvcc_args, words, (size_t)used);
 		record_field(p, o, words, used, value);
 	}
@@ -495,32 +555,46 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	case DEP_MP: c->dep_phony = true; break;
 	case DEP_MF: set_once(c, &c->dep_file, value, "several dependency files"); break;
 	case DEP_MT: set_once(c, &c->dep_target, value, "several dependency targets"); break;
-	case OPTFILE: read_options_file(p, value); break;
+	case OPTFILE: break;
 	case CCBIN: free(c->ccbin); c->ccbin = cjc_xstrdup(value); break;
 	case INCLUDE: cjc_strvec_push(&c->search.dirs, value); break;
 	case ISYSTEM: cjc_strvec_push(&c->isystem, value); break;
-	case DEBUG: c->embeds_cwd = true; break;
+	case HOST_DEBUG: p->host_debug = true; break;
+	case DEVICE_DEBUG: p->device_debug = true; break;
+	case LINE_INFO: p->line_info = true; break;
 	case RDC:
 		if (strcmp(value, "true") && strcmp(value, "false"))
 			uncacheable(c, "a malformed -rdc value");
 		p->rdc = !strcmp(value, "true");
 		break;
 	}
+	free(own);
 }
 
-static int parse_words(struct parser *p, int argc, char *const *argv, bool from_file)
+/* An input file, as nvcc gets it (a path like any other). */
+static void add_input(struct parser *p, char *const *given, enum origin from)
+{
+	struct cjc_compile *c = p->c;
+	char *word = given[0], *own = NULL;
+	if (!strcmp(word, "-"))
+		uncacheable(c, "input from standard input");
+	else
+		relocate_path(p, &word, 1, word, from, &own);
+	cjc_strvec_push(&p->inputs, word);
+	cjc_strvec_push(&c->key_args, word);
+	cjc_strvec_push(&c->key_units, word);
+	if (from != FILE_KEPT)
+		cjc_strvec_push(&c->nvcc_args, word);
+	free(own);
+}
+
+static int parse_words(struct parser *p, int argc, char *const *argv, enum origin from)
 {
 	struct cjc_compile *c = p->c;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (a[0] != '-' || !a[1]) {
-			if (!strcmp(a, "-"))
-				uncacheable(c, "input from standard input");
-			cjc_strvec_push(&p->inputs, a);
-			cjc_strvec_push(&c->key_args, a);
-			cjc_strvec_push(&c->key_units, a);
-			if (!from_file)
-				cjc_strvec_push(&c->nvcc_args, a);
+			add_input(p, argv + i, from);
 			continue;
 		}
 		const char *value;
@@ -530,7 +604,7 @@ static int parse_words(struct parser *p, int argc, char *const *argv, bool from_
 		if (!o && p->forward_unknown) {
 			cjc_strvec_push(&c->key_args, a);
 			cjc_strvec_push(&c->key_units, a);
-			if (!from_file)
+			if (from != FILE_KEPT)
 				cjc_strvec_push(&c->nvcc_args, a);
 			json_array_append_new(p->extra, json_string(a));
 			continue;
@@ -541,7 +615,7 @@ static int parse_words(struct parser *p, int argc, char *const *argv, bool from_
 			free(why);
 			return -1;
 		}
-		apply_option(p, o, argv + i, used, value, from_file);
+		apply_option(p, o, argv + i, used, value, from);
 		i += used - 1;
 	}
 	return 0;
@@ -609,7 +683,7 @@ static void build_options(struct parser *p)
 	json_object_set_new(o, "include_dirs", p->include_dirs);
 	json_object_set_new(o, "std", p->std ? p->std : json_null());
 	json_object_set_new(o, "optimize", p->optimize ? p->optimize : json_null());
-	json_object_set_new(o, "debug", json_boolean(p->debug));
+	json_object_set_new(o, "debug", json_boolean(p->host_debug || p->device_debug));
 	json_object_set_new(o, "line_info", json_boolean(p->line_info));
 	json_object_set_new(o, "fast_math", json_boolean(p->fast_math));
 	json_object_set_new(o, "rdc", json_boolean(p->rdc || p->c->kind == CJC_KIND_RDC_OBJECT));
@@ -617,9 +691,41 @@ static void build_options(struct parser *p)
 	p->c->options = o;
 }
 
-void cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c)
+/* Whether a host-compiler option maps the working directory away (place.h). */
+static bool cwd_mapped(const struct cjc_compile *c)
+{
+	for (size_t i = 0; i < c->key_args.n; i++)
+		if (cjc_place_maps_cwd(c->key_args.v[i], c->place.cwd))
+			return true;
+	return false;
+}
+
+/* How the working directory reaches the output; relative paths in the key. */
+static void finish_place(struct parser *p)
+{
+	struct cjc_compile *c = p->c;
+	c->place.records_dirs = p->line_info || p->host_debug || p->device_debug;
+	c->place.keys_cwd = p->device_debug ? "-G" : p->host_debug && !cwd_mapped(c) ? "-g" : NULL;
+	c->resolved = json_object();
+	for (size_t i = 0; i < p->relative.n; i++) {
+		char *to = cjc_place_resolve(&c->place, p->relative.v[i]);
+		if (!to)
+			continue;
+		char *arg = cjc_xasprintf("resolves:%s", to);
+		cjc_strvec_push(&c->key_args, p->relative.v[i]);
+		cjc_strvec_push(&c->key_args, arg);
+		json_object_set_new(c->resolved, p->relative.v[i], json_string(to));
+		free(arg);
+		free(to);
+	}
+}
+
+void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *where,
+		       struct cjc_compile *c)
 {
 	memset(c, 0, sizeof *c);
+	if (where)
+		c->place = (struct cjc_place){ .cwd = where->cwd, .base_dir = where->base_dir };
 	struct parser p = { .c = c };
 	p.archs = json_array();
 	p.defines = json_array();
@@ -630,11 +736,13 @@ void cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c)
 				     !strcmp(argv[i], "--forward-unknown-to-host-compiler") ||
 				     !strcmp(argv[i], "-forward-unknown-opts") ||
 				     !strcmp(argv[i], "--forward-unknown-opts");
-	parse_words(&p, argc, argv, false);
+	parse_words(&p, argc, argv, ARGV);
 	finish(&p);
+	finish_place(&p);
 	build_options(&p);
 	free(p.odir);
 	cjc_strvec_clear(&p.inputs);
+	cjc_strvec_clear(&p.relative);
 }
 
 void cjc_compile_release(struct cjc_compile *c)
@@ -652,7 +760,7 @@ void cjc_compile_release(struct cjc_compile *c)
 	cjc_strvec_clear(&c->isystem);
 	cjc_strvec_clear(&c->search.quote);
 	cjc_strvec_clear(&c->search.dirs);
-	if (c->options)
-		json_decref(c->options);
+	json_decref(c->options);
+	json_decref(c->resolved);
 	memset(c, 0, sizeof *c);
 }

@@ -7,6 +7,12 @@
  * one or two dashes, values separate, after '=' or attached (-I, -D, -O...),
  * and the contents of --options-file/-optf files are all understood.
  *
+ * A path value (the source, -I, -isystem, -include, -L) under base_dir is
+ * rewritten relative to the working directory, in the key and in the
+ * command nvcc runs; an options file that names one is put on the command
+ * line, rewritten, instead of being passed.  Every relative path is then
+ * keyed with where it resolves, when place.h says the key needs it.
+ *
  * The result says what kind of output is made and where, which dependency
  * file was asked for, which arguments form the key, which arguments nvcc runs
  * with on a miss (the same, less outputs and dependency options, which cjc
@@ -37,7 +43,9 @@ struct cjc_compile {
 	char *dep_file;
 	char *dep_target;
 	char *ccbin;
-	bool embeds_cwd;   /* -g, -G, -lineinfo */
+	struct cjc_place place; /* where it happens, as the key sees it (place.h) */
+	bool rewritten;    /* base_dir made a path relative */
+	json_t *resolved;  /* relative path -> where it resolves, as keyed */
 	struct cjc_strvec key_args;  /* arguments that bear on the output, in order */
 	struct cjc_strvec key_units; /* the same, one string per option ("-D FOO=1"), for `cjc why` */
 	struct cjc_strvec nvcc_args; /* the command to run on a miss, less -o and -M* */
@@ -47,8 +55,11 @@ struct cjc_compile {
 	json_t *options;   /* for metadata.json */
 };
 
-/* Fills c; c->uncacheable is set when the command is not one we cache. */
-void cjc_compile_parse(int argc, char *const *argv, struct cjc_compile *c);
+/* Fills c; c->uncacheable is set when the command is not one we cache.
+ * `where` gives the working directory and base_dir (place.h; its strings
+ * must outlive c); NULL keys relative paths as written and rewrites none. */
+void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *where,
+		       struct cjc_compile *c);
 void cjc_compile_release(struct cjc_compile *c);
 const char *cjc_kind_name(enum cjc_kind k);
 /* The file name extension of the kind's artifact, e.g. "o" or "fatbin". */

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (char *save = NULL, *a = strtok_r(text, "\n", &save); a; a = strtok_r(NULL, "\n", &save))
 		cjc_strvec_push(&args, a);
 	struct cjc_compile c;
-	cjc_compile_parse((int)args.n, args.v, &c);
+	cjc_compile_parse((int)args.n, args.v, NULL, &c);
 	if (!c.uncacheable && (!c.source || !c.output))
 		__builtin_trap(); /* a cacheable compile has a source and an output */
 	cjc_compile_release(&c);

@@ -1,7 +1,7 @@
 /*
  * unit_test.c - C unit tests: the nvcc option table and parser, key
  * derivation, the metadata validator, dependency files, manifests, sizes,
- * the spill detector of check_spills, named counters.
+ * the spill detector of check_spills, named counters, where paths resolve.
  * Prints one line per failed check and "N passed, N failed" at the end.
  */
 #include <stdio.h>
@@ -49,7 +49,7 @@ static void parse(struct cjc_compile *c, const char *line)
 	char *copy = cjc_xstrdup(line), *save = NULL;
 	for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save))
 		cjc_strvec_push(&words, t);
-	cjc_compile_parse((int)words.n, words.v, c);
+	cjc_compile_parse((int)words.n, words.v, NULL, c);
 	cjc_strvec_clear(&words);
 	free(copy);
 }
@@ -77,7 +77,8 @@ static void test_parse_compiles(void)
 	cjc_compile_release(&c);
 
 	parse(&c, "--ptx -g -Xcompiler -fPIC a.cu --output-file=a.ptx");
-	CHECK(c.kind == CJC_KIND_PTX && c.embeds_cwd && !strcmp(c.output, "a.ptx"));
+	CHECK(c.kind == CJC_KIND_PTX && c.place.records_dirs && !strcmp(c.place.keys_cwd, "-g") &&
+	      !strcmp(c.output, "a.ptx"));
 	CHECK(cjc_strvec_contains(&c.key_args, "-fPIC"));
 	cjc_compile_release(&c);
 }
@@ -136,9 +137,9 @@ static void test_keys(void)
 
 	struct cjc_dep deps[2] = { { .path = "k.cu" }, { .path = "k.h" } };
 	char e1[65], e2[65];
-	cjc_key_entry(a, deps, 2, e1);
+	cjc_key_entry(a, deps, 2, NULL, e1);
 	deps[1].sha[5] = 9;
-	cjc_key_entry(a, deps, 2, e2);
+	cjc_key_entry(a, deps, 2, NULL, e2);
 	CHECK(strcmp(e1, e2));
 }
 
@@ -287,6 +288,40 @@ static void test_named_counters(void)
 	cjc_store_close(&s);
 }
 
+static bool str_is(char *got, const char *want)
+{
+	bool same = got && want ? !strcmp(got, want) : got == want;
+	free(got);
+	return same;
+}
+
+static void test_place(void)
+{
+	struct cjc_place none = { .cwd = "/w/build" };
+	struct cjc_place base = { .cwd = "/", .base_dir = "/tmp" };
+	struct cjc_place lines = { .cwd = "/w/build", .base_dir = "/w", .records_dirs = true };
+	CHECK(str_is(cjc_path_normalize("/a/./b/../c//d/"), "/a/c/d"));
+	CHECK(str_is(cjc_path_normalize("/../.."), "/"));
+	CHECK(str_is(cjc_place_base_dir("/w/x/"), "/w/x") && str_is(cjc_place_base_dir("/"), ""));
+	CHECK(cjc_place_base_dir("w/x") == NULL);
+	/* keyed by where they resolve, unnormalised, as -lineinfo records them */
+	CHECK(str_is(cjc_place_resolve(&none, "../inc"), "/w/build/../inc"));
+	CHECK(cjc_place_resolve(&none, "/abs/inc") == NULL);
+	CHECK(cjc_place_relativize(&none, "/w/src/k.cu") == NULL);
+	/* under base_dir: written relative, keyed as written unless directories are recorded */
+	CHECK(str_is(cjc_place_relativize(&base, "/tmp"), "tmp"));
+	CHECK(cjc_place_relativize(&base, "/usr/include") == NULL);
+	CHECK(cjc_place_resolve(&base, "tmp/x") == NULL);
+	CHECK(str_is(cjc_place_resolve(&base, "usr/x"), "//usr/x"));
+	CHECK(str_is(cjc_place_resolve(&lines, "../inc"), "/w/build/../inc"));
+	/* -g's working directory mapped away */
+	CHECK(cjc_place_maps_cwd("-fPIC,-fdebug-prefix-map=/w=.", "/w/build"));
+	CHECK(cjc_place_maps_cwd("-ffile-prefix-map=/w/build=/b", "/w/build"));
+	CHECK(cjc_place_maps_cwd("-fdebug-compilation-dir=.", "/w/build"));
+	CHECK(!cjc_place_maps_cwd("-fdebug-prefix-map=/elsewhere=.", "/w/build"));
+	CHECK(!cjc_place_maps_cwd("-fdebug-prefix-map=/w", "/w/build"));
+}
+
 int main(void)
 {
 	test_option_table_sorted();
@@ -300,6 +335,7 @@ int main(void)
 	test_sizes();
 	test_spill_detector();
 	test_named_counters();
+	test_place();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
