@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include "fs.h"
+#include "store.h"
 
 void cjc_blob_encode(struct cjc_buf *out, const char magic[4], const void *payload, size_t n)
 {
@@ -36,21 +37,23 @@ int cjc_blob_decode(const void *data, size_t n, const char magic[4], const void 
 	return 0;
 }
 
-int cjc_blob_write(const char *path, const char magic[4], const struct cjc_buf *payload)
+int cjc_blob_write(const struct cjc_store *s, const char *sub, const char magic[4],
+		   const struct cjc_buf *payload)
 {
 	struct cjc_buf framed = CJC_BUF_INIT;
 	cjc_blob_encode(&framed, magic, payload->data, payload->len);
-	int rc = cjc_replace_file(path, framed.data, framed.len, false);
+	int rc = cjc_store_replace(s, sub, framed.data, framed.len);
 	int e = errno;
 	cjc_buf_release(&framed);
 	errno = e;
 	return rc;
 }
 
-int cjc_blob_read(const char *path, const char magic[4], struct cjc_buf *payload)
+int cjc_blob_read(const struct cjc_store *s, const char *sub, const char magic[4],
+		  struct cjc_buf *payload)
 {
 	struct cjc_buf raw = CJC_BUF_INIT;
-	int rc = cjc_read_file(path, &raw);
+	int rc = cjc_store_read(s, sub, CJC_STORE_MAX_FILE, &raw);
 	const void *p;
 	size_t n;
 	if (!rc)
@@ -65,10 +68,11 @@ int cjc_blob_read(const char *path, const char magic[4], struct cjc_buf *payload
 	return rc;
 }
 
-int cjc_blob_read_records(const char *path, const char magic[4], uint32_t version,
-			  struct cjc_buf *payload, struct cjc_cursor *c, uint32_t *count)
+int cjc_blob_read_records(const struct cjc_store *s, const char *sub, const char magic[4],
+			  uint32_t version, struct cjc_buf *payload, struct cjc_cursor *c,
+			  uint32_t *count)
 {
-	if (cjc_blob_read(path, magic, payload))
+	if (cjc_blob_read(s, sub, magic, payload))
 		return -1;
 	cjc_cursor_init(c, payload->data, payload->len);
 	uint32_t v = cjc_cursor_u32(c);
@@ -81,19 +85,15 @@ int cjc_blob_read_records(const char *path, const char magic[4], uint32_t versio
 	return 0;
 }
 
-int cjc_blob_write_records(const char *path, const char magic[4], uint32_t version,
-			   uint32_t count, const struct cjc_buf *records)
+int cjc_blob_write_records(const struct cjc_store *s, const char *sub, const char magic[4],
+			   uint32_t version, uint32_t count, const struct cjc_buf *records)
 {
 	struct cjc_buf payload = CJC_BUF_INIT;
 	cjc_buf_add_u32(&payload, version);
 	cjc_buf_add_u32(&payload, count);
 	cjc_buf_add(&payload, records->data, records->len);
-	char *dir = cjc_dirname(path);
-	int rc = cjc_mkdirs(dir, 0777);
-	if (!rc)
-		rc = cjc_blob_write(path, magic, &payload);
+	int rc = cjc_blob_write(s, sub, magic, &payload);
 	int e = errno;
-	free(dir);
 	cjc_buf_release(&payload);
 	errno = e;
 	return rc;

@@ -2,12 +2,15 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <iniparser.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -79,24 +82,25 @@ struct setting_def {
 	parse_fn parse;
 	size_t offset;
 	const char *expect; /* for messages */
+	bool directs;       /* directs writes or execution: only from a trusted file (SPEC §9) */
 };
 
 #define BOOLEAN "a boolean (1/0, true/false, yes/no, on/off)"
 
 static const struct setting_def settings[CJC_SET_COUNT] = {
-	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, offsetof(struct cjc_config, dir), "a directory" },
-	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, offsetof(struct cjc_config, disable), BOOLEAN },
-	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, offsetof(struct cjc_config, readonly), BOOLEAN },
-	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, offsetof(struct cjc_config, log), "a file name" },
-	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, offsetof(struct cjc_config, debug), BOOLEAN },
-	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, offsetof(struct cjc_config, max_size), "a size such as 20G, 512M or 0 for no limit" },
-	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_string, offsetof(struct cjc_config, remote), "a URL" },
-	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, offsetof(struct cjc_config, umask), "an octal mask such as 002, or empty" },
-	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, offsetof(struct cjc_config, print_commands), BOOLEAN },
-	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, offsetof(struct cjc_config, keep_ptx), BOOLEAN },
-	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, offsetof(struct cjc_config, keep_sass), BOOLEAN },
-	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, offsetof(struct cjc_config, check_spills), BOOLEAN },
-	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, offsetof(struct cjc_config, base_dir), "an absolute directory, or empty" },
+	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, offsetof(struct cjc_config, dir), "a directory", true },
+	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, offsetof(struct cjc_config, disable), BOOLEAN, false },
+	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, offsetof(struct cjc_config, readonly), BOOLEAN, false },
+	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, offsetof(struct cjc_config, log), "a file name", true },
+	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, offsetof(struct cjc_config, debug), BOOLEAN, false },
+	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, offsetof(struct cjc_config, max_size), "a size such as 20G, 512M or 0 for no limit", false },
+	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_string, offsetof(struct cjc_config, remote), "a URL", false },
+	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, offsetof(struct cjc_config, umask), "an octal mask such as 002, or empty", true },
+	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, offsetof(struct cjc_config, print_commands), BOOLEAN, false },
+	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, offsetof(struct cjc_config, keep_ptx), BOOLEAN, false },
+	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, offsetof(struct cjc_config, keep_sass), BOOLEAN, false },
+	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, offsetof(struct cjc_config, check_spills), BOOLEAN, false },
+	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, offsetof(struct cjc_config, base_dir), "an absolute directory, or empty", false },
 };
 
 const char *cjc_config_name(enum cjc_setting s)
@@ -195,10 +199,11 @@ static int ini_error(const char *fmt, ...)
 	return 0;
 }
 
-/* The 1-based line where a key is set in the file's text, or 0. */
+/* The 1-based line where a key is last set in the file's text (the value
+ * iniparser keeps), or 0. */
 static int line_of_key(const char *text, const char *key)
 {
-	int line = 1;
+	int line = 1, found = 0;
 	for (const char *p = text; *p; line++) {
 		const char *eol = strchr(p, '\n');
 		size_t n = eol ? (size_t)(eol - p) : strlen(p);
@@ -211,13 +216,13 @@ static int line_of_key(const char *text, const char *key)
 			while (after < p + n && isspace((unsigned char)*after))
 				after++;
 			if (after < p + n && (*after == '=' || *after == ':'))
-				return line;
+				found = line;
 		}
 		if (!eol)
 			break;
 		p = eol + 1;
 	}
-	return 0;
+	return found;
 }
 
 static int find_setting(const char *name)
@@ -228,20 +233,64 @@ static int find_setting(const char *name)
 	return -1;
 }
 
-static int load_file(struct cjc_config *cfg, const char *path, struct cjc_buf *error)
+#define CONFIG_MAX ((size_t)1 << 20)
+
+/* Reads a settings file, never blocking on a FIFO; trusted: owned by this
+ * user or root and writable by no one else (SPEC §9). */
+static int read_settings(const char *path, struct cjc_buf *text, bool *trusted)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	*trusted = fd >= 0 && !fstat(fd, &st) && (st.st_uid == geteuid() || st.st_uid == 0) &&
+		   !(st.st_mode & (S_IWGRP | S_IWOTH));
+	return cjc_read_regular_and_close(fd, CONFIG_MAX, text);
+}
+
+/* iniparser reads a file by name: it gets the bytes we checked, in memory. */
+static dictionary *parse_settings(const struct cjc_buf *text)
+{
+	int fd = memfd_create("cjc-config", MFD_CLOEXEC);
+	if (fd < 0 || cjc_write_all(fd, text->data, text->len)) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(ini_message, sizeof ini_message, "%s", strerror(errno));
+		return NULL;
+	}
+	char name[64];
+	snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+	dictionary *d = iniparser_load(name);
+	close(fd);
+	return d;
+}
+
+static void refuse(struct cjc_config *cfg, const char *path, int line, const char *name)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	if (cfg->notes)
+		cjc_buf_adds(&b, cfg->notes);
+	cjc_buf_addf(&b, "cjc: %s:%d: ignoring %s: the file is not owned by you or root, or others "
+		     "can write it (make it yours and chmod go-w)\n", path, line, name);
+	free(cfg->notes);
+	cfg->notes = cjc_buf_detach(&b);
+}
+
+static int load_file(struct cjc_config *cfg, const char *path, bool required,
+		     struct cjc_buf *error)
 {
 	struct cjc_buf text = CJC_BUF_INIT;
-	if (cjc_read_file(path, &text)) {
+	bool trusted;
+	if (read_settings(path, &text, &trusted)) {
 		int e = errno;
 		cjc_buf_release(&text);
-		if (e == ENOENT || e == ENOTDIR)
+		if (!required && (e == ENOENT || e == ENOTDIR))
 			return 0;
-		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path, strerror(e));
+		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path,
+			     e == EINVAL ? "not a regular file" : strerror(e));
 		return -1;
 	}
 	ini_message[0] = '\0';
 	iniparser_set_error_callback(ini_error);
-	dictionary *d = iniparser_load(path);
+	dictionary *d = parse_settings(&text);
 	if (!d) {
 		char *nl;
 		while ((nl = strchr(ini_message, '\n')))
@@ -267,6 +316,10 @@ static int load_file(struct cjc_config *cfg, const char *path, struct cjc_buf *e
 			cjc_buf_addf(error, "cjc: %s:%d: unknown setting '%s'\n", path, line,
 				     seclen ? key : name);
 			rc = -1;
+			continue;
+		}
+		if (settings[s].directs && !trusted) {
+			refuse(cfg, path, line, name);
 			continue;
 		}
 		if (apply(cfg, s, d->val[i], cjc_xasprintf("%s:%d", path, line), error))
@@ -308,18 +361,24 @@ int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
 {
 	int rc = 0;
 	set_defaults(cfg);
-	if (load_file(cfg, "/etc/cudajitcache.conf", error))
+	if (load_file(cfg, "/etc/cudajitcache.conf", false, error))
 		rc = -1;
 	const char *file = getenv("CJC_CONFIG");
 	const char *env_dir = getenv("CJC_DIR");
+	if (file && !*file) {
+		cjc_buf_adds(error, "cjc: environment variable CJC_CONFIG is empty: unset it or name a file\n");
+		rc = -1;
+	}
 	char *path = file && *file ? cjc_xstrdup(file)
 		: cjc_path_join(env_dir && *env_dir ? env_dir : cfg->dir, "cudajitcache.conf");
-	if (load_file(cfg, path, error))
+	if (load_file(cfg, path, file && *file, error))
 		rc = -1;
 	free(path);
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		const char *v = getenv(settings[s].env);
-		if (!v || (!*v && s != CJC_SET_LOG && s != CJC_SET_REMOTE && s != CJC_SET_BASE_DIR))
+		/* empty means unset, except where empty is a value or the setting is the store */
+		if (!v || (!*v && s != CJC_SET_LOG && s != CJC_SET_REMOTE && s != CJC_SET_BASE_DIR &&
+			   s != CJC_SET_DIR))
 			continue;
 		if (apply(cfg, s, v, cjc_xasprintf("environment variable %s", settings[s].env), error))
 			rc = -1;
@@ -333,6 +392,7 @@ void cjc_config_release(struct cjc_config *cfg)
 	free(cfg->log);
 	free(cfg->remote);
 	free(cfg->base_dir);
+	free(cfg->notes);
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		free(cfg->text[s]);
 		free(cfg->origin[s]);

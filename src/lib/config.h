@@ -12,6 +12,13 @@
  * malformed; then `error` holds one message per problem, each naming the
  * variable or the file and line.  The caller decides the policy: for a
  * compile, a malformed setting means compiling without the cache.
+ *
+ * Settings that direct writes or execution (dir, log, umask) are taken from
+ * a file only when it is owned by this user or root and no one else can
+ * write it (SPEC §9): a store's cudajitcache.conf written by someone else
+ * cannot send root's log into a directory of its choosing.  Otherwise they
+ * are ignored and `notes` says so; the compile goes on.  Files are read
+ * without blocking (a FIFO is an error) and only up to 1 MiB.
  */
 #ifndef CJC_CONFIG_H
 #define CJC_CONFIG_H
@@ -56,6 +63,9 @@ struct cjc_config {
 	/* Absolute paths under it are rewritten relative to the working directory
 	 * (place.h); normalised, "" for /; NULL when unset. */
 	char *base_dir;
+	/* Settings ignored because the file that set them is not trusted to
+	 * direct writes (SPEC §9): messages to show, or NULL. */
+	char *notes;
 	/* For `cjc config`: the text of each value and where it came from. */
 	char *text[CJC_SET_COUNT];
 	char *origin[CJC_SET_COUNT];

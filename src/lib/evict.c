@@ -183,9 +183,7 @@ int cjc_evict_after_publish(const struct cjc_store *s, const char *key, uint64_t
 	/* One evictor per shard at a time; the others go on with their build. */
 	char name[32];
 	snprintf(name, sizeof name, "stats/evict.%d", shard);
-	char *lock_path = cjc_store_path(s, name);
-	int fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-	free(lock_path);
+	int fd = cjc_store_open_regular(s, name, O_RDWR | O_CREAT, 0666);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
 		if (fd >= 0)
 			close(fd);

@@ -260,12 +260,12 @@ static void decode_record(struct cjc_cursor *c)
 	m->stamped = true;
 }
 
-int cjc_filehash_load(const char *cache_path)
+int cjc_filehash_load(const struct cjc_store *s, const char *sub)
 {
 	struct cjc_buf payload = CJC_BUF_INIT;
 	struct cjc_cursor c;
 	uint32_t count;
-	if (cjc_blob_read_records(cache_path, magic, FILEHASH_VERSION, &payload, &c, &count))
+	if (cjc_blob_read_records(s, sub, magic, FILEHASH_VERSION, &payload, &c, &count))
 		return -1;
 	pthread_mutex_lock(&memo_lock);
 	for (uint32_t i = 0; i < count && !c.bad; i++)
@@ -275,7 +275,7 @@ int cjc_filehash_load(const char *cache_path)
 	return 0;
 }
 
-int cjc_filehash_save(const char *cache_path)
+int cjc_filehash_save(const struct cjc_store *s, const char *sub)
 {
 	struct cjc_buf records = CJC_BUF_INIT;
 	uint32_t count = 0;
@@ -300,7 +300,7 @@ int cjc_filehash_save(const char *cache_path)
 		}
 	dirty = false;
 	pthread_mutex_unlock(&memo_lock);
-	int rc = cjc_blob_write_records(cache_path, magic, FILEHASH_VERSION, count, &records);
+	int rc = cjc_blob_write_records(s, sub, magic, FILEHASH_VERSION, count, &records);
 	int e = errno;
 	cjc_buf_release(&records);
 	errno = e;

@@ -37,10 +37,12 @@ void cjc_filehash_forget(void);
  * Directories are opened once per process, so checking many names in one
  * directory walks its path once; cjc_filehash_forget() closes them. */
 bool cjc_filehash_absent(const char *path);
-/* Remembers the hashes in a hash-cache file (missing or damaged: nothing). */
-int cjc_filehash_load(const char *cache_path);
+struct cjc_store;
+/* Remembers the hashes in a hash-cache file of the store (sub: its name
+ * there, store.h); missing or damaged: nothing. */
+int cjc_filehash_load(const struct cjc_store *s, const char *sub);
 /* Writes what is remembered, when anything was hashed since the load. */
-int cjc_filehash_save(const char *cache_path);
+int cjc_filehash_save(const struct cjc_store *s, const char *sub);
 /* How many hashes were taken from a hash-cache file / read from files. */
 void cjc_filehash_counts(uint64_t *reused, uint64_t *hashed);
 

@@ -13,7 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int cjc_read_fd(int fd, struct cjc_buf *out)
+/* Reads to the end, or fails with EFBIG past max bytes. */
+static int read_up_to(int fd, size_t max, struct cjc_buf *out)
 {
 	for (;;) {
 		cjc_buf_grow(out, 65536);
@@ -25,9 +26,18 @@ int cjc_read_fd(int fd, struct cjc_buf *out)
 		if (n == 0)
 			break;
 		out->len += (size_t)n;
+		if (out->len > max) {
+			errno = EFBIG;
+			return -1;
+		}
 	}
 	out->data[out->len] = '\0';
 	return 0;
+}
+
+int cjc_read_fd(int fd, struct cjc_buf *out)
+{
+	return read_up_to(fd, SIZE_MAX, out);
 }
 
 int cjc_read_file(const char *path, struct cjc_buf *out)
@@ -40,6 +50,54 @@ int cjc_read_file(const char *path, struct cjc_buf *out)
 	close(fd);
 	errno = e;
 	return rc;
+}
+
+int cjc_read_regular_fd(int fd, size_t max, struct cjc_buf *out)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		return -1;
+	}
+	if ((uint64_t)st.st_size > max) {
+		errno = EFBIG;
+		return -1;
+	}
+	return read_up_to(fd, max, out); /* it may grow while we read */
+}
+
+int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out)
+{
+	if (fd < 0)
+		return -1;
+	int rc = cjc_read_regular_fd(fd, max, out);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int cjc_keep_regular(int fd)
+{
+	struct stat st;
+	if (fd < 0 || (!fstat(fd, &st) && S_ISREG(st.st_mode)))
+		return fd;
+	close(fd);
+	errno = EINVAL;
+	return -1;
+}
+
+int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return cjc_keep_regular(openat(dirfd, path, flags | O_NONBLOCK | O_CLOEXEC, mode));
+}
+
+int cjc_read_bounded(int dirfd, const char *path, int flags, size_t max, struct cjc_buf *out)
+{
+	return cjc_read_regular_and_close(openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | flags),
+					  max, out);
 }
 
 int cjc_write_all(int fd, const void *p, size_t n)

@@ -24,6 +24,22 @@
 
 int cjc_read_fd(int fd, struct cjc_buf *out);
 int cjc_read_file(const char *path, struct cjc_buf *out);
+/*
+ * For files anyone else may have written (SPEC §9): reads a regular file of
+ * at most max bytes, never blocking on a FIFO.  errno EINVAL: not a regular
+ * file (EISDIR: a directory); EFBIG: larger than max; ELOOP: a symbolic link
+ * under O_NOFOLLOW.
+ * flags are added to the open (O_NOFOLLOW, say); dirfd as for openat().
+ */
+int cjc_read_bounded(int dirfd, const char *path, int flags, size_t max, struct cjc_buf *out);
+int cjc_read_regular_fd(int fd, size_t max, struct cjc_buf *out);
+/* The same on an fd it closes (-1 passes its errno through). */
+int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out);
+/* openat() that never blocks on a FIFO and returns only a regular file
+ * (else -1, errno EINVAL); for files of the store that are written in place. */
+int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
+/* fd when it is open on a regular file; else closes it: -1, errno EINVAL. */
+int cjc_keep_regular(int fd);
 int cjc_write_all(int fd, const void *p, size_t n);
 /* Creates a new file (O_EXCL) with the bytes, fsynced when asked. */
 int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);

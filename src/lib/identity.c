@@ -45,7 +45,8 @@ static char *get_str(struct cjc_cursor *c)
 	return p ? cjc_xstrndup(p, n) : NULL;
 }
 
-static char *cache_path(const struct cjc_store *store, const char *kind, const char *path)
+/* The identity's file in the store (store.h). */
+static char *cache_name(const char *kind, const char *path)
 {
 	struct cjc_hash h;
 	char hex[CJC_HEX_LEN + 1];
@@ -53,17 +54,14 @@ static char *cache_path(const struct cjc_store *store, const char *kind, const c
 	cjc_hash_str(&h, kind);
 	cjc_hash_str(&h, path);
 	cjc_hash_final_hex(&h, hex);
-	char *sub = cjc_xasprintf("ids/%.40s", hex);
-	char *full = cjc_store_path(store, sub);
-	free(sub);
-	return full;
+	return cjc_xasprintf("ids/%.40s", hex);
 }
 
 /* Loads a remembered identity if every file it depends on is unchanged. */
-static int load(const char *cache, struct cjc_identity *id)
+static int load(const struct cjc_store *store, const char *cache, struct cjc_identity *id)
 {
 	struct cjc_buf payload = CJC_BUF_INIT;
-	if (cjc_blob_read(cache, magic, &payload))
+	if (cjc_blob_read(store, cache, magic, &payload))
 		return -1;
 	struct cjc_cursor c;
 	cjc_cursor_init(&c, payload.data, payload.len);
@@ -100,7 +98,8 @@ static int load(const char *cache, struct cjc_identity *id)
 	return 0;
 }
 
-static void save(const char *cache, struct cjc_identity *id, char *const *files, size_t n)
+static void save(const struct cjc_store *store, const char *cache, struct cjc_identity *id,
+		 char *const *files, size_t n)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	cjc_buf_add_u64(&b, (uint64_t)cjc_wall_ns());
@@ -114,7 +113,7 @@ static void save(const char *cache, struct cjc_identity *id, char *const *files,
 		add_str(&b, files[i]);
 		cjc_buf_add(&b, &fs, sizeof fs);
 	}
-	id->save_errno = cjc_blob_write(cache, magic, &b) ? errno : 0;
+	id->save_errno = cjc_blob_write(store, cache, magic, &b) ? errno : 0;
 	cjc_buf_release(&b);
 }
 
@@ -154,12 +153,12 @@ static int compute(struct cjc_identity *id, char *const *files, size_t n)
 static int identify(const struct cjc_store *store, const char *kind, struct cjc_identity *id,
 		    char *const *files, size_t n)
 {
-	char *cache = store ? cache_path(store, kind, id->path) : NULL;
+	char *cache = store ? cache_name(kind, id->path) : NULL;
 	int rc = 0;
-	if (!cache || load(cache, id)) {
+	if (!cache || load(store, cache, id)) {
 		rc = compute(id, files, n);
 		if (!rc && cache)
-			save(cache, id, files, n);
+			save(store, cache, id, files, n);
 	}
 	free(cache);
 	return rc;

@@ -14,7 +14,7 @@ int cjc_journal_append(const struct cjc_store *s, json_t *record)
 	char *text = json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	char *path = cjc_store_path(s, "journal");
 	int rc = -1, e = ENOMEM;
-	int fd = text ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0666) : -1;
+	int fd = text ? cjc_store_open_regular(s, "journal", O_WRONLY | O_CREAT | O_APPEND, 0666) : -1;
 	if (fd >= 0) {
 		size_t n = strlen(text);
 		text[n] = '\n'; /* the NUL becomes the end of the line */
@@ -37,11 +37,11 @@ int cjc_journal_append(const struct cjc_store *s, json_t *record)
 }
 
 /* Calls fn for each line of one file that is a JSON object. */
-static int foreach_in(const char *path, const char *needle, int (*fn)(json_t *, void *), void *ctx,
-		      size_t *skipped)
+static int foreach_in(const struct cjc_store *s, const char *name, const char *needle,
+		      int (*fn)(json_t *, void *), void *ctx, size_t *skipped)
 {
 	struct cjc_buf text = CJC_BUF_INIT;
-	if (cjc_read_file(path, &text)) {
+	if (cjc_store_read(s, name, CJC_STORE_MAX_FILE, &text)) {
 		cjc_buf_release(&text);
 		return errno == ENOENT ? 0 : -1;
 	}
@@ -67,10 +67,7 @@ int cjc_journal_foreach(const struct cjc_store *s, const char *needle,
 {
 	static const char *const files[] = { "journal.1", "journal" };
 	int rc = 0;
-	for (size_t i = 0; i < 2 && !rc; i++) {
-		char *path = cjc_store_path(s, files[i]);
-		rc = foreach_in(path, needle, fn, ctx, skipped);
-		free(path);
-	}
+	for (size_t i = 0; i < 2 && !rc; i++)
+		rc = foreach_in(s, files[i], needle, fn, ctx, skipped);
 	return rc > 0 ? 0 : rc;
 }

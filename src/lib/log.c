@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,12 +13,17 @@
 
 static char *log_path;
 static bool log_debug;
+static mode_t log_mode = 0666;
 
 void cjc_log_setup(const char *path, bool debug)
 {
 	free(log_path);
 	log_path = path && *path ? cjc_xstrdup(path) : NULL;
 	log_debug = debug;
+	/* the log is the user's file: the umask now, not the store's later */
+	mode_t mask = umask(0);
+	umask(mask);
+	log_mode = 0666 & ~mask;
 }
 
 void cjc_log(const char *fmt, ...)
@@ -41,7 +47,7 @@ void cjc_log(const char *fmt, ...)
 	va_end(ap);
 	cjc_buf_add(&line, "\n", 1);
 	if (log_path) {
-		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+		int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, log_mode);
 		if (fd >= 0) {
 			(void)!cjc_write_all(fd, line.data, line.len);
 			close(fd);

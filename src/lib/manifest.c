@@ -110,11 +110,11 @@ void cjc_manifest_encode(const struct cjc_manifest *m, struct cjc_buf *out)
 		encode_record(&m->recs[i], out);
 }
 
-int cjc_manifest_read(const char *path, struct cjc_manifest *m)
+int cjc_manifest_read(const struct cjc_store *s, const char *sub, struct cjc_manifest *m)
 {
 	struct cjc_buf payload = CJC_BUF_INIT;
 	memset(m, 0, sizeof *m);
-	int rc = cjc_blob_read(path, magic, &payload);
+	int rc = cjc_blob_read(s, sub, magic, &payload);
 	if (!rc)
 		rc = cjc_manifest_decode(payload.data, payload.len, m);
 	int e = errno;
@@ -123,10 +123,11 @@ int cjc_manifest_read(const char *path, struct cjc_manifest *m)
 	return rc;
 }
 
-int cjc_manifest_add(const char *path, const struct cjc_manifest_record *rec)
+int cjc_manifest_add(const struct cjc_store *s, const char *sub,
+		     const struct cjc_manifest_record *rec)
 {
 	struct cjc_manifest old, out = { 0 };
-	if (cjc_manifest_read(path, &old))
+	if (cjc_manifest_read(s, sub, &old))
 		memset(&old, 0, sizeof old);
 	out.recs = cjc_xcalloc(old.n + 1, sizeof *out.recs);
 	out.recs[out.n++] = *rec;
@@ -135,7 +136,7 @@ int cjc_manifest_add(const char *path, const struct cjc_manifest_record *rec)
 			out.recs[out.n++] = old.recs[i];
 	struct cjc_buf payload = CJC_BUF_INIT;
 	cjc_manifest_encode(&out, &payload);
-	int rc = cjc_blob_write(path, magic, &payload);
+	int rc = cjc_blob_write(s, sub, magic, &payload);
 	int e = errno;
 	cjc_buf_release(&payload);
 	free(out.recs);

@@ -55,10 +55,13 @@ struct cjc_manifest {
 /* Decodes a payload; returns 0, or -1 with errno EBADMSG. */
 int cjc_manifest_decode(const void *p, size_t n, struct cjc_manifest *m);
 void cjc_manifest_encode(const struct cjc_manifest *m, struct cjc_buf *out);
-/* Reads a manifest file; a missing or damaged one is -1 (errno ENOENT/EBADMSG). */
-int cjc_manifest_read(const char *path, struct cjc_manifest *m);
-/* Puts a copy of rec first in the file at path, dropping the oldest beyond the limit. */
-int cjc_manifest_add(const char *path, const struct cjc_manifest_record *rec);
+struct cjc_store;
+/* Reads a manifest of the store (sub: its name there, store.h); a missing or
+ * damaged one is -1 (errno ENOENT/EBADMSG; an unreadable one: store.h). */
+int cjc_manifest_read(const struct cjc_store *s, const char *sub, struct cjc_manifest *m);
+/* Puts a copy of rec first in the manifest, dropping the oldest beyond the limit. */
+int cjc_manifest_add(const struct cjc_store *s, const char *sub,
+		     const struct cjc_manifest_record *rec);
 struct cjc_place;
 /* The index of the first record whose files are unchanged and whose entry
  * key is what those files give in this place (key.h), or -1.  So a record

@@ -125,12 +125,12 @@ static bool decode_record(struct cjc_cursor *c)
 	return true;
 }
 
-int cjc_metamemo_load(const char *path)
+int cjc_metamemo_load(const struct cjc_store *s, const char *sub)
 {
 	struct cjc_buf payload = CJC_BUF_INIT;
 	struct cjc_cursor c;
 	uint32_t count;
-	if (cjc_blob_read_records(path, magic, METAMEMO_VERSION, &payload, &c, &count))
+	if (cjc_blob_read_records(s, sub, magic, METAMEMO_VERSION, &payload, &c, &count))
 		return -1;
 	pthread_mutex_lock(&lock);
 	for (uint32_t i = 0; i < count && decode_record(&c); i++)
@@ -140,7 +140,7 @@ int cjc_metamemo_load(const char *path)
 	return 0;
 }
 
-int cjc_metamemo_save(const char *path)
+int cjc_metamemo_save(const struct cjc_store *s, const char *sub)
 {
 	struct cjc_buf records = CJC_BUF_INIT;
 	pthread_mutex_lock(&lock);
@@ -165,7 +165,7 @@ int cjc_metamemo_save(const char *path)
 	}
 	dirty = false;
 	pthread_mutex_unlock(&lock);
-	int rc = cjc_blob_write_records(path, magic, METAMEMO_VERSION, count, &records);
+	int rc = cjc_blob_write_records(s, sub, magic, METAMEMO_VERSION, count, &records);
 	int e = errno;
 	cjc_buf_release(&records);
 	errno = e;

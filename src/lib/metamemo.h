@@ -32,8 +32,10 @@ bool cjc_metamemo_find(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 		       struct cjc_artifact **files, size_t *nfiles, int64_t *duration_ms);
 void cjc_metamemo_add(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 		      const struct cjc_artifact *files, size_t nfiles, int64_t duration_ms);
-int cjc_metamemo_load(const char *path);
-int cjc_metamemo_save(const char *path);
+struct cjc_store;
+/* The file of the store (sub: its name there) that remembers them. */
+int cjc_metamemo_load(const struct cjc_store *s, const char *sub);
+int cjc_metamemo_save(const struct cjc_store *s, const char *sub);
 void cjc_metamemo_forget(void);
 
 #endif

@@ -64,9 +64,7 @@ static int rewrite(int fd, int read_rc, const struct cjc_buf *framed)
 static int with_locked(const struct cjc_store *s, const char *sub,
 		       int (*update)(int fd, const void *ctx), const void *ctx)
 {
-	char *path = cjc_store_path(s, sub);
-	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-	free(path);
+	int fd = cjc_store_open_regular(s, sub, O_RDWR | O_CREAT, 0666);
 	if (fd < 0)
 		return -1;
 	int rc = flock(fd, LOCK_EX);
@@ -89,7 +87,7 @@ static int update_shard(int fd, const void *ctx)
 	const struct shard_change *ch = ctx;
 	struct cjc_buf raw = CJC_BUF_INIT, payload = CJC_BUF_INIT, framed = CJC_BUF_INIT;
 	uint64_t v[CJC_STAT_COUNT];
-	int rc = cjc_read_fd(fd, &raw);
+	int rc = cjc_read_regular_fd(fd, CJC_STORE_MAX_FILE, &raw);
 	decode(&raw, v);
 	cjc_buf_add_u32(&payload, CJC_STAT_COUNT);
 	for (int i = 0; i < CJC_STAT_COUNT; i++)
@@ -134,12 +132,10 @@ int cjc_stats_read_shard(const struct cjc_store *s, int shard, uint64_t out[CJC_
 {
 	char name[32];
 	snprintf(name, sizeof name, "stats/%d", shard);
-	char *path = cjc_store_path(s, name);
 	struct cjc_buf raw = CJC_BUF_INIT;
-	int rc = cjc_read_file(path, &raw);
+	int rc = cjc_store_read(s, name, CJC_STORE_MAX_FILE, &raw);
 	decode(&raw, out);
 	cjc_buf_release(&raw);
-	free(path);
 	return rc && errno != ENOENT ? -1 : 0;
 }
 
@@ -244,7 +240,7 @@ static int update_named(int fd, const void *ctx)
 	struct cjc_buf raw = CJC_BUF_INIT, framed = CJC_BUF_INIT;
 	struct cjc_stats_row *rows;
 	size_t n;
-	int rc = cjc_read_fd(fd, &raw);
+	int rc = cjc_read_regular_fd(fd, CJC_STORE_MAX_FILE, &raw);
 	decode_rows(&raw, &rows, &n);
 	struct cjc_stats_row *r = find_row(&rows, &n, ch->name);
 	r->v[ch->counter]++;
@@ -269,15 +265,13 @@ int cjc_stats_bump_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
 int cjc_stats_read_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
 			 struct cjc_stats_row **rows, size_t *n)
 {
-	char *path = cjc_store_path(s, breakdown_files[b]);
 	struct cjc_buf raw = CJC_BUF_INIT;
-	int rc = cjc_read_file(path, &raw);
+	int rc = cjc_store_read(s, breakdown_files[b], CJC_STORE_MAX_FILE, &raw);
 	int e = errno;
 	decode_rows(&raw, rows, n);
 	if (*n)
 		qsort(*rows, *n, sizeof **rows, row_cmp);
 	cjc_buf_release(&raw);
-	free(path);
 	errno = e;
 	return rc && e != ENOENT ? -1 : 0;
 }

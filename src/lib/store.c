@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -32,7 +34,7 @@ static int real_dir(const char *path)
  * be a real directory: a symbolic link planted inside the store must not
  * send writes or removals outside it ($CJC_DIR itself may be a link).
  */
-static const char *const subdirs[] = { "entries", "manifests", "staging", "ids", "stats" };
+static const char *const subdirs[] = { "entries", "manifests", "staging", "ids", "stats", "hashes" };
 #define NSUBDIRS (sizeof subdirs / sizeof *subdirs)
 
 /* 0 when the format directory, the namespace and its subdirectories are all
@@ -72,10 +74,14 @@ int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 		if (!rc)
 			rc = check_namespace(s, format_dir);
 	}
+	if (!rc)
+		rc = (s->fd = open(s->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ? -1 : 0;
 	int e = errno;
 	free(format_dir);
-	if (rc)
-		cjc_store_close(s);
+	if (rc) {
+		free(s->dir);
+		s->dir = NULL;
+	}
 	errno = e;
 	return rc;
 }
@@ -87,8 +93,85 @@ int cjc_store_make_subdir(const char *path)
 
 void cjc_store_close(struct cjc_store *s)
 {
+	if (s->dir)
+		close(s->fd);
 	free(s->dir);
 	s->dir = NULL;
+}
+
+/* openat() one step at a time, refusing symbolic links (no openat2 here). */
+static int open_walking(int dirfd, const char *sub, int flags, mode_t mode)
+{
+	char *copy = cjc_xstrdup(sub), *save = NULL, *next;
+	int fd = dup(dirfd), e = 0;
+	for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = next) {
+		next = strtok_r(NULL, "/", &save);
+		int nfd = next ? openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+			       : openat(fd, c, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+		e = errno;
+		close(fd);
+		fd = nfd;
+	}
+	free(copy);
+	errno = e;
+	return fd;
+}
+
+int cjc_store_openat(const struct cjc_store *s, const char *sub, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+		.mode = flags & O_CREAT ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+	};
+	long fd = syscall(SYS_openat2, s->fd, sub, &how, sizeof how);
+	if (fd < 0 && errno == ENOSYS)
+		return open_walking(s->fd, sub, flags, mode);
+	return (int)fd;
+}
+
+int cjc_store_open_regular(const struct cjc_store *s, const char *sub, int flags, mode_t mode)
+{
+	return cjc_keep_regular(cjc_store_openat(s, sub, flags | O_NONBLOCK, mode));
+}
+
+int cjc_store_read(const struct cjc_store *s, const char *sub, size_t max, struct cjc_buf *out)
+{
+	return cjc_read_regular_and_close(cjc_store_openat(s, sub, O_RDONLY | O_NONBLOCK, 0), max, out);
+}
+
+int cjc_store_make_dirs(const struct cjc_store *s, const char *sub)
+{
+	char *copy = cjc_xstrdup(sub), *save = NULL;
+	int fd = dup(s->fd), e = 0;
+	for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = strtok_r(NULL, "/", &save)) {
+		int nfd = -1;
+		if (mkdirat(fd, c, 0777) && errno != EEXIST)
+			e = errno;
+		else if ((nfd = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			e = errno;
+		close(fd);
+		fd = nfd;
+	}
+	free(copy);
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return fd < 0 ? -1 : 0;
+}
+
+int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n)
+{
+	char *dir = cjc_dirname(sub);
+	char *path = cjc_store_path(s, sub);
+	int rc = cjc_store_make_dirs(s, dir);
+	if (!rc)
+		rc = cjc_replace_file(path, p, n, false);
+	int e = errno;
+	free(dir);
+	free(path);
+	errno = e;
+	return rc;
 }
 
 char *cjc_store_path(const struct cjc_store *s, const char *sub)
@@ -101,9 +184,21 @@ char *cjc_store_entry_dir(const struct cjc_store *s, const char *key)
 	return cjc_xasprintf("%s/entries/%.2s/%s", s->dir, key, key);
 }
 
-char *cjc_store_manifest_path(const struct cjc_store *s, const char *direct_key)
+char *cjc_store_manifest_name(const char *direct_key)
 {
-	return cjc_xasprintf("%s/manifests/%.2s/%s", s->dir, direct_key, direct_key);
+	return cjc_xasprintf("manifests/%.2s/%s", direct_key, direct_key);
+}
+
+char *cjc_store_hash_cache_name(const char *cwd, const char *source)
+{
+	struct cjc_buf id = CJC_BUF_INIT;
+	char hex[CJC_HEX_LEN + 1];
+	cjc_buf_adds(&id, cwd);
+	cjc_buf_add(&id, "", 1);
+	cjc_buf_adds(&id, source);
+	cjc_hash_buf_hex(id.data, id.len, hex);
+	cjc_buf_release(&id);
+	return cjc_xasprintf("hashes/%.2s/%s", hex, hex);
 }
 
 /* Checks the metadata's text; with use_memo, a document already checked
@@ -127,11 +222,11 @@ static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const
 	return 0;
 }
 
-static enum cjc_lookup open_entry(const char *dir, const char *key, struct cjc_entry *e,
+/* Reads the metadata of the entry open at dfd (which it takes over). */
+static enum cjc_lookup open_entry(int dfd, const char *dir, const char *key, struct cjc_entry *e,
 				  bool use_memo, struct cjc_buf *why)
 {
 	memset(e, 0, sizeof *e);
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0) {
 		if (errno == ENOENT)
 			return CJC_ENTRY_ABSENT;
@@ -139,38 +234,48 @@ static enum cjc_lookup open_entry(const char *dir, const char *key, struct cjc_e
 		return CJC_ENTRY_DAMAGED;
 	}
 	struct cjc_buf text = CJC_BUF_INIT;
-	int fd = openat(dfd, "metadata.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int rc = fd < 0 ? -1 : cjc_read_fd(fd, &text);
-	int err = errno;
-	if (fd >= 0)
-		close(fd);
-	close(dfd);
+	int rc = cjc_read_bounded(dfd, "metadata.json", O_NOFOLLOW, CJC_STORE_MAX_METADATA, &text);
+	if (rc)
+		cjc_buf_addf(why, "cannot read metadata.json: %s", cjc_untrusted_error(errno));
+	else
+		rc = check_metadata(e, &text, key, use_memo, why);
+	cjc_buf_release(&text);
 	if (rc) {
-		cjc_buf_addf(why, "cannot read metadata.json: %s", strerror(err));
-		cjc_buf_release(&text);
+		close(dfd);
 		return CJC_ENTRY_DAMAGED;
 	}
-	rc = check_metadata(e, &text, key, use_memo, why);
-	cjc_buf_release(&text);
-	if (rc)
-		return CJC_ENTRY_DAMAGED;
 	e->dir = cjc_xstrdup(dir);
+	e->dfd = dfd;
 	return CJC_ENTRY_FOUND;
 }
 
 enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_entry *e,
 				   struct cjc_buf *why)
 {
-	return open_entry(dir, key, e, false, why);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return open_entry(dfd, dir, key, e, false, why);
 }
 
 enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
 				     struct cjc_entry *e, struct cjc_buf *why)
 {
-	char *dir = cjc_store_entry_dir(s, key);
-	enum cjc_lookup r = open_entry(dir, key, e, true, why);
+	char *sub = cjc_xasprintf("entries/%.2s/%s", key, key);
+	char *dir = cjc_store_path(s, sub);
+	int dfd = cjc_store_openat(s, sub, O_RDONLY | O_DIRECTORY, 0);
+	enum cjc_lookup r = open_entry(dfd, dir, key, e, true, why);
 	free(dir);
+	free(sub);
 	return r;
+}
+
+const char *cjc_untrusted_error(int err)
+{
+	switch (err) {
+	case EINVAL: return "not a regular file";
+	case EFBIG: return "too large";
+	case ELOOP: return "a symbolic link";
+	default: return strerror(err);
+	}
 }
 
 const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const char *name)
@@ -190,11 +295,9 @@ static int stream_artifact(const struct cjc_entry *e, const char *name, int out_
 		cjc_buf_addf(why, "%s is not listed in metadata.json", name);
 		return -1;
 	}
-	char *path = cjc_path_join(e->dir, name);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	free(path);
+	int fd = cjc_open_regular(e->dfd, name, O_RDONLY | O_NOFOLLOW, 0);
 	if (fd < 0) {
-		cjc_buf_addf(why, "cannot open %s: %s", name, strerror(errno));
+		cjc_buf_addf(why, "cannot open %s: %s", name, cjc_untrusted_error(errno));
 		return -1;
 	}
 	struct cjc_hash h;
@@ -258,6 +361,8 @@ int cjc_entry_verify(const struct cjc_entry *e, struct cjc_buf *why)
 
 void cjc_entry_release(struct cjc_entry *e)
 {
+	if (e->dir)
+		close(e->dfd);
 	free(e->dir);
 	if (e->meta)
 		json_decref(e->meta);

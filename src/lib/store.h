@@ -41,6 +41,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "metadata.h"
 #include "util.h"
@@ -49,6 +50,7 @@
 
 struct cjc_store {
 	char *dir; /* the namespace directory */
+	int fd;    /* open on it (O_PATH), while dir is set */
 };
 
 int cjc_store_open(struct cjc_store *s, const char *cache_dir);
@@ -59,10 +61,32 @@ int cjc_store_make_subdir(const char *path);
 /* A path inside the namespace, in a new allocation. */
 char *cjc_store_path(const struct cjc_store *s, const char *sub);
 char *cjc_store_entry_dir(const struct cjc_store *s, const char *key);
-char *cjc_store_manifest_path(const struct cjc_store *s, const char *direct_key);
+/* Names of files inside the namespace ("manifests/<kk>/<key>", ...). */
+char *cjc_store_manifest_name(const char *direct_key);
+/* A translation unit's hash cache, by working directory and source path. */
+char *cjc_store_hash_cache_name(const char *cwd, const char *source);
+
+/*
+ * The store's own files, read as SPEC §9 asks: opened by their name inside
+ * the namespace without following a symbolic link at any step (openat2's
+ * RESOLVE_NO_SYMLINKS), without blocking on a FIFO, and read only when they
+ * are regular files of at most `max` bytes (fs.h cjc_read_bounded: errno
+ * EINVAL, EFBIG, ELOOP; cjc_untrusted_error() words them).  Writes make
+ * the directories on the way as real ones and replace files by rename.
+ */
+#define CJC_STORE_MAX_METADATA ((size_t)16 << 20)
+#define CJC_STORE_MAX_FILE ((size_t)64 << 20) /* manifests, caches, counters, journal */
+int cjc_store_openat(const struct cjc_store *s, const char *sub, int flags, mode_t mode);
+int cjc_store_read(const struct cjc_store *s, const char *sub, size_t max, struct cjc_buf *out);
+/* For files written in place (counters, the journal, locks): a regular file or -1 (EINVAL). */
+int cjc_store_open_regular(const struct cjc_store *s, const char *sub, int flags, mode_t mode);
+int cjc_store_make_dirs(const struct cjc_store *s, const char *sub);
+int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n);
+const char *cjc_untrusted_error(int err);
 
 struct cjc_entry {
 	char *dir;
+	int dfd;      /* open on dir, while dir is set */
 	json_t *meta; /* NULL when the document was recognised (metamemo.h) */
 	struct cjc_artifact *files;
 	size_t nfiles;

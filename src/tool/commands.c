@@ -62,6 +62,8 @@ static int open_session(struct session *s)
 	struct cjc_buf problems = CJC_BUF_INIT;
 	if (cjc_config_load(&s->cfg, &problems))
 		fputs(problems.data, stderr);
+	if (s->cfg.notes)
+		fputs(s->cfg.notes, stderr);
 	cjc_buf_release(&problems);
 	if (s->cfg.umask >= 0)
 		umask((mode_t)s->cfg.umask);
@@ -605,6 +607,8 @@ static int cmd_config(int argc, char **argv)
 	int bad = cjc_config_load(&s.cfg, &problems);
 	if (bad)
 		fputs(problems.data, stderr);
+	if (s.cfg.notes)
+		fputs(s.cfg.notes, stderr);
 	json_t *o = json_object();
 	for (int i = 0; i < CJC_SET_COUNT; i++) {
 		if (s.json)

@@ -350,11 +350,12 @@ static void not_served(struct job *j, const struct cjc_entry *e, const char *key
 static int try_hit(struct job *j)
 {
 	struct cjc_manifest m;
-	char *path = cjc_store_manifest_path(&j->store, j->direct_key);
-	int found = cjc_manifest_read(path, &m);
-	if (found && errno == EBADMSG)
-		cjc_log("damaged manifest %s: ignored", path);
-	free(path);
+	char *name = cjc_store_manifest_name(j->direct_key);
+	int found = cjc_manifest_read(&j->store, name, &m);
+	if (found && errno != ENOENT)
+		cjc_log("unusable manifest %s: %s; ignored", name,
+			errno == EBADMSG ? "damaged" : cjc_untrusted_error(errno));
+	free(name);
 	set_lookup(j, cjc_xstrdup(found ? "nothing was cached with these arguments, source, compiler "
 				   "and environment" : "no entry matches the current dependencies"));
 	if (found)
@@ -632,14 +633,12 @@ static bool publish(struct job *j, const struct compile_result *r,
 			j->c.source);
 		if (won)
 			keep_within_limit(j, rec->entry_key, bytes);
-		char *mpath = cjc_store_manifest_path(&j->store, j->direct_key);
-		char *mdir = cjc_dirname(mpath);
-		if (cjc_store_make_subdir(mdir) || cjc_manifest_add(mpath, rec)) {
-			cjc_log("cannot update manifest %s: %s", mpath, strerror(errno));
+		char *mname = cjc_store_manifest_name(j->direct_key);
+		if (cjc_manifest_add(&j->store, mname, rec)) {
+			cjc_log("cannot update manifest %s: %s", mname, cjc_untrusted_error(errno));
 			count(j, CJC_STAT_ERRORS, 0);
 		}
-		free(mdir);
-		free(mpath);
+		free(mname);
 	}
 	cjc_buf_release(&meta);
 	cjc_buf_release(&why);
@@ -726,29 +725,20 @@ out:
 /* The hashes remembered for this translation unit (by cwd and source path). */
 static void load_hash_cache(struct job *j)
 {
-	struct cjc_buf id = CJC_BUF_INIT;
-	char hex[CJC_HEX_LEN + 1];
-	cjc_buf_addf(&id, "%s", j->cwd);
-	cjc_buf_add(&id, "", 1);
-	cjc_buf_addf(&id, "%s", j->c.source);
-	cjc_hash_buf_hex(id.data, id.len, hex);
-	char *sub = cjc_xasprintf("hashes/%.2s/%s", hex, hex);
-	j->hash_cache = cjc_store_path(&j->store, sub);
+	j->hash_cache = cjc_store_hash_cache_name(j->cwd, j->c.source);
 	j->meta_memo = cjc_xasprintf("%s.meta", j->hash_cache);
-	free(sub);
-	cjc_buf_release(&id);
-	(void)cjc_filehash_load(j->hash_cache);
-	(void)cjc_metamemo_load(j->meta_memo);
+	(void)cjc_filehash_load(&j->store, j->hash_cache);
+	(void)cjc_metamemo_load(&j->store, j->meta_memo);
 }
 
 static void save_hash_cache(struct job *j)
 {
 	if (!j->hash_cache || j->cfg.readonly)
 		return;
-	if (cjc_filehash_save(j->hash_cache))
-		cjc_log("cannot write hash cache %s: %s", j->hash_cache, strerror(errno));
-	if (cjc_metamemo_save(j->meta_memo))
-		cjc_log("cannot write %s: %s", j->meta_memo, strerror(errno));
+	if (cjc_filehash_save(&j->store, j->hash_cache))
+		cjc_log("cannot write hash cache %s: %s", j->hash_cache, cjc_untrusted_error(errno));
+	if (cjc_metamemo_save(&j->store, j->meta_memo))
+		cjc_log("cannot write %s: %s", j->meta_memo, cjc_untrusted_error(errno));
 }
 
 /* nvcc's and the host compiler's identities (identity.h); 0 or -1 with why. */
@@ -837,7 +827,10 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 	int rc;
 	j.user_umask = umask(0);
 	umask(j.user_umask);
-	if (cjc_config_load(&j.cfg, &why)) {
+	int bad = cjc_config_load(&j.cfg, &why);
+	if (j.cfg.notes)
+		fputs(j.cfg.notes, stderr);
+	if (bad) {
 		fputs(why.data, stderr);
 		fputs("cjc: compiling without the cache until the setting is fixed\n", stderr);
 		cjc_log_setup(j.cfg.log, j.cfg.debug);

@@ -1,0 +1,111 @@
+#!/bin/bash
+# hostile_test.sh - SPEC §9: whatever the store holds may have been planted by
+# someone else.  At every path of the layout in turn, a symbolic link (to
+# /dev/zero, to a directory outside the store), a FIFO, a huge sparse file
+# or a directory where a file belongs is planted; then a compile, ls,
+# verify, gc, stats, why and audit run under a 1 GB address-space limit.
+# None may crash, hang, write outside the store, or fail a compile that
+# plain nvcc completes; the compile's output is nvcc's.
+
+. "$(dirname "$0")/helpers.sh"
+
+# Every command gets this long before the suite calls it a hang: a bound,
+# not a guess at timing (each takes a second or two).
+LIMIT=120
+
+oneTimeSetUp() {
+	use_suite_dir hostile
+	TEMPLATE=$SUITE_DIR/template
+	export CJC_DIR=$TEMPLATE CJC_LOG=$SUITE_DIR/template.log NVCC_LOG=$SUITE_DIR/nvcc.log
+	"$CJC" --target app "$NVCC" -c k.cu -o k.o -MD -arch=$ARCH || exit 1
+	"$CJC" "$NVCC" -E k.cu >/dev/null || exit 1 # an uncacheable reason
+	"$REAL_NVCC" -c k.cu -o plain.o -arch=$ARCH || exit 1
+	devcode plain.o >/dev/null
+	NS=$(echo "$TEMPLATE"/v1/*)
+	PATHS=$(cd "$NS" && find . -mindepth 1 | sed 's|^\./||' | grep -v '^staging/' | sort)
+	echo "$PATHS" | grep -q metadata.json || exit 1
+	unset CJC_DIR
+}
+
+oneTimeTearDown() { rm -rf "$SUITE_DIR"; }
+
+# plant KIND PATH: replaces PATH (in the store under test) by KIND.
+plant() {
+	local p=$1/$2
+	chmod -R u+w "$(dirname "$p")" 2>/dev/null
+	rm -rf "$p"
+	case $3 in
+	devzero) ln -s /dev/zero "$p" ;;
+	outside) ln -s "$OUTSIDE" "$p" ;;
+	fifo) mkfifo "$p" ;;
+	huge) truncate -s 2500M "$p" ;;
+	dir) mkdir "$p" ;;
+	esac
+}
+
+# run_bounded NAME MAX-STATUS CMD...: runs CMD under the limits; fails on a
+# crash, a hang or a status above MAX-STATUS (a compile: 0; a subcommand
+# says 1 for a bad entry or a store it will not use).
+run_bounded() {
+	local what=$1 max=$2 rc
+	shift 2
+	(ulimit -v 1000000; timeout -s KILL $LIMIT "$@") >"$SUITE_DIR/case.out" 2>&1
+	rc=$?
+	assertTrue "$CASE: $what: status $rc: $(tail -3 "$SUITE_DIR/case.out")" "[ $rc -le $max ]"
+}
+
+# check_case PATH KIND
+check_case() {
+	CASE="$2 at $1"
+	local store=$SUITE_DIR/store
+	rm -rf "$store" "$OUTSIDE" && mkdir -p "$OUTSIDE" && cp -a "$TEMPLATE" "$store"
+	plant "$(echo "$store"/v1/*)" "$1" "$2"
+	export CJC_DIR=$store
+	rm -f out.o
+	run_bounded compile 0 "$CJC" --target app "$REAL_NVCC" -c k.cu -o out.o -MD -arch=$ARCH
+	devcode out.o >/dev/null
+	assertTrue "$CASE: the compile's output is nvcc's" "cmp -s out.o.devcode plain.o.devcode"
+	run_bounded ls 1 "$CJC" ls
+	run_bounded verify 1 "$CJC" verify
+	run_bounded gc 1 "$CJC" gc
+	run_bounded stats 1 "$CJC" stats
+	run_bounded why 1 "$CJC" why out.o
+	run_bounded audit 1 "$CJC" audit all
+	assertEquals "$CASE: nothing written outside the store" "" "$(ls -A "$OUTSIDE")"
+	unset CJC_DIR
+}
+
+# Directories get links, FIFOs and files; files get links, FIFOs, huge files
+# and directories.
+testEveryPathOfTheLayout() {
+	local p kinds k n=0
+	OUTSIDE=$SUITE_DIR/outside
+	for p in $PATHS; do
+		if [ -d "$NS/$p" ]; then kinds="outside fifo huge"; else kinds="devzero outside fifo huge dir"; fi
+		for k in $kinds; do
+			check_case "$p" "$k"
+			n=$((n + 1))
+		done
+	done
+	echo "planted $n cases at $(echo "$PATHS" | wc -l) paths"
+	assertTrue "every kind of file is covered" "[ $n -gt 40 ]"
+}
+
+testPlantedConfigFileStillCompiles() {
+	local k
+	OUTSIDE=$SUITE_DIR/outside
+	for k in devzero fifo huge dir; do
+		CASE="$k as cudajitcache.conf"
+		rm -rf "$SUITE_DIR/store" && cp -a "$TEMPLATE" "$SUITE_DIR/store"
+		plant "$SUITE_DIR/store" cudajitcache.conf "$k"
+		export CJC_DIR=$SUITE_DIR/store
+		rm -f out.o
+		run_bounded compile 0 "$CJC" "$REAL_NVCC" -c k.cu -o out.o -arch=$ARCH
+		assertTrue "$CASE: compiled" "[ -s out.o ]"
+		assertTrue "$CASE: says why: $(cat "$SUITE_DIR/case.out")" \
+			"grep -q 'cudajitcache.conf: cannot read' '$SUITE_DIR/case.out'"
+		unset CJC_DIR
+	done
+}
+
+. "$SHUNIT2"
