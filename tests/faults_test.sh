@@ -1,8 +1,8 @@
 #!/bin/bash
 # faults_test.sh - SPEC §4 under failure: I/O errors injected into cjc's own
 # calls on the store (tests/fault/faultinject.c, by LD_PRELOAD), reads cut
-# short, and writers killed with SIGKILL at random instants.  Every build
-# still succeeds with the right output, and no bad entry becomes visible.
+# short, and writers killed with SIGKILL at each step of publication.  Every
+# build still succeeds with the right output, and no bad entry becomes visible.
 
 . "$(dirname "$0")/helpers.sh"
 : "${CJC_FAULTINJECT:?set CJC_FAULTINJECT to faultinject.so}"
@@ -17,11 +17,11 @@ oneTimeSetUp() {
 	cp -a "$SUITE_DIR/empty" "$SUITE_DIR/full"
 	CJC_DIR="$SUITE_DIR/full" "$CJC" "$NVCC" -c k.cu -o good.o -arch=$ARCH
 	HOST=$(uname -n | tr './' '__')
-	POINTS=0
+	POINTS=0 STEPS=0 KILLED=0 OTHER_ENTRIES=1 # the empty store holds other.o's entry
 }
 
 oneTimeTearDown() {
-	echo "fault points checked: $POINTS"
+	echo "fault points checked: $POINTS; writers killed at their step: $KILLED of $STEPS"
 	rm -rf "$SUITE_DIR"
 }
 
@@ -98,30 +98,83 @@ testReadErrorIsAMiss() {
 	assertEquals "nvcc compiled" 1 "$(nvcc_compiles)"
 }
 
-testKilledWritersLeaveNothingBad() {
-	local i delay pid published=0 killed=0
-	for i in $(seq 20); do
-		use_store "kill-$i" empty
-		# Publication made slow (20 ms per call on the store) so kills land in it too.
-		CJC_FAULT=slow:- CJC_FAULT_DIR=$CJC_DIR LD_PRELOAD=$CJC_FAULTINJECT \
-			"$CJC" "$NVCC" -c k.cu -o "kill-$i.o" -arch=$ARCH 2>/dev/null &
-		pid=$!
-		delay=$(awk -v s="$i" 'BEGIN { srand(s * 7919); printf "%.2f", 0.5 + rand() * 1.5 }')
-		sleep "$delay"
-		kill -9 $pid 2>/dev/null && killed=$((killed + 1))
-		wait $pid 2>/dev/null
-		"$CJC" verify >/dev/null || fail "kill $i after ${delay}s: a bad entry is visible"
-		[ "$(entry_count)" = 1 ] && published=$((published + 1))
-		"$CJC" gc >/dev/null || fail
-		assertTrue "kill $i: other writer's staging kept" "[ -d '$LIVE' ]"
-		assertEquals "kill $i: the dead writer's staging reclaimed" 1 \
-			"$(find "$CJC_DIR"/v1/*/staging -mindepth 1 -maxdepth 1 | wc -l)"
-		cjc_nvcc -c k.cu -o "after-$i.o" -arch=$ARCH || fail
-		assert_same_devcode good.o "after-$i.o"
-	done
-	sleep 2 # orphaned nvcc processes finish
-	echo "writers killed: $killed of 20; entries published before the kill: $published"
-	assertTrue "some kills landed" "[ $killed -ge 10 ]"
+# kill_writer_at OP PATH: a compile into a fresh store stops at its first OP
+# on v1/<namespace>/PATH, before the call (a write: halfway through it), says
+# so on a pipe (faultinject.c's STOP), and is killed there.  STEP names it.
+kill_writer_at() {
+	local stops=$SUITE_DIR/stops reached status
+	STEP="killed at $1 $2" STEPS=$((STEPS + 1))
+	use_store "killed-$STEPS" empty
+	rm -f "$stops" && mkfifo "$stops"
+	CJC_FAULT=$1:STOP CJC_FAULT_PATH="v1/*/$2" CJC_FAULT_DIR=$CJC_DIR CJC_FAULT_STOPPED=3 \
+		LD_PRELOAD=$CJC_FAULTINJECT "$CJC" "$NVCC" -c k.cu -o killed.o -arch=$ARCH 3>"$stops" 2>/dev/null &
+	# End of file instead of a line: the writer finished without stopping.
+	# The time limit only keeps a broken writer from hanging the suite.
+	read -r -t 600 reached <"$stops"
+	kill -KILL $! 2>/dev/null
+	wait $! 2>/dev/null
+	status=$?
+	assertEquals "$STEP: the writer stopped there" "$1 1" "${reached% *}"
+	assertEquals "$STEP: the writer was killed" 137 $status
+	[ "${reached% *}" = "$1 1" ] && [ $status = 137 ] && KILLED=$((KILLED + 1))
+}
+
+expect_staging() {
+	assertEquals "$STEP: staging directories" "$1" \
+		"$(find "$CJC_DIR"/v1/*/staging -mindepth 1 -maxdepth 1 | wc -l)"
+}
+
+# What every kill must leave: nothing bad visible, ENTRIES whole entries of
+# the writer's, and its staging, if any, reclaimed by gc, not a live writer's.
+expect_killed_writer_left() {
+	"$CJC" verify >/dev/null || fail "$STEP: a bad entry is visible"
+	assertEquals "$STEP: the writer's entries" "$1" $(($(entry_count) - OTHER_ENTRIES))
+	"$CJC" gc >/dev/null || fail "$STEP: gc failed"
+	assertTrue "$STEP: the other writer's staging kept" "[ -d '$LIVE' ]"
+	expect_staging 1
+}
+
+# expect_next_compile LOGGED: the next compile of the same source builds the
+# right object and logs LOGGED; the one after hits.
+expect_next_compile() {
+	cjc_nvcc -c k.cu -o next.o -arch=$ARCH || fail "$STEP: the next build broke"
+	assert_same_devcode good.o next.o
+	assertTrue "$STEP: the next compile $1" "grep -qF '] $1 ' '$CJC_LOG'"
+	assertEquals "$STEP: the entries after" 1 $(($(entry_count) - OTHER_ENTRIES))
+	cjc_nvcc -c k.cu -o hit.o -arch=$ARCH || fail "$STEP: the build after broke"
+	assert_same_devcode good.o hit.o
+	expect_stat hits 1
+}
+
+# Killed before its rename, a writer leaves half-made staging and no entry;
+# the next compile publishes the entry.
+testWriterKilledBeforeItsRenameLeavesNoEntry() {
+	killed_before_rename write 'staging/s.*/output.o'      # writing the artifact
+	killed_before_rename write 'staging/s.*/metadata.json' # writing the metadata, last
+	killed_before_rename fsync 'staging/s.*'               # syncing the directory
+	killed_before_rename rename 'entries/*/*'              # renaming it to its entry
+}
+
+killed_before_rename() {
+	kill_writer_at "$1" "$2" || return
+	expect_staging 2
+	expect_killed_writer_left 0
+	expect_next_compile published
+}
+
+# Killed after its rename, a writer leaves a whole entry, perhaps with no
+# manifest to find it by: the next compile runs nvcc and finds it published.
+testWriterKilledAfterItsRenameLeavesAWholeEntry() {
+	killed_after_rename fsync 'entries/*'       # syncing entries/<kk> after the rename
+	killed_after_rename write 'manifests/*/*'   # writing the manifest that finds it
+	killed_after_rename rename 'manifests/*/*'  # renaming the manifest into place
+}
+
+killed_after_rename() {
+	kill_writer_at "$1" "$2" || return
+	expect_staging 1
+	expect_killed_writer_left 1
+	expect_next_compile "already published"
 }
 
 . "$SHUNIT2"

@@ -1,18 +1,30 @@
 /*
  * faultinject.c - an LD_PRELOAD library that makes file-system calls of cjc
- * fail, for the fault suite.  Nothing else is affected: it acts only in a
- * process named "cjc" (not in nvcc or the host compiler it runs) and only on
- * paths under $CJC_FAULT_DIR (the store).
+ * fail, or stop, for the fault suite.  Nothing else is affected: it acts only
+ * in a process named "cjc" (not in nvcc or the host compiler it runs) and
+ * only on paths under $CJC_FAULT_DIR (the store).
  *
- *   CJC_FAULT=slow:-      every call below on the store sleeps 20 ms (to
- *                          widen the window for the crash tests)
  *   CJC_FAULT=OP:ERR[:N]   OP: fsync, rename, write (write and pwrite), mkdir,
  *                          or read (of an entry's output.* only); ERR: EIO,
- *                          ENOSPC, or EOF (read returns 0, as from a file
- *                          cut short); N: fail only the Nth
- *                          matching call (default: every one)
+ *                          ENOSPC, EOF (read returns 0, as from a file cut
+ *                          short), or STOP (below); N: only the Nth matching
+ *                          call (default: every one)
  *   CJC_FAULT_DIR          the directory whose files fail
+ *   CJC_FAULT_PATH         only paths that match this fnmatch(3) pattern,
+ *                          taken relative to CJC_FAULT_DIR; a `*` matches
+ *                          within one name (FNM_PATHNAME), as in
+ *                          v1/linux-x86_64/staging/s.*; a rename matches by
+ *                          either of its names
  *   CJC_FAULT_FIRED        a file to which "OP N" is appended when it fails
+ *   CJC_FAULT_STOPPED      with STOP: the number of a descriptor open on a
+ *                          pipe that the test reads
+ *
+ * STOP puts a writer at a known step of its work, for a test to kill it
+ * there: the matching call is not made (a write writes only the first half
+ * of its bytes, so the file is left half written), "OP N PATH\n" is written
+ * to CJC_FAULT_STOPPED, and the process waits in pause() until it is killed.
+ * The descriptor is closed on exec, so that nvcc does not hold the pipe open:
+ * a test that reads end-of-file knows that cjc exited without stopping.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,17 +32,24 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define STOP (-1) /* err: stop instead of failing */
+
 static char op[16];
 static int err;
 static long nth;
 static long calls;
 static const char *dir;
+static const char *pattern;
+static int stopped_fd = -1;
+
+#define REAL(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
 
 __attribute__((constructor)) static void setup(void)
 {
@@ -41,53 +60,92 @@ __attribute__((constructor)) static void setup(void)
 	char e[16] = "";
 	if (sscanf(spec, "%15[^:]:%15[^:]:%ld", op, e, &nth) < 2)
 		op[0] = '\0';
-	err = !strcmp(e, "EIO") ? EIO : !strcmp(e, "ENOSPC") ? ENOSPC : 0;
-}
-
-static int under_dir(const char *path)
-{
-	char abs[4096];
-	if (!path)
-		return 0;
-	if (path[0] != '/' && getcwd(abs, sizeof abs)) {
-		size_t n = strlen(abs);
-		snprintf(abs + n, sizeof abs - n, "/%s", path);
-		path = abs;
+	err = !strcmp(e, "EIO") ? EIO : !strcmp(e, "ENOSPC") ? ENOSPC : !strcmp(e, "STOP") ? STOP : 0;
+	pattern = getenv("CJC_FAULT_PATH");
+	const char *fd = getenv("CJC_FAULT_STOPPED");
+	if (err == STOP && fd) {
+		stopped_fd = atoi(fd);
+		fcntl(stopped_fd, F_SETFD, FD_CLOEXEC);
 	}
+}
+
+/* The part of path below the directory ("" for the directory itself), in
+ * abs; NULL when the path is not under it. */
+static const char *in_dir(const char *path, char *abs, size_t size)
+{
+	if (!path)
+		return NULL;
+	if (path[0] == '/')
+		snprintf(abs, size, "%s", path);
+	else if (getcwd(abs, size))
+		snprintf(abs + strlen(abs), size - strlen(abs), "/%s", path);
+	else
+		return NULL;
 	size_t n = strlen(dir);
-	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+	if (strncmp(abs, dir, n) || (abs[n] != '/' && abs[n] != '\0'))
+		return NULL;
+	return abs[n] ? abs + n + 1 : abs + n;
 }
 
-/* Whether fd is a file under the directory (and, with base, named base*). */
-static int fd_under_dir_named(int fd, const char *base)
+/* The path below the directory that the call is about, when the fault is
+ * for it: under the directory, and matching CJC_FAULT_PATH if that is set. */
+static const char *target(const char *path, char *abs, size_t size)
 {
-	char link[64], target[4096];
+	const char *rel = in_dir(path, abs, size);
+	if (rel && pattern && fnmatch(pattern, rel, FNM_PATHNAME))
+		return NULL;
+	return rel;
+}
+
+/* target() of the file that fd is open on; with base, only one named base*. */
+static const char *fd_target(int fd, const char *base, char *abs, size_t size)
+{
+	char link[64], path[4096];
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, target, sizeof target - 1);
+	ssize_t n = readlink(link, path, sizeof path - 1);
 	if (n < 0)
-		return 0;
-	target[n] = '\0';
-	const char *slash = strrchr(target, '/');
+		return NULL;
+	path[n] = '\0';
+	const char *slash = strrchr(path, '/');
 	if (base && (!slash || strncmp(slash + 1, base, strlen(base))))
-		return 0;
-	return under_dir(target);
+		return NULL;
+	return target(path, abs, size);
 }
 
-static int fd_under_dir(int fd)
+/* Tells the test where this process stopped, and waits to be killed. */
+static void stop(const char *name, const char *rel)
 {
-	return fd_under_dir_named(fd, NULL);
+	char line[4200];
+	int n = snprintf(line, sizeof line, "%s %ld %s\n", name, calls, rel);
+	if (stopped_fd >= 0)
+		(void)!REAL(write)(stopped_fd, line, (size_t)n);
+	for (;;)
+		pause();
 }
 
-/* Whether this call of `name` fails ("slow" fails none but delays each). */
-static int fails(const char *name, int matches)
+/* Whether the fault is for calls of `name` (then the wrappers find the path). */
+static int armed(const char *name)
 {
-	if (!strcmp(op, "slow") && matches)
-		usleep(20000);
-	if (!op[0] || strcmp(op, name) || !matches)
+	return op[0] && !strcmp(op, name);
+}
+
+/*
+ * Whether this call, armed, on rel (NULL: a path the fault is not for)
+ * fails.  With STOP it does not return, and half, when given, makes the
+ * first half of the call first.
+ */
+static int fails(const char *name, const char *rel, void (*half)(void))
+{
+	if (!rel)
 		return 0;
 	calls++;
 	if (nth && calls != nth)
 		return 0;
+	if (err == STOP) {
+		if (half)
+			half();
+		stop(name, rel);
+	}
 	const char *fired = getenv("CJC_FAULT_FIRED");
 	FILE *f = fired ? fopen(fired, "a") : NULL;
 	if (f) {
@@ -97,39 +155,63 @@ static int fails(const char *name, int matches)
 	return 1;
 }
 
-#define REAL(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
-
 int fsync(int fd)
 {
-	if (fails("fsync", fd_under_dir(fd)))
+	char abs[4096];
+	if (armed("fsync") && fails("fsync", fd_target(fd, NULL, abs, sizeof abs), NULL))
 		return errno = err, -1;
 	return REAL(fsync)(fd);
 }
 
 int rename(const char *from, const char *to)
 {
-	if (fails("rename", under_dir(from) || under_dir(to)))
-		return errno = err, -1;
+	char abs_from[4096], abs_to[4096];
+	if (armed("rename")) {
+		const char *rel = target(to, abs_to, sizeof abs_to);
+		if (fails("rename", rel ? rel : target(from, abs_from, sizeof abs_from), NULL))
+			return errno = err, -1;
+	}
 	return REAL(rename)(from, to);
+}
+
+/* The write under way, for its first half before a STOP. */
+static struct {
+	int fd;
+	const void *p;
+	size_t n;
+	off_t off; /* -1: write(), not pwrite() */
+} pending;
+
+static void write_half(void)
+{
+	if (pending.off < 0)
+		(void)!REAL(write)(pending.fd, pending.p, pending.n / 2);
+	else
+		(void)!REAL(pwrite)(pending.fd, pending.p, pending.n / 2, pending.off);
 }
 
 ssize_t write(int fd, const void *p, size_t n)
 {
-	if (fails("write", fd_under_dir(fd)))
+	char abs[4096];
+	pending.fd = fd, pending.p = p, pending.n = n, pending.off = -1;
+	if (armed("write") && fails("write", fd_target(fd, NULL, abs, sizeof abs), write_half))
 		return errno = err, -1;
 	return REAL(write)(fd, p, n);
 }
 
 ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
 {
-	if (fails("write", fd_under_dir(fd)))
+	char abs[4096];
+	pending.fd = fd, pending.p = p, pending.n = n, pending.off = off;
+	if (armed("write") && fails("write", fd_target(fd, NULL, abs, sizeof abs), write_half))
 		return errno = err, -1;
 	return REAL(pwrite)(fd, p, n, off);
 }
 
 int mkdir(const char *path, mode_t mode)
 {
-	if (fails("mkdir", under_dir(path)))
+	char abs[4096];
+	if (armed("mkdir") && fails("mkdir", target(path, abs, sizeof abs), NULL))
 		return errno = err, -1;
 	return REAL(mkdir)(path, mode);
 }
@@ -137,7 +219,8 @@ int mkdir(const char *path, mode_t mode)
 ssize_t read(int fd, void *p, size_t n)
 {
 	/* Artifacts only: an entry's output cut short. */
-	if (op[0] == 'r' && fails("read", fd_under_dir_named(fd, "output."))) {
+	char abs[4096];
+	if (armed("read") && fails("read", fd_target(fd, "output.", abs, sizeof abs), NULL)) {
 		if (!err)
 			return 0;
 		return errno = err, -1;
