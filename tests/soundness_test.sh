@@ -80,7 +80,10 @@ testEachEnvironmentVariableMisses() {
 		env "$var" "$CJC" "$NVCC" -c k.cu -o env.o -arch=$ARCH || fail "compile with $var failed"
 		n=$((n + 1))
 		assertEquals "a miss with $var" "$n" "$(nvcc_compiles)"
-		expect_why env.o "${var%%=*} set to '${var#*=}'"
+		case $var in
+		NVCC_*_FLAGS=*) expect_why env.o "${var%%=*} set" ;; # by hash: it may hold secrets
+		*) expect_why env.o "${var%%=*} set to '${var#*=}'" ;;
+		esac
 	done
 	env NVCC_APPEND_FLAGS=-DAPP=1 "$CJC" "$NVCC" -c k.cu -o again.o -arch=$ARCH || fail
 	assertEquals "the same value again hits" "$n" "$(nvcc_compiles)"

@@ -19,7 +19,7 @@ testMissOfAFatbinNamesEveryChange() {
 	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
 	sed -i 's/2.0f/3.0f/' k.h
 	NVCC_APPEND_FLAGS=-DAPP=1 cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH -DFOO=1 || fail
-	expect_why k.fatbin "miss: k.h changed; -DFOO=1 added; NVCC_APPEND_FLAGS set to '-DAPP=1'"
+	expect_why k.fatbin "miss: k.h changed; -DFOO=1 added; NVCC_APPEND_FLAGS set"
 	"$CJC" why k.fatbin --json >why.json || fail
 	assertTrue "result" "grep -q '\"result\": \"miss\"' why.json"
 	assertTrue "kind of change" "grep -q '\"kind\": \"dependency\"' why.json"

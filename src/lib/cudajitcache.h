@@ -17,6 +17,7 @@
  *   store.h       the artifact store
  *   stats.h       counters
  *   evict.h       the size limit, least recently used first
+ *   maintain.h    clean, quarantine, and what gc reclaims besides entries
  *   identity.h    compiler identities
  *   place.h       where a compile happens: relative paths and base_dir
  *   key.h         the direct key and the entry key
@@ -36,6 +37,7 @@
 #include "includescan.h"
 #include "journal.h"
 #include "key.h"
+#include "maintain.h"
 #include "log.h"
 #include "manifest.h"
 #include "metadata.h"

@@ -1,6 +1,7 @@
 #include "key.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "store.h"
 
@@ -8,6 +9,11 @@ const char *const cjc_key_env[CJC_KEY_ENV_COUNT] = {
 	"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN",
 	"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
 };
+
+bool cjc_key_env_private(const char *name)
+{
+	return !strcmp(name, "NVCC_PREPEND_FLAGS") || !strcmp(name, "NVCC_APPEND_FLAGS");
+}
 
 void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
 {

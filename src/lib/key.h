@@ -29,6 +29,9 @@
  * metadata.json records, and what `cjc audit` sets again. */
 #define CJC_KEY_ENV_COUNT 6
 extern const char *const cjc_key_env[CJC_KEY_ENV_COUNT];
+/* Whether a variable's value may hold a secret (flags, such as -DTOKEN=...):
+ * metadata and the journal record it by SHA-256 only (metadata.h). */
+bool cjc_key_env_private(const char *name);
 
 struct cjc_key_input {
 	const char *kind;

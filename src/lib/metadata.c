@@ -1,5 +1,8 @@
 #include "metadata.h"
 
+#include "key.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,17 +15,91 @@ void cjc_rfc3339_now(char out[32])
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+json_t *cjc_json_bytes(const char *s)
+{
+	json_t *text = json_string(s);
+	if (text)
+		return text;
+	size_t n = strlen(s);
+	char *hex = cjc_xmalloc(2 * n + 1);
+	cjc_hex((const unsigned char *)s, n, hex);
+	json_t *o = json_pack("{s:s}", "bytes", hex);
+	free(hex);
+	return o;
+}
+
+char *cjc_json_text(json_t *v)
+{
+	if (json_is_string(v))
+		return cjc_xstrdup(json_string_value(v));
+	const char *hex = json_string_value(json_object_get(v, "bytes"));
+	size_t n = hex ? strlen(hex) : 1;
+	if (!json_is_object(v) || json_object_size(v) != 1 || n % 2)
+		return NULL;
+	char *s = cjc_xmalloc(n / 2 + 1);
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned byte;
+		if (sscanf(hex + 2 * i, "%2x", &byte) != 1 || !byte) {
+			free(s);
+			return NULL;
+		}
+		s[i] = (char)byte;
+	}
+	s[n / 2] = '\0';
+	return s;
+}
+
+char *cjc_json_shown(json_t *v, const char *none)
+{
+	char *text = cjc_json_text(v);
+	char *shown = cjc_printable(text ? text : none);
+	free(text);
+	return shown;
+}
+
+static bool is_text(json_t *v)
+{
+	char *s = cjc_json_text(v);
+	free(s);
+	return s != NULL;
+}
+
 static json_t *str_or_null(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	return s ? cjc_json_bytes(s) : json_null();
 }
 
 static json_t *string_array(char *const *v, size_t n)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
+		json_array_append_new(a, cjc_json_bytes(v[i]));
 	return a;
+}
+
+/* The command as one line for sh: a word that is not UTF-8 gets its other
+ * bytes from printf, so the line is text and still pastes. */
+static void quote_command(struct cjc_buf *out, char *const *argv, size_t argc)
+{
+	for (size_t i = 0; i < argc; i++) {
+		json_t *text = json_string(argv[i]);
+		cjc_buf_adds(out, i ? " " : "");
+		if (text) {
+			cjc_shell_quote(out, argv + i, 1);
+			json_decref(text);
+			continue;
+		}
+		cjc_buf_adds(out, "'");
+		for (const unsigned char *s = (const unsigned char *)argv[i]; *s; s++) {
+			if (*s >= 0x80 || *s < 0x20)
+				cjc_buf_addf(out, "'\"$(printf '\\%03o')\"'", *s);
+			else if (*s == '\'')
+				cjc_buf_adds(out, "'\\''");
+			else
+				cjc_buf_add(out, s, 1);
+		}
+		cjc_buf_adds(out, "'");
+	}
 }
 
 static json_t *inputs_json(const struct cjc_dep *deps, size_t n)
@@ -31,18 +108,23 @@ static json_t *inputs_json(const struct cjc_dep *deps, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char hex[CJC_HEX_LEN + 1];
 		cjc_hex(deps[i].sha, CJC_DIGEST_LEN, hex);
-		json_array_append_new(a, json_pack("{s:s, s:s}", "path", deps[i].path, "sha256", hex));
+		json_array_append_new(a, json_pack("{s:o, s:s}", "path", cjc_json_bytes(deps[i].path),
+						   "sha256", hex));
 	}
 	return a;
 }
 
-static json_t *environment_json(char *const *env, size_t n)
+json_t *cjc_environment_json(char *const *env, size_t n)
 {
 	json_t *o = json_object();
 	for (size_t i = 0; i < n; i++) {
 		const char *eq = strchr(env[i], '=');
+		const char *value = eq ? eq + 1 : "";
 		char *name = cjc_xstrndup(env[i], eq ? (size_t)(eq - env[i]) : strlen(env[i]));
-		json_object_set_new(o, name, json_string(eq ? eq + 1 : ""));
+		char hex[CJC_HEX_LEN + 1];
+		cjc_hash_buf_hex(value, strlen(value), hex);
+		json_object_set_new(o, name, cjc_key_env_private(name) ? json_pack("{s:s}", "sha256", hex)
+								     : cjc_json_bytes(value));
 		free(name);
 	}
 	return o;
@@ -63,7 +145,7 @@ int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out)
 	char created[32];
 	struct cjc_buf command = CJC_BUF_INIT;
 	cjc_rfc3339_now(created);
-	cjc_shell_quote(&command, md->argv, md->argc);
+	quote_command(&command, md->argv, md->argc);
 	json_t *root = json_object();
 	json_object_set_new(root, "format", json_string(CJC_ENTRY_FORMAT));
 	json_object_set_new(root, "key", json_string(md->key));
@@ -71,22 +153,25 @@ int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out)
 	json_object_set_new(root, "files", files_json(md->files, md->nfiles));
 	json_object_set_new(root, "command", json_string(command.data));
 	json_object_set_new(root, "argv", string_array(md->argv, md->argc));
-	json_object_set_new(root, "cwd", json_string(md->cwd));
+	json_object_set_new(root, "cwd", cjc_json_bytes(md->cwd));
 	if (md->base_dir)
-		json_object_set_new(root, "base_dir", json_string(*md->base_dir ? md->base_dir : "/"));
+		json_object_set_new(root, "base_dir", cjc_json_bytes(*md->base_dir ? md->base_dir : "/"));
 	if (md->argv_run) {
 		cjc_buf_reset(&command);
-		cjc_shell_quote(&command, md->argv_run, md->argc_run);
+		quote_command(&command, md->argv_run, md->argc_run);
 		json_object_set_new(root, "command_run", json_string(command.data));
 		json_object_set_new(root, "argv_run", string_array(md->argv_run, md->argc_run));
 	}
-	json_object_set_new(root, "compiler", json_pack("{s:s, s:s, s:s}", "path", md->compiler_path,
-		"realpath", md->compiler_realpath, "version", md->compiler_version));
-	json_object_set_new(root, "host_compiler", json_pack("{s:s, s:s}", "path", md->host_path,
-		"version", md->host_version));
+	json_object_set_new(root, "compiler", json_pack("{s:o, s:o, s:o}", "path",
+		cjc_json_bytes(md->compiler_path), "realpath", cjc_json_bytes(md->compiler_realpath),
+		"version", cjc_json_bytes(md->compiler_version)));
+	json_object_set_new(root, "host_compiler", json_pack("{s:o, s:o}", "path",
+		cjc_json_bytes(md->host_path), "version", cjc_json_bytes(md->host_version)));
 	json_object_set_new(root, "options", md->options ? json_incref(md->options) : json_object());
 	json_object_set_new(root, "inputs", inputs_json(md->inputs, md->ninputs));
-	json_object_set_new(root, "environment", environment_json(md->environment, md->nenvironment));
+	json_object_set_new(root, "environment", cjc_environment_json(md->environment, md->nenvironment));
+	if (md->options_files)
+		json_object_set(root, "options_files", md->options_files);
 	json_object_set_new(root, "target", str_or_null(md->target));
 	json_object_set_new(root, "tool", json_pack("{s:s, s:s}", "name", "cudajitcache",
 		"version", CJC_VERSION));
@@ -127,6 +212,17 @@ static bool has_strings(json_t *o, const char *const *keys)
 	return true;
 }
 
+/* Fields that hold paths or command words: strings or {"bytes": hex}. */
+static bool has_texts(json_t *o, const char *const *keys)
+{
+	if (!json_is_object(o))
+		return false;
+	for (; *keys; keys++)
+		if (!is_text(json_object_get(o, *keys)))
+			return false;
+	return true;
+}
+
 static const char *check_files(json_t *files)
 {
 	if (!json_is_object(files) || json_object_size(files) == 0)
@@ -155,27 +251,28 @@ static const char *check_arrays(json_t *root)
 	if (!json_is_array(argv) || json_array_size(argv) == 0)
 		return "'argv' is not a non-empty array";
 	json_array_foreach(argv, i, v)
-		if (!json_is_string(v))
+		if (!is_text(v))
 			return "'argv' holds a non-string";
 	json_t *inputs = json_object_get(root, "inputs");
 	if (!json_is_array(inputs))
 		return "'inputs' is not an array";
-	static const char *const input_keys[] = { "path", "sha256", NULL };
+	static const char *const path[] = { "path", NULL }, *const sha[] = { "sha256", NULL };
 	json_array_foreach(inputs, i, v)
-		if (!has_strings(v, input_keys))
+		if (!has_texts(v, path) || !has_strings(v, sha))
 			return "an input lacks 'path' or 'sha256'";
 	return NULL;
 }
 
 static const char *check(json_t *root, const char *expected_key)
 {
-	static const char *const top[] = { "format", "key", "created", "command", "cwd", NULL };
+	static const char *const top[] = { "format", "key", "created", "command", NULL };
+	static const char *const cwd[] = { "cwd", NULL };
 	static const char *const compiler[] = { "path", "realpath", "version", NULL };
 	static const char *const host[] = { "path", "version", NULL };
 	static const char *const tool[] = { "name", "version", NULL };
 	if (!json_is_object(root))
 		return "not a JSON object";
-	if (!has_strings(root, top))
+	if (!has_strings(root, top) || !has_texts(root, cwd))
 		return "a required string field (format, key, created, command, cwd) is missing";
 	if (strcmp(json_string_value(json_object_get(root, "format")), CJC_ENTRY_FORMAT))
 		return "unknown 'format' (not " CJC_ENTRY_FORMAT ")";
@@ -187,15 +284,15 @@ static const char *check(json_t *root, const char *expected_key)
 		why = check_arrays(root);
 	if (why)
 		return why;
-	if (!has_strings(json_object_get(root, "compiler"), compiler) ||
-	    !has_strings(json_object_get(root, "host_compiler"), host) ||
+	if (!has_texts(json_object_get(root, "compiler"), compiler) ||
+	    !has_texts(json_object_get(root, "host_compiler"), host) ||
 	    !has_strings(json_object_get(root, "tool"), tool))
 		return "'compiler', 'host_compiler' or 'tool' is incomplete";
 	if (!json_is_object(json_object_get(root, "options")) ||
 	    !json_is_object(json_object_get(root, "environment")))
 		return "'options' or 'environment' is not an object";
 	json_t *target = json_object_get(root, "target");
-	if (!json_is_string(target) && !json_is_null(target))
+	if (!is_text(target) && !json_is_null(target))
 		return "'target' is neither a string nor null";
 	json_t *d = json_object_get(root, "duration_ms");
 	if (!json_is_integer(d) || json_integer_value(d) < 0)

@@ -22,7 +22,12 @@
  *   options        the parsed compile: kind, archs, defines, include_dirs, std,
  *                  optimize, debug, line_info, fast_math, rdc, extra
  *   inputs         array of {"path", "sha256"}: the source and every dependency
- *   environment    object: the key-relevant variables that were set
+ *   environment    object: the key-relevant variables that were set; one that
+ *                  may hold a secret (key.h: NVCC_PREPEND_FLAGS,
+ *                  NVCC_APPEND_FLAGS) as {"sha256": hex of its value}
+ *   options_files  (optional) array of {"path", "sha256", "private"}: the
+ *                  options files read; the words of a private one (others
+ *                  cannot read it) are not listed in `options`
  *   target         the build-target label, or null
  *   tool           {"name": "cudajitcache", "version"}
  *   duration_ms    how long nvcc ran, a non-negative integer
@@ -30,6 +35,11 @@
  *   diagnostics    (optional) {"keep_ptx", "keep_sass", "check_spills"}: the
  *                  settings that shaped the entry (the tool's diagnostics.h);
  *                  kept files (kept-*.ptx, sass.txt) are listed in files
+ *
+ * Every path, command word, environment value and compiler string is a JSON
+ * string when it is UTF-8, else {"bytes": "<hex>"} (cjc_json_bytes), so any
+ * byte string round-trips (cjc_json_text); `command` stays one line of text,
+ * a word that is not UTF-8 spelling its other bytes with printf.
  *
  * cjc_metadata_format() builds the document; cjc_metadata_parse() checks one
  * and returns the parsed object (json_decref() it) or NULL with the reason in
@@ -76,6 +86,7 @@ struct cjc_metadata {
 	const struct cjc_artifact *files;
 	size_t nfiles;
 	json_t *diagnostics; /* borrowed, or NULL */
+	json_t *options_files; /* borrowed, or NULL */
 };
 
 int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out);
@@ -86,6 +97,15 @@ json_t *cjc_metadata_parse(const char *text, size_t len, const char *expected_ke
 struct cjc_artifact *cjc_metadata_artifacts(json_t *root, size_t *n);
 void cjc_artifacts_free(struct cjc_artifact *a, size_t n);
 bool cjc_artifact_name_ok(const char *name);
+/* The environment as recorded: "NAME=value" strings to an object, private
+ * values by their SHA-256 (key.h). */
+json_t *cjc_environment_json(char *const *env, size_t n);
+/* A string as JSON: a string when it is UTF-8, else {"bytes": "<hex>"}. */
+json_t *cjc_json_bytes(const char *s);
+/* The bytes of either form (malloc'd), or NULL when v is neither. */
+char *cjc_json_text(json_t *v);
+/* Either form for a terminal (cjc_printable), or `none` when v is neither (malloc'd). */
+char *cjc_json_shown(json_t *v, const char *none);
 /* The current time as RFC 3339 UTC. */
 void cjc_rfc3339_now(char out[32]);
 

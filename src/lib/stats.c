@@ -278,15 +278,16 @@ int cjc_stats_read_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
 
 int cjc_stats_zero(const struct cjc_store *s)
 {
-	int rc = 0;
+	int rc = 0, e = 0;
 	for (int shard = 0; shard < CJC_STATS_SHARDS; shard++)
-		if (with_shard(s, shard, NULL, true))
-			rc = -1;
+		if (with_shard(s, shard, NULL, true) && !rc)
+			rc = -1, e = errno;
 	for (size_t b = 0; b < sizeof breakdown_files / sizeof *breakdown_files; b++) {
 		char *path = cjc_store_path(s, breakdown_files[b]);
-		if (unlink(path) && errno != ENOENT)
-			rc = -1;
+		if (unlink(path) && errno != ENOENT && !rc)
+			rc = -1, e = errno;
 		free(path);
 	}
+	errno = e;
 	return rc;
 }

@@ -239,6 +239,19 @@ void cjc_shell_quote(struct cjc_buf *out, char *const *argv, size_t argc)
 	}
 }
 
+char *cjc_printable(const char *s)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	cjc_buf_adds(&b, "");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			cjc_buf_addf(&b, "\\x%02x", *p);
+		else
+			cjc_buf_add(&b, p, 1);
+	}
+	return cjc_buf_detach(&b);
+}
+
 bool cjc_starts_with(const char *s, const char *prefix)
 {
 	return !strncmp(s, prefix, strlen(prefix));

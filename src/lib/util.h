@@ -74,6 +74,8 @@ void cjc_strvec_sort_unique(struct cjc_strvec *sv);
 
 /* Shell-quotes argv into one line that can be pasted into sh. */
 void cjc_shell_quote(struct cjc_buf *out, char *const *argv, size_t argc);
+/* A copy safe to print on a terminal: control characters as \xNN. */
+char *cjc_printable(const char *s);
 bool cjc_starts_with(const char *s, const char *prefix);
 bool cjc_ends_with(const char *s, const char *suffix);
 /* Milliseconds and nanoseconds on the monotonic and real clocks. */

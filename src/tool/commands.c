@@ -89,6 +89,15 @@ static void close_session(struct session *s)
 	cjc_config_release(&s->cfg);
 }
 
+/* For the commands that change the store: one clear message when they cannot. */
+static int require_writable(const struct session *s, const char *cmd)
+{
+	if (!access(s->store.dir, W_OK))
+		return 0;
+	fprintf(stderr, "cjc %s: cannot change the store %s: %s\n", cmd, s->store.dir, strerror(errno));
+	return 1;
+}
+
 static void print_json(json_t *doc)
 {
 	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -139,10 +148,12 @@ static void print_targets(const struct cjc_stats_row *rows, size_t n)
 	       "errors", "hit rate", "time saved");
 	for (size_t i = 0; i < n; i++) {
 		const uint64_t *v = rows[i].v;
-		printf("%-24s %8llu %8llu %11llu %8llu %7.1f %% %10.3f s\n", rows[i].name,
+		char *name = cjc_printable(rows[i].name);
+		printf("%-24s %8llu %8llu %11llu %8llu %7.1f %% %10.3f s\n", name,
 		       (unsigned long long)v[CJC_STAT_HITS], (unsigned long long)v[CJC_STAT_MISSES],
 		       (unsigned long long)v[CJC_STAT_UNCACHEABLE], (unsigned long long)v[CJC_STAT_ERRORS],
 		       hit_rate(v), (double)v[CJC_STAT_SAVED_MS] / 1000.0);
+		free(name);
 	}
 	if (!n)
 		printf("(no compile with a target label is counted)\n");
@@ -169,6 +180,8 @@ static void print_stats(const struct session *s, const uint64_t *v,
 
 static int stats_zero(struct session *s)
 {
+	if (require_writable(s, "stats --zero"))
+		return 1;
 	int rc = cjc_stats_zero(&s->store) ? 1 : 0;
 	if (rc)
 		fprintf(stderr, "cjc stats: cannot zero the counters: %s\n", strerror(errno));
@@ -198,7 +211,7 @@ static int cmd_stats(int argc, char **argv)
 	if (s.json) {
 		json_t *o = counters_json(v, true);
 		json_object_set_new(o, "max_size", json_integer((json_int_t)s.cfg.max_size));
-		json_object_set_new(o, "dir", json_string(s.store.dir));
+		json_object_set_new(o, "dir", cjc_json_bytes(s.store.dir));
 		json_object_set_new(o, "uncacheable_reasons",
 				    breakdown_json(reasons, nreasons, CJC_STAT_UNCACHEABLE));
 		if (s.by_target)
@@ -248,9 +261,9 @@ static json_t *entry_row(const char *key, const char *dir)
 	struct cjc_buf why = CJC_BUF_INIT;
 	json_t *row = json_object();
 	json_object_set_new(row, "key", json_string(key));
-	json_object_set_new(row, "path", json_string(dir));
+	json_object_set_new(row, "path", cjc_json_bytes(dir));
 	if (cjc_entry_open_dir(dir, key, &e, &why) != CJC_ENTRY_FOUND) {
-		json_object_set_new(row, "damaged", json_string(why.data ? why.data : "unreadable"));
+		json_object_set_new(row, "damaged", cjc_json_bytes(why.data ? why.data : "unreadable"));
 		cjc_buf_release(&why);
 		return row;
 	}
@@ -293,15 +306,19 @@ static int cmd_ls(int argc, char **argv)
 		json_array_foreach(rows, i, r) {
 			const char *key = json_string_value(json_object_get(r, "key"));
 			if (json_object_get(r, "damaged")) {
-				printf("%s  damaged: %s\n", key, json_string_value(json_object_get(r, "damaged")));
+				char *why = cjc_json_shown(json_object_get(r, "damaged"), "?");
+				printf("%s  damaged: %s\n", key, why);
+				free(why);
 				continue;
 			}
-			json_t *target = json_object_get(r, "target");
-			printf("%s  %-18s %-20s %10lld  %s\n", key,
-			       json_string_value(json_object_get(r, "kind")),
-			       json_is_string(target) ? json_string_value(target) : "-",
-			       (long long)json_integer_value(json_object_get(r, "size")),
-			       json_string_value(json_object_get(r, "created")));
+			char *target = cjc_json_shown(json_object_get(r, "target"), "-");
+			char *kind = cjc_json_shown(json_object_get(r, "kind"), "?");
+			char *created = cjc_json_shown(json_object_get(r, "created"), "?");
+			printf("%s  %-18s %-20s %10lld  %s\n", key, kind, target,
+			       (long long)json_integer_value(json_object_get(r, "size")), created);
+			free(target);
+			free(kind);
+			free(created);
 		}
 		json_decref(rows);
 	}
@@ -332,11 +349,13 @@ static void print_entry_summary(json_t *meta)
 {
 	static const char *const fields[] = { "key", "created", "command", "cwd", "target" };
 	for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-		json_t *v = json_object_get(meta, fields[i]);
-		printf("%-14s %s\n", fields[i], json_is_string(v) ? json_string_value(v) : "-");
+		char *v = cjc_json_shown(json_object_get(meta, fields[i]), "-");
+		printf("%-14s %s\n", fields[i], v);
+		free(v);
 	}
-	json_t *compiler = json_object_get(meta, "compiler");
-	printf("%-14s %s\n", "compiler", json_string_value(json_object_get(compiler, "realpath")));
+	char *compiler = cjc_json_shown(json_object_get(json_object_get(meta, "compiler"), "realpath"), "?");
+	printf("%-14s %s\n", "compiler", compiler);
+	free(compiler);
 	printf("%-14s %s\n", "kind",
 	       json_string_value(json_object_get(json_object_get(meta, "options"), "kind")));
 	printf("%-14s %lld ms\n", "duration",
@@ -404,14 +423,9 @@ static int verify_one(const char *key, const char *dir, void *ctx)
 	if (!ok) {
 		json_t *row = json_pack("{s:s, s:s, s:s}", "key", key, "path", dir, "reason", why.data);
 		if (v->s->fix) {
-			char *qdir = cjc_store_path(&v->s->store, "quarantine");
-			char *base = cjc_path_join(qdir, key);
-			char *dest = cjc_unique_name(base);
-			bool moved = !cjc_store_make_subdir(qdir) &&
-				     !cjc_evict_remove(&v->s->store, key, dir, dest);
-			json_object_set_new(row, "quarantined", moved ? json_string(dest) : json_null());
-			free(qdir);
-			free(base);
+			char *dest;
+			bool moved = !cjc_store_quarantine(&v->s->store, key, dir, &dest);
+			json_object_set_new(row, "quarantined", moved ? cjc_json_bytes(dest) : json_null());
 			free(dest);
 		}
 		if (!v->s->json)
@@ -429,6 +443,10 @@ static int cmd_verify(int argc, char **argv)
 	int rc = start(argc, argv, &s, false);
 	if (rc)
 		return rc;
+	if (s.fix && require_writable(&s, "verify --fix")) {
+		close_session(&s);
+		return 1;
+	}
 	struct verify_run v = { .s = &s, .bad = json_array() };
 	cjc_store_foreach_entry(&s.store, verify_one, &v);
 	size_t nbad = json_array_size(v.bad);
@@ -444,89 +462,24 @@ static int cmd_verify(int argc, char **argv)
 	return nbad ? 1 : 0;
 }
 
-static int remove_entry(const char *key, const char *dir, void *ctx)
-{
-	struct session *s = ctx;
-	/* Renamed aside first: a concurrent reader sees the whole entry or none of it. */
-	(void)cjc_evict_remove(&s->store, key, dir, NULL);
-	return 0;
-}
-
 static int cmd_clean(int argc, char **argv)
 {
 	struct session s;
+	struct cjc_clean_report r;
 	int rc = start(argc, argv, &s, false);
 	if (rc)
 		return rc;
-	cjc_store_foreach_entry(&s.store, remove_entry, &s);
-	char *manifests = cjc_store_path(&s.store, "manifests");
-	char *trash_base = cjc_store_path(&s.store, "staging/clean");
-	char *trash = cjc_unique_name(trash_base);
-	if (!rename(manifests, trash))
-		cjc_remove_tree(trash);
-	cjc_mkdirs(manifests, 0777);
-	free(manifests);
-	free(trash_base);
-	free(trash);
-	if (!s.json)
-		printf("cache emptied: %s\n", s.store.dir);
+	rc = require_writable(&s, "clean");
+	if (!rc && cjc_store_clean(&s.store, &r)) {
+		fprintf(stderr, "cjc clean: removed %llu entries; %llu could not be removed: %s\n",
+			(unsigned long long)r.removed, (unsigned long long)r.failed, strerror(errno));
+		rc = 1;
+	} else if (!rc && !s.json) {
+		printf("cache emptied: %s (%llu entries removed)\n", s.store.dir,
+		       (unsigned long long)r.removed);
+	}
 	close_session(&s);
-	return 0;
-}
-
-/*
- * Staging names are "<prefix>.<host>.<pid>.<random>" (fs.h): a directory is
- * orphaned when its pid is dead on this host, or, for another host's, when
- * it is older than the age given.  A live writer's staging is never taken.
- */
-static bool staging_orphaned(const char *name, time_t mtime, int64_t other_host_age)
-{
-	char *copy = cjc_xstrdup(name);
-	char *rand_part = strrchr(copy, '.');
-	char *pid_part = NULL;
-	bool orphaned = false;
-	if (rand_part) {
-		*rand_part = '\0';
-		pid_part = strrchr(copy, '.');
-	}
-	if (pid_part) {
-		*pid_part++ = '\0';
-		char *host = strrchr(copy, '.');
-		host = host ? host + 1 : copy;
-		long pid = strtol(pid_part, NULL, 10);
-		if (!strcmp(host, cjc_hostname()))
-			orphaned = pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH;
-		else
-			orphaned = time(NULL) - mtime >= other_host_age;
-	}
-	free(copy);
-	return orphaned;
-}
-
-/* Removes orphaned staging; returns how many were reclaimed, counts the kept. */
-static unsigned long reclaim_staging(const struct cjc_store *store, int64_t age, unsigned long *kept)
-{
-	char *dir = cjc_store_path(store, "staging");
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	unsigned long reclaimed = 0;
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		char *path = cjc_path_join(dir, de->d_name);
-		struct stat st;
-		if (!lstat(path, &st) && staging_orphaned(de->d_name, st.st_mtime, age)) {
-			if (!cjc_remove_tree(path))
-				reclaimed++;
-		} else {
-			(*kept)++;
-		}
-		free(path);
-	}
-	if (d)
-		closedir(d);
-	free(dir);
-	return reclaimed;
+	return rc;
 }
 
 static int parse_gc_flags(int argc, char **argv, uint64_t *max_size, int64_t *age)
@@ -562,18 +515,30 @@ static int cmd_gc(int argc, char **argv)
 	struct session s = { 0 };
 	if (open_session(&s))
 		return 1;
+	if (require_writable(&s, "gc")) {
+		close_session(&s);
+		return 1;
+	}
 	if (!max_size)
 		max_size = s.cfg.max_size;
-	unsigned long kept = 0;
-	unsigned long reclaimed = reclaim_staging(&s.store, age >= 0 ? age : 86400, &kept);
+	struct cjc_reclaim_report rr;
+	if (cjc_store_reclaim(&s.store, age >= 0 ? age : 86400, &rr)) {
+		fprintf(stderr, "cjc gc: cannot reclaim everything: %s\n", strerror(errno));
+		rc = 1;
+	}
+	/* hash caches count against max_size too: entries get what they leave */
+	if (max_size)
+		max_size = max_size > rr.hash_bytes ? max_size - rr.hash_bytes : 1;
 	struct cjc_evict_report r;
 	int64_t t0 = cjc_now_ms();
 	if (cjc_evict_store(&s.store, max_size, age, &r)) {
 		fprintf(stderr, "cjc gc: cannot read the entries: %s\n", strerror(errno));
 		rc = 1;
 	}
-	printf("reclaimed %lu orphaned staging director%s, left %lu in use\n", reclaimed,
-	       reclaimed == 1 ? "y" : "ies", kept);
+	printf("reclaimed %lu orphaned staging director%s (left %lu in use), %lu temporary "
+	       "files of killed writers, %lu unused hash caches (%llu bytes of them left)\n",
+	       rr.staging, rr.staging == 1 ? "y" : "ies", rr.staging_kept, rr.temporaries,
+	       rr.hash_caches, (unsigned long long)rr.hash_bytes);
 	printf("evicted %llu of %llu entries (%llu of %llu bytes) in %.3f s\n",
 	       (unsigned long long)r.evicted, (unsigned long long)r.entries,
 	       (unsigned long long)r.evicted_bytes, (unsigned long long)r.bytes,

@@ -21,11 +21,11 @@ static json_t *resolved(const char *path, const char *cwd)
 	if (!path)
 		return json_null();
 	if (realpath(path, real))
-		return json_string(real);
+		return cjc_json_bytes(real);
 	if (path[0] == '/' || !cwd)
-		return json_string(path);
+		return cjc_json_bytes(path);
 	char *abs = cjc_path_join(cwd, path);
-	json_t *s = json_string(abs);
+	json_t *s = cjc_json_bytes(abs);
 	free(abs);
 	return s;
 }
@@ -40,8 +40,8 @@ json_t *cjc_explain_record(const char *result, const char *cwd, const char *sour
 	json_object_set_new(r, "result", json_string(result));
 	json_object_set_new(r, "source", resolved(source, cwd));
 	json_object_set_new(r, "output", resolved(output, cwd));
-	json_object_set_new(r, "target", target ? json_string(target) : json_null());
-	json_object_set_new(r, "cwd", cwd ? json_string(cwd) : json_null());
+	json_object_set_new(r, "target", target ? cjc_json_bytes(target) : json_null());
+	json_object_set_new(r, "cwd", cwd ? cjc_json_bytes(cwd) : json_null());
 	return r;
 }
 
@@ -54,30 +54,29 @@ static json_t *compiler_facts(const struct cjc_identity *id)
 	const char *last = v + n;
 	while (last > v && last[-1] != '\n')
 		last--;
-	return json_pack("{s:s, s:s%, s:s}", "path", id->realpath ? id->realpath : id->path,
-			 "version", last, (size_t)(v + n - last), "digest", id->digest);
+	char *line = cjc_xstrndup(last, (size_t)(v + n - last));
+	json_t *facts = json_pack("{s:o, s:o, s:s}", "path",
+				  cjc_json_bytes(id->realpath ? id->realpath : id->path), "version",
+				  cjc_json_bytes(line), "digest", id->digest);
+	free(line);
+	return facts;
 }
 
 json_t *cjc_explain_facts(const struct cjc_compile *c, const char *cwd,
 			  const struct cjc_identity *nvcc, const struct cjc_identity *host,
 			  char *const *env, size_t nenv)
 {
-	json_t *args = json_array(), *vars = json_object();
+	json_t *args = json_array(), *vars = cjc_environment_json(env, nenv);
 	for (size_t i = 0; i < c->key_units.n; i++)
-		json_array_append_new(args, json_string(c->key_units.v[i]));
-	for (size_t i = 0; i < nenv; i++) {
-		const char *eq = strchr(env[i], '=');
-		char *name = cjc_xstrndup(env[i], (size_t)(eq - env[i]));
-		json_object_set_new(vars, name, json_string(eq + 1));
-		free(name);
-	}
+		json_array_append_new(args, cjc_json_bytes(c->key_units.v[i]));
 	const char *base = c->place.base_dir;
 	char *rule = cjc_place_rule(&c->place);
-	json_t *facts = json_pack("{s:o, s:o, s:o, s:o, s:s?, s:s?, s:O, s:s?, s:s}", "args", args,
+	json_t *facts = json_pack("{s:o, s:o, s:o, s:o, s:o?, s:s?, s:O, s:o?, s:o}", "args", args,
 				  "env", vars, "nvcc", compiler_facts(nvcc), "host",
-				  compiler_facts(host), "cwd", c->place.keys_cwd ? cwd : NULL,
+				  compiler_facts(host), "cwd", c->place.keys_cwd ? cjc_json_bytes(cwd) : NULL,
 				  "cwd_keyed_by", c->place.keys_cwd, "resolved", c->resolved,
-				  "base_dir", base ? (*base ? base : "/") : NULL, "rule", rule);
+				  "base_dir", base ? cjc_json_bytes(*base ? base : "/") : NULL, "rule",
+				  cjc_json_bytes(rule));
 	free(rule);
 	return facts;
 }
@@ -339,8 +338,14 @@ static void describe_compiler(struct cjc_buf *b, json_t *c)
 static void describe_env(struct cjc_buf *b, json_t *c)
 {
 	const char *name = field(c, "name");
-	const char *old = json_string_value(json_object_get(c, "old"));
-	const char *new = json_string_value(json_object_get(c, "new"));
+	json_t *was = json_object_get(c, "old"), *now = json_object_get(c, "new");
+	if (json_object_get(was, "sha256") || json_object_get(now, "sha256")) {
+		/* recorded by hash only: it may hold a secret */
+		cjc_buf_addf(b, "%s %s", name, json_is_null(now) ? "unset" : json_is_null(was) ? "set" : "changed");
+		return;
+	}
+	const char *old = json_string_value(was);
+	const char *new = json_string_value(now);
 	if (!old)
 		cjc_buf_addf(b, "%s set to '%s'", name, new ? new : "?");
 	else if (!new)
@@ -436,7 +441,7 @@ static void set_summary(json_t *r)
 		cjc_buf_adds(&b, "nvcc failed; nothing was cached");
 	else
 		cjc_buf_adds(&b, reason ? reason : "?");
-	json_object_set_new(r, "summary", json_string(b.data));
+	json_object_set_new(r, "summary", cjc_json_bytes(b.data));
 	cjc_buf_release(&b);
 }
 
@@ -480,9 +485,15 @@ static void print_record(json_t *r)
 	const char *target = json_string_value(json_object_get(r, "target"));
 	const char *with = json_string_value(json_object_get(r, "compared_with"));
 	json_t *saved = json_object_get(r, "saved_ms"), *took = json_object_get(r, "duration_ms");
-	printf("%s\n", field(r, "summary"));
-	printf("  compiled %s at %s%s%s\n", field(r, "output"), field(r, "time"),
-	       target ? " for target " : "", target ? target : "");
+	char *summary = cjc_json_shown(json_object_get(r, "summary"), "?");
+	char *output = cjc_json_shown(json_object_get(r, "output"), "?");
+	char *label = target ? cjc_printable(target) : NULL;
+	printf("%s\n", summary);
+	printf("  compiled %s at %s%s%s\n", output, field(r, "time"), label ? " for target " : "",
+	       label ? label : "");
+	free(summary);
+	free(output);
+	free(label);
 	if (entry)
 		printf("  entry %s\n", entry);
 	if (json_object_get(r, "not_published"))

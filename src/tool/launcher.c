@@ -40,6 +40,7 @@ struct job {
 	struct cjc_compile c;
 	struct cjc_identity nvcc, host;
 	char cwd[PATH_MAX];
+	char *deliver;    /* where the output is written: through symbolic links */
 	char direct_key[CJC_HEX_LEN + 1];
 	char *hash_cache; /* this translation unit's hash-cache file (filehash.h) */
 	char *meta_memo;  /* and its checked metadata (metamemo.h) */
@@ -76,7 +77,7 @@ static void record_start(struct job *j, const char *result, const char *reason)
 	j->record = cjc_explain_record(result, j->cwd[0] ? j->cwd : NULL, j->c.source,
 				       j->c.output, j->target);
 	if (reason)
-		json_object_set_new(j->record, "reason", json_string(reason));
+		json_object_set_new(j->record, "reason", cjc_json_bytes(reason));
 }
 
 static void record_facts(struct job *j)
@@ -259,7 +260,7 @@ static enum served serve(struct job *j, const struct cjc_entry *e,
 {
 	struct cjc_buf out = CJC_BUF_INIT, err = CJC_BUF_INIT;
 	char *name = artifact_name(j);
-	char *tmp = cjc_unique_name(j->c.output);
+	char *tmp = cjc_unique_name(j->deliver);
 	enum served result = SERVED;
 	cjc_tempfile_add(tmp);
 	store_umask(j, false);
@@ -283,7 +284,7 @@ static enum served serve(struct job *j, const struct cjc_entry *e,
 		result = SPILLED;
 	if (result == SERVED && write_user_depfile(j, rec->deps, rec->ndeps))
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
-	if (result == SERVED && rename(tmp, j->c.output))
+	if (result == SERVED && rename(tmp, j->deliver))
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
 	if (result == SERVED)
 		cjc_tempfile_forget(tmp);
@@ -391,17 +392,37 @@ static void read_memfd(int fd, struct cjc_buf *out)
 struct compile_result {
 	int status;
 	int64_t duration_ms;
-	struct timespec started; /* the file system's clock */
+	struct timespec started; /* the file system's clock, one tick early (see below) */
 	char *tmp_out;
 	char *tmp_dep;
 	char *keep_dir; /* keep_ptx: where nvcc -keep writes */
 	struct cjc_buf out, err;
 };
 
+/*
+ * When nvcc starts, as a file's mtime or ctime would say it: a file changed
+ * after this was maybe changed while nvcc read it.  The kernel stamps files
+ * with its coarse clock (one tick behind at most) or, since Linux 6.13, with
+ * the fine clock once the file was looked at: so the fine clock, less one
+ * tick of the coarse one.  Reading the coarse clock instead made files
+ * written just before the compile look changed during it.
+ */
+static void compile_start(struct timespec *t)
+{
+	struct timespec tick;
+	clock_gettime(CLOCK_REALTIME, t);
+	if (clock_getres(CLOCK_REALTIME_COARSE, &tick))
+		tick = (struct timespec){ 0, 10000000 };
+	t->tv_sec -= tick.tv_sec;
+	t->tv_nsec -= tick.tv_nsec;
+	if (t->tv_nsec < 0)
+		t->tv_sec--, t->tv_nsec += 1000000000;
+}
+
 static int run_nvcc(struct job *j, struct compile_result *r)
 {
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
-	r->tmp_out = cjc_unique_name(j->c.output);
+	r->tmp_out = cjc_unique_name(j->deliver);
 	r->tmp_dep = cjc_xasprintf("%s.d", r->tmp_out);
 	cjc_tempfile_add(r->tmp_out);
 	cjc_tempfile_add(r->tmp_dep);
@@ -422,7 +443,7 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 		cjc_diagnostics_print_command(argv.v);
 	int out_fd = memfd_create("cjc-stdout", MFD_CLOEXEC);
 	int err_fd = memfd_create("cjc-stderr", MFD_CLOEXEC);
-	clock_gettime(CLOCK_REALTIME_COARSE, &r->started);
+	compile_start(&r->started);
 	int64_t t0 = cjc_now_ms();
 	store_umask(j, false);
 	r->status = out_fd < 0 || err_fd < 0 ? -1 : cjc_run(argv.v, out_fd, err_fd);
@@ -569,6 +590,7 @@ static int format_metadata(struct job *j, const struct compile_result *r,
 		.environment = j->env.v,
 		.nenvironment = j->env.n,
 		.diagnostics = cjc_diagnostics_json(&j->diag),
+		.options_files = j->c.options_files,
 		.target = j->target,
 		.duration_ms = r->duration_ms,
 		.files = st->files,
@@ -654,7 +676,7 @@ static void record_miss(struct job *j, const struct compile_result *r,
 	json_object_set_new(j->record, "entry", stable ? json_string(rec->entry_key) : json_null());
 	json_object_set_new(j->record, "published", json_boolean(published));
 	if (!published)
-		json_object_set_new(j->record, "not_published", json_string(
+		json_object_set_new(j->record, "not_published", cjc_json_bytes(
 			!stable ? unstable : j->cfg.readonly ? "readonly is set" : "the store refused it (see the log)"));
 	json_object_set_new(j->record, "duration_ms", json_integer(r->duration_ms));
 	record_facts(j);
@@ -691,7 +713,7 @@ static int compile_miss(struct job *j)
 	bool spilled = !rc && j->diag.check_spills && cjc_diagnostics_spilled(r.err.data, r.err.len);
 	if (!rc && !spilled && write_user_depfile(j, rec.deps, rec.ndeps))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
-	if (!rc && !spilled && rename(r.tmp_out, j->c.output))
+	if (!rc && !spilled && rename(r.tmp_out, j->deliver))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.output, strerror(errno));
 	if (rc) {
 		/* Nothing was delivered: let nvcc do the whole job itself. */
@@ -759,6 +781,41 @@ static int identify_compilers(struct job *j, struct cjc_buf *why)
 	return rc;
 }
 
+/* The file a path names once symbolic links are followed (nvcc writes
+ * through a link to the output; so do we, and the link stays). */
+static char *through_links(const char *path)
+{
+	char *at = cjc_xstrdup(path);
+	for (int hops = 0; hops < 40; hops++) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(at, target, sizeof target - 1);
+		if (n < 0)
+			break;
+		target[n] = '\0';
+		char *dir = cjc_dirname(at);
+		char *next = target[0] == '/' ? cjc_xstrdup(target) : cjc_path_join(dir, target);
+		free(dir);
+		free(at);
+		at = next;
+	}
+	return at;
+}
+
+/* nvcc's own message is better than ours naming a temporary file. */
+static const char *missing_directory(const struct job *j)
+{
+	const char *files[] = { j->deliver, j->c.dep_requested ? j->c.dep_file : NULL };
+	for (size_t i = 0; i < 2; i++) {
+		char *dir = files[i] ? cjc_dirname(files[i]) : NULL;
+		bool missing = dir && !cjc_is_dir(dir);
+		free(dir);
+		if (missing)
+			return i ? "the dependency file's directory does not exist"
+				 : "the output's directory does not exist";
+	}
+	return NULL;
+}
+
 /* Everything before the lookup; -1 means compile uncached. */
 static int prepare(struct job *j, struct cjc_buf *why)
 {
@@ -776,6 +833,11 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	}
 	struct cjc_place where = { .cwd = j->cwd, .base_dir = j->cfg.base_dir };
 	cjc_compile_parse(j->argc - 1, j->argv + 1, &where, &j->c);
+	if (!j->c.uncacheable) {
+		j->deliver = through_links(j->c.output);
+		if (missing_directory(j))
+			j->c.uncacheable = cjc_xstrdup(missing_directory(j));
+	}
 	if (j->c.uncacheable) {
 		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);
 		count(j, CJC_STAT_UNCACHEABLE, 0);
@@ -814,6 +876,7 @@ static void job_release(struct job *j)
 	cjc_metamemo_forget();
 	free(j->hash_cache);
 	free(j->meta_memo);
+	free(j->deliver);
 	free(j->lookup);
 	json_decref(j->record);
 	cjc_strvec_clear(&j->env);

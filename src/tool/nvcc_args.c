@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* What an option does to the key and to the command run on a miss. */
 enum action {
@@ -300,6 +301,7 @@ struct parser {
 	json_t *archs, *defines, *include_dirs, *extra;
 	json_t *std, *optimize;
 	int depth;
+	int private_depth; /* inside an options file that others cannot read */
 };
 
 static void uncacheable(struct cjc_compile *c, const char *reason)
@@ -361,7 +363,7 @@ static void add_archs(json_t *archs, const char *value)
 		json_array_foreach(archs, i, v)
 			seen |= !strcmp(json_string_value(v), t);
 		if (!seen)
-			json_array_append_new(archs, json_string(t));
+			json_array_append_new(archs, cjc_json_bytes(t));
 	}
 	free(copy);
 }
@@ -371,17 +373,17 @@ static void record_field(struct parser *p, const struct nvcc_option *o, char *co
 {
 	switch (o->field) {
 	case F_ARCH: add_archs(p->archs, value); break;
-	case F_DEFINE: json_array_append_new(p->defines, json_string(value)); break;
-	case F_INCLUDE: json_array_append_new(p->include_dirs, json_string(value)); break;
-	case F_STD: json_decref(p->std); p->std = json_string(value); break;
-	case F_OPT: json_decref(p->optimize); p->optimize = json_string(value); break;
+	case F_DEFINE: json_array_append_new(p->defines, cjc_json_bytes(value)); break;
+	case F_INCLUDE: json_array_append_new(p->include_dirs, cjc_json_bytes(value)); break;
+	case F_STD: json_decref(p->std); p->std = cjc_json_bytes(value); break;
+	case F_OPT: json_decref(p->optimize); p->optimize = cjc_json_bytes(value); break;
 	case F_DEBUG: break;
 	case F_LINEINFO: p->line_info = true; break;
 	case F_FASTMATH: p->fast_math = true; break;
 	case F_NONE: break;
 	case F_EXTRA:
 		for (int k = 0; k < used; k++)
-			json_array_append_new(p->extra, json_string(words[k]));
+			json_array_append_new(p->extra, cjc_json_bytes(words[k]));
 		break;
 	}
 }
@@ -429,12 +431,26 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 
 /* With base_dir, a file naming a path under it is put on the command line,
  * rewritten; any other is keyed by its contents and passed as it is. */
-static enum origin options_file_origin(const struct parser *p, enum origin from, const char *text)
+static enum origin options_file_origin(const struct parser *p, enum origin from, const char *text,
+				       bool private)
 {
 	const char *base = p->c->place.base_dir;
-	if (from == FILE_KEPT || !base || !p->c->place.cwd)
+	if (from == FILE_KEPT || !base || !p->c->place.cwd || private)
 		return FILE_KEPT;
 	return strstr(text, *base ? base : "/") ? FILE_INLINED : FILE_KEPT;
+}
+
+/* For metadata.json: the file, its hash, and whether others can read it
+ * (if not, its words are kept out of metadata and the journal). */
+static void record_options_file(struct cjc_compile *c, const char *path, const struct cjc_buf *text,
+				bool private)
+{
+	char hex[CJC_HEX_LEN + 1];
+	cjc_hash_buf_hex(text->data, text->len, hex);
+	if (!c->options_files)
+		c->options_files = json_array();
+	json_array_append_new(c->options_files, json_pack("{s:o, s:s, s:b}", "path",
+		cjc_json_bytes(path), "sha256", hex, "private", private));
 }
 
 static void read_options_file(struct parser *p, char *const *words, int used, const char *path,
@@ -446,16 +462,19 @@ static void read_options_file(struct parser *p, char *const *words, int used, co
 		uncacheable(c, "options files nested too deeply");
 		return;
 	}
-	if (cjc_read_file(path, &text)) {
+	struct stat st;
+	if (cjc_read_file(path, &text) || stat(path, &st)) {
 		char *why = cjc_xasprintf("cannot read options file %s: %s", path, strerror(errno));
 		uncacheable(c, why);
 		free(why);
 		cjc_buf_release(&text);
 		return;
 	}
-	cjc_strvec_push(&c->optfiles, path);
-	push_unit(c, words, used);
-	enum origin sub = options_file_origin(p, from, text.data);
+	bool private = !(st.st_mode & S_IROTH);
+	record_options_file(c, path, &text, private);
+	if (!p->private_depth)
+		push_unit(c, words, used);
+	enum origin sub = options_file_origin(p, from, text.data, private);
 	if (sub == FILE_KEPT) {
 		char *content = cjc_xasprintf("options-file-content:%s", text.data);
 		cjc_strvec_push(&c->key_args, content);
@@ -466,7 +485,9 @@ static void read_options_file(struct parser *p, char *const *words, int used, co
 	struct cjc_strvec file_words = CJC_STRVEC_INIT;
 	split_options_file(text.data, &file_words);
 	p->depth++;
+	p->private_depth += private;
 	parse_words(p, (int)file_words.n, file_words.v, sub);
+	p->private_depth -= private;
 	p->depth--;
 	cjc_strvec_clear(&file_words);
 	cjc_buf_release(&text);
@@ -534,10 +555,12 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	}
 	if (!is_dep) {
 		cjc_strvec_pushv(&c->key_args, words, (size_t)used);
-		push_unit(c, words, used);
 		if (from != FILE_KEPT)
 			cjc_strvec_pushv(&c->nvcc_args, words, (size_t)used);
-		record_field(p, o, words, used, value);
+		if (!p->private_depth) {
+			push_unit(c, words, used);
+			record_field(p, o, words, used, value);
+		}
 	}
 	switch (o->action) {
 	case KEY: case FORWARD: break;
@@ -582,7 +605,8 @@ static void add_input(struct parser *p, char *const *given, enum origin from)
 		relocate_path(p, &word, 1, word, from, &own);
 	cjc_strvec_push(&p->inputs, word);
 	cjc_strvec_push(&c->key_args, word);
-	cjc_strvec_push(&c->key_units, word);
+	if (!p->private_depth)
+		cjc_strvec_push(&c->key_units, word);
 	if (from != FILE_KEPT)
 		cjc_strvec_push(&c->nvcc_args, word);
 	free(own);
@@ -603,10 +627,12 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 		const struct nvcc_option *o = lookup(argv, argc, i, &value, &used, &missing);
 		if (!o && p->forward_unknown) {
 			cjc_strvec_push(&c->key_args, a);
-			cjc_strvec_push(&c->key_units, a);
 			if (from != FILE_KEPT)
 				cjc_strvec_push(&c->nvcc_args, a);
-			json_array_append_new(p->extra, json_string(a));
+			if (!p->private_depth) {
+				cjc_strvec_push(&c->key_units, a);
+				json_array_append_new(p->extra, cjc_json_bytes(a));
+			}
 			continue;
 		}
 		if (!o || missing) {
@@ -714,7 +740,8 @@ static void finish_place(struct parser *p)
 		char *arg = cjc_xasprintf("resolves:%s", to);
 		cjc_strvec_push(&c->key_args, p->relative.v[i]);
 		cjc_strvec_push(&c->key_args, arg);
-		json_object_set_new(c->resolved, p->relative.v[i], json_string(to));
+		/* for `cjc why` only: a path that is not UTF-8 cannot be a JSON key */
+		json_object_set_new(c->resolved, p->relative.v[i], cjc_json_bytes(to));
 		free(arg);
 		free(to);
 	}
@@ -762,5 +789,6 @@ void cjc_compile_release(struct cjc_compile *c)
 	cjc_strvec_clear(&c->search.dirs);
 	json_decref(c->options);
 	json_decref(c->resolved);
+	json_decref(c->options_files);
 	memset(c, 0, sizeof *c);
 }

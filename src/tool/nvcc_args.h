@@ -13,6 +13,11 @@
  * line, rewritten, instead of being passed.  Every relative path is then
  * keyed with where it resolves, when place.h says the key needs it.
  *
+ * An options file that others cannot read may hold secrets (-DTOKEN=...):
+ * its contents are in the key (as a hash) but its words are kept out of the
+ * parsed options and `key_units`, which metadata.json and the journal
+ * record, and it is never put on the command line.
+ *
  * The result says what kind of output is made and where, which dependency
  * file was asked for, which arguments form the key, which arguments nvcc runs
  * with on a miss (the same, less outputs and dependency options, which cjc
@@ -53,6 +58,7 @@ struct cjc_compile {
 	struct cjc_strvec isystem;   /* -isystem directories */
 	struct cjc_search_path search;
 	json_t *options;   /* for metadata.json */
+	json_t *options_files; /* for metadata.json: [{"path", "sha256", "private"}], or NULL */
 };
 
 /* Fills c; c->uncacheable is set when the command is not one we cache.
