@@ -10,6 +10,7 @@
  *   blob.h        CRC-guarded small binary files
  *   depfile.h     Make dependency files
  *   includescan.h include candidates that must stay absent
+ *   stamp.h       file stamps and the racy-clean rule
  *   filehash.h    hashes of source files
  *   manifest.h    direct key -> entry key without a preprocessor
  *   metadata.h    metadata.json
@@ -44,6 +45,7 @@
 #include "metamemo.h"
 #include "place.h"
 #include "run.h"
+#include "stamp.h"
 #include "stats.h"
 #include "store.h"
 #include "util.h"

@@ -10,15 +10,11 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "stamp.h"
 #include "util.h"
 
 #define FILEHASH_VERSION 1
 #define FILEHASH_MAX 16384
-
-struct stamp {
-	uint64_t dev, ino, size;
-	int64_t mtime_ns, ctime_ns;
-};
 
 struct memo {
 	struct memo *next;
@@ -28,7 +24,7 @@ struct memo {
 	int err;      /* 0, or the errno of the failed read */
 	uint64_t size;
 	unsigned char sha[CJC_DIGEST_LEN];
-	struct stamp st;
+	struct cjc_stamp st;
 	int64_t taken_ns;
 };
 
@@ -136,26 +132,15 @@ static void forget_dirs(void)
 	ndirs = 0;
 }
 
-static void stamp_of(const struct stat *s, struct stamp *st)
-{
-	st->dev = (uint64_t)s->st_dev;
-	st->ino = (uint64_t)s->st_ino;
-	st->size = (uint64_t)s->st_size;
-	st->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000LL + s->st_mtim.tv_nsec;
-	st->ctime_ns = (int64_t)s->st_ctim.tv_sec * 1000000000LL + s->st_ctim.tv_nsec;
-}
-
 /* Whether a remembered hash still holds for the file as it is now. */
 static bool stamp_holds(const struct memo *m)
 {
 	struct stat s;
-	struct stamp now;
+	struct cjc_stamp now;
 	if (!m->stamped || stat_fast(m->path, &s))
 		return false;
-	stamp_of(&s, &now);
-	return !memcmp(&now, &m->st, sizeof now) &&
-	       now.mtime_ns + CJC_FILEHASH_RACY_NS <= m->taken_ns &&
-	       now.ctime_ns + CJC_FILEHASH_RACY_NS <= m->taken_ns;
+	cjc_stamp_of(&s, &now);
+	return cjc_stamp_holds(&m->st, &now, m->taken_ns);
 }
 
 /* Reads and hashes a file, noting its stamp from the descriptor it read. */
@@ -169,7 +154,7 @@ static void hash_now(struct memo *m)
 		m->err = errno ? errno : EIO;
 	} else {
 		m->err = 0;
-		stamp_of(&s, &m->st);
+		cjc_stamp_of(&s, &m->st);
 		m->stamped = m->st.size == m->size;
 	}
 	if (fd >= 0)
@@ -237,19 +222,15 @@ void cjc_filehash_counts(uint64_t *r, uint64_t *h)
 
 static void decode_record(struct cjc_cursor *c)
 {
-	uint32_t len = cjc_cursor_u32(c);
-	const char *p = cjc_cursor_bytes(c, len);
-	struct stamp st;
-	st.dev = cjc_cursor_u64(c);
-	st.ino = cjc_cursor_u64(c);
-	st.size = cjc_cursor_u64(c);
-	st.mtime_ns = (int64_t)cjc_cursor_u64(c);
-	st.ctime_ns = (int64_t)cjc_cursor_u64(c);
+	char *path = cjc_cursor_str(c, 4096);
+	struct cjc_stamp st;
+	cjc_stamp_decode(c, &st);
 	int64_t taken = (int64_t)cjc_cursor_u64(c);
 	const void *sha = cjc_cursor_bytes(c, CJC_DIGEST_LEN);
-	if (c->bad || !len || memchr(p, '\0', len))
+	if (c->bad || !*path) {
+		free(path);
 		return;
-	char *path = cjc_xstrndup(p, len);
+	}
 	struct memo *m = memo_of(path);
 	free(path);
 	if (m->known || m->stamped)
@@ -288,13 +269,9 @@ int cjc_filehash_save(const struct cjc_store *s, const char *sub)
 		for (struct memo *m = buckets[b]; m && count < FILEHASH_MAX; m = m->next) {
 			if (!m->stamped || m->err)
 				continue;
-			size_t len = strlen(m->path);
-			cjc_buf_add_u32(&records, (uint32_t)len);
-			cjc_buf_add(&records, m->path, len);
-			uint64_t v[] = { m->st.dev, m->st.ino, m->st.size, (uint64_t)m->st.mtime_ns,
-					 (uint64_t)m->st.ctime_ns, (uint64_t)m->taken_ns };
-			for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-				cjc_buf_add_u64(&records, v[i]);
+			cjc_buf_add_str(&records, m->path);
+			cjc_stamp_encode(&records, &m->st);
+			cjc_buf_add_u64(&records, (uint64_t)m->taken_ns);
 			cjc_buf_add(&records, m->sha, CJC_DIGEST_LEN);
 			count++;
 		}

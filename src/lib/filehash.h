@@ -12,14 +12,13 @@
  * before the lookup, cjc_filehash_save() writes it back when something was
  * hashed.  Each record holds a path, the file's stamp when it was hashed
  * (device, inode, size, mtime, ctime), the time the hash was taken, and the
- * hash.  A remembered hash is used only when the file's stamp is unchanged
- * and the file was last changed at least CJC_FILEHASH_RACY_NS before the hash
- * was taken (git's racy-clean rule: a change within the file system's
- * timestamp granularity of the hashing could otherwise go unseen); else the
- * file is read and hashed again.  A damaged file is ignored.
+ * hash.  A remembered hash is used only when the stamp still holds
+ * (stamp.h: unchanged, and older than the racy-clean margin when it was
+ * taken); else the file is read and hashed again.  A damaged file is ignored.
  *
- * Payload: u32 version, u32 count, then per record: u32 length, path bytes,
- * u64 dev, ino, size, mtime_ns, ctime_ns, taken_ns, 32 bytes of SHA-256.
+ * Payload: u32 version, u32 count, then per record: the path (util.h's
+ * length-prefixed string), the stamp (stamp.h), u64 taken_ns, 32 bytes of
+ * SHA-256.
  */
 #ifndef CJC_FILEHASH_H
 #define CJC_FILEHASH_H
@@ -28,8 +27,6 @@
 #include <stdint.h>
 
 #include "hash.h"
-
-#define CJC_FILEHASH_RACY_NS 2000000000LL
 
 int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN]);
 void cjc_filehash_forget(void);

@@ -9,41 +9,10 @@
 #include "blob.h"
 #include "fs.h"
 #include "run.h"
+#include "stamp.h"
 
-static const char magic[4] = { 'C', 'J', 'C', 'I' };
-#define RACY_NS 2000000000LL
-
-struct file_stamp {
-	uint64_t dev, ino, size;
-	int64_t mtime_ns, ctime_ns;
-};
-
-static int stamp_of(const char *path, struct file_stamp *fs)
-{
-	struct stat st;
-	memset(fs, 0, sizeof *fs);
-	if (stat(path, &st))
-		return -1; /* a missing file has the all-zero stamp */
-	fs->dev = st.st_dev;
-	fs->ino = st.st_ino;
-	fs->size = (uint64_t)st.st_size;
-	fs->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	fs->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-	return 0;
-}
-
-static void add_str(struct cjc_buf *b, const char *s)
-{
-	cjc_buf_add_u32(b, (uint32_t)strlen(s));
-	cjc_buf_adds(b, s);
-}
-
-static char *get_str(struct cjc_cursor *c)
-{
-	uint32_t n = cjc_cursor_u32(c);
-	const char *p = cjc_cursor_bytes(c, n);
-	return p ? cjc_xstrndup(p, n) : NULL;
-}
+/* Version 2: length-prefixed strings and stamps, little-endian (util.h, stamp.h). */
+static const char magic[4] = { 'C', 'J', 'I', '2' };
 
 /* The identity's file in the store (store.h). */
 static char *cache_name(const char *kind, const char *path)
@@ -66,22 +35,19 @@ static int load(const struct cjc_store *store, const char *cache, struct cjc_ide
 	struct cjc_cursor c;
 	cjc_cursor_init(&c, payload.data, payload.len);
 	int64_t recorded = (int64_t)cjc_cursor_u64(&c);
-	id->realpath = get_str(&c);
-	id->version = get_str(&c);
-	char *digest = get_str(&c);
+	id->realpath = cjc_cursor_str(&c, PATH_MAX);
+	id->version = cjc_cursor_str(&c, 1 << 20);
+	char *digest = cjc_cursor_str(&c, CJC_HEX_LEN);
 	uint32_t n = cjc_cursor_u32(&c);
-	bool ok = !c.bad && digest && cjc_is_hex64(digest);
+	bool ok = !c.bad && cjc_is_hex64(digest);
 	for (uint32_t i = 0; ok && i < n; i++) {
-		char *path = get_str(&c);
-		struct file_stamp want, now;
-		const void *raw = cjc_cursor_bytes(&c, sizeof want);
-		ok = path && raw;
+		char *path = cjc_cursor_str(&c, PATH_MAX);
+		struct cjc_stamp then, now;
+		cjc_stamp_decode(&c, &then);
+		ok = !c.bad;
 		if (ok) {
-			memcpy(&want, raw, sizeof want);
-			stamp_of(path, &now);
-			ok = !memcmp(&want, &now, sizeof want) &&
-			     (want.mtime_ns == 0 || want.mtime_ns < recorded - RACY_NS) &&
-			     (want.ctime_ns == 0 || want.ctime_ns < recorded - RACY_NS);
+			cjc_stamp_path(path, &now);
+			ok = cjc_stamp_holds(&then, &now, recorded);
 		}
 		free(path);
 	}
@@ -103,15 +69,15 @@ static void save(const struct cjc_store *store, const char *cache, struct cjc_id
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	cjc_buf_add_u64(&b, (uint64_t)cjc_wall_ns());
-	add_str(&b, id->realpath);
-	add_str(&b, id->version);
-	add_str(&b, id->digest);
+	cjc_buf_add_str(&b, id->realpath);
+	cjc_buf_add_str(&b, id->version);
+	cjc_buf_add_str(&b, id->digest);
 	cjc_buf_add_u32(&b, (uint32_t)n);
 	for (size_t i = 0; i < n; i++) {
-		struct file_stamp fs;
-		stamp_of(files[i], &fs);
-		add_str(&b, files[i]);
-		cjc_buf_add(&b, &fs, sizeof fs);
+		struct cjc_stamp st;
+		cjc_stamp_path(files[i], &st);
+		cjc_buf_add_str(&b, files[i]);
+		cjc_stamp_encode(&b, &st);
 	}
 	id->save_errno = cjc_blob_write(store, cache, magic, &b) ? errno : 0;
 	cjc_buf_release(&b);

@@ -15,13 +15,12 @@ static const char magic[4] = { 'C', 'J', 'C', 'M' };
 
 static char *read_path(struct cjc_cursor *c)
 {
-	uint32_t len = cjc_cursor_u32(c);
-	if (!len || len > MAX_PATH_LEN)
+	char *p = cjc_cursor_str(c, MAX_PATH_LEN);
+	if (p && !*p) {
+		free(p);
 		return c->bad = true, NULL;
-	const char *p = cjc_cursor_bytes(c, len);
-	if (!p || memchr(p, '\0', len))
-		return c->bad = true, NULL;
-	return cjc_xstrndup(p, len);
+	}
+	return p;
 }
 
 static int decode_record(struct cjc_cursor *c, struct cjc_manifest_record *r)
@@ -88,18 +87,13 @@ static void encode_record(const struct cjc_manifest_record *r, struct cjc_buf *o
 	cjc_buf_add(out, r->entry_key, CJC_HEX_LEN);
 	cjc_buf_add_u32(out, (uint32_t)r->ndeps);
 	for (size_t i = 0; i < r->ndeps; i++) {
-		size_t len = strlen(r->deps[i].path);
-		cjc_buf_add_u32(out, (uint32_t)len);
-		cjc_buf_add(out, r->deps[i].path, len);
+		cjc_buf_add_str(out, r->deps[i].path);
 		cjc_buf_add_u64(out, r->deps[i].size);
 		cjc_buf_add(out, r->deps[i].sha, CJC_DIGEST_LEN);
 	}
 	cjc_buf_add_u32(out, (uint32_t)r->absent.n);
-	for (size_t i = 0; i < r->absent.n; i++) {
-		size_t len = strlen(r->absent.v[i]);
-		cjc_buf_add_u32(out, (uint32_t)len);
-		cjc_buf_add(out, r->absent.v[i], len);
-	}
+	for (size_t i = 0; i < r->absent.n; i++)
+		cjc_buf_add_str(out, r->absent.v[i]);
 }
 
 void cjc_manifest_encode(const struct cjc_manifest *m, struct cjc_buf *out)

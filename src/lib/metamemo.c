@@ -105,13 +105,14 @@ static bool decode_record(struct cjc_cursor *c)
 	struct cjc_artifact *files = cjc_xcalloc(n ? n : 1, sizeof *files);
 	bool ok = cjc_is_hex64(k);
 	for (uint32_t i = 0; ok && i < n; i++) {
-		uint32_t len = cjc_cursor_u32(c);
-		const char *name = cjc_cursor_bytes(c, len);
+		char *name = cjc_cursor_str(c, 64);
 		files[i].size = cjc_cursor_u64(c);
 		const char *hex = cjc_cursor_bytes(c, CJC_HEX_LEN);
-		if (c->bad)
+		if (c->bad) {
+			free(name);
 			break;
-		files[i].name = cjc_xstrndup(name, len);
+		}
+		files[i].name = name;
 		memcpy(files[i].sha256, hex, CJC_HEX_LEN);
 		files[i].sha256[CJC_HEX_LEN] = '\0';
 		ok = cjc_artifact_name_ok(files[i].name) && cjc_is_hex64(files[i].sha256) &&
@@ -156,9 +157,7 @@ int cjc_metamemo_save(const struct cjc_store *s, const char *sub)
 		cjc_buf_add_u64(&records, (uint64_t)r->duration_ms);
 		cjc_buf_add_u32(&records, (uint32_t)r->nfiles);
 		for (size_t f = 0; f < r->nfiles; f++) {
-			size_t len = strlen(r->files[f].name);
-			cjc_buf_add_u32(&records, (uint32_t)len);
-			cjc_buf_add(&records, r->files[f].name, len);
+			cjc_buf_add_str(&records, r->files[f].name);
 			cjc_buf_add_u64(&records, r->files[f].size);
 			cjc_buf_add(&records, r->files[f].sha256, CJC_HEX_LEN);
 		}

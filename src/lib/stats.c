@@ -183,18 +183,18 @@ static void decode_rows(const struct cjc_buf *raw, struct cjc_stats_row **rows, 
 		return;
 	*rows = cjc_xcalloc(count + 1, sizeof **rows);
 	for (uint32_t i = 0; i < count; i++) {
-		uint32_t nlen = cjc_cursor_u32(&c);
-		const char *name = cjc_cursor_bytes(&c, nlen);
+		char *name = cjc_cursor_str(&c, 4096);
 		uint64_t v[CJC_STAT_COUNT];
 		for (int k = 0; k < CJC_STAT_COUNT; k++)
 			v[k] = cjc_cursor_u64(&c);
-		if (c.bad || memchr(name, 0, nlen)) {
+		if (c.bad) {
+			free(name);
 			cjc_stats_rows_free(*rows, *n);
 			*rows = NULL;
 			*n = 0;
 			return;
 		}
-		(*rows)[*n].name = cjc_xstrndup(name, nlen);
+		(*rows)[*n].name = name;
 		memcpy((*rows)[(*n)++].v, v, sizeof v);
 	}
 }
@@ -205,8 +205,7 @@ static void encode_rows(struct cjc_buf *out, const struct cjc_stats_row *rows, s
 	cjc_buf_add_u32(&payload, NAMED_VERSION);
 	cjc_buf_add_u32(&payload, (uint32_t)n);
 	for (size_t i = 0; i < n; i++) {
-		cjc_buf_add_u32(&payload, (uint32_t)strlen(rows[i].name));
-		cjc_buf_adds(&payload, rows[i].name);
+		cjc_buf_add_str(&payload, rows[i].name);
 		for (int k = 0; k < CJC_STAT_COUNT; k++)
 			cjc_buf_add_u64(&payload, rows[i].v[k]);
 	}

@@ -171,6 +171,24 @@ uint64_t cjc_cursor_u64(struct cjc_cursor *c)
 	return lo | hi << 32;
 }
 
+void cjc_buf_add_str(struct cjc_buf *b, const char *s)
+{
+	size_t n = strlen(s);
+	cjc_buf_add_u32(b, (uint32_t)n);
+	cjc_buf_add(b, s, n);
+}
+
+char *cjc_cursor_str(struct cjc_cursor *c, size_t max)
+{
+	uint32_t n = cjc_cursor_u32(c);
+	const char *p = n <= max ? cjc_cursor_bytes(c, n) : NULL;
+	if (!p || memchr(p, '\0', n)) {
+		c->bad = true;
+		return NULL;
+	}
+	return cjc_xstrndup(p, n);
+}
+
 void cjc_strvec_pushn(struct cjc_strvec *sv, const char *s, size_t n)
 {
 	if (sv->n + 2 > sv->cap) {

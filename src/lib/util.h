@@ -42,9 +42,11 @@ void cjc_buf_addf(struct cjc_buf *b, const char *fmt, ...) __attribute__((format
 void cjc_buf_reset(struct cjc_buf *b);
 void cjc_buf_release(struct cjc_buf *b);
 char *cjc_buf_detach(struct cjc_buf *b);
-/* Little-endian fixed-width integers, for the binary files. */
+/* Little-endian fixed-width integers, for the binary files; strings there
+ * are a u32 length, then the bytes (no NUL). */
 void cjc_buf_add_u32(struct cjc_buf *b, uint32_t v);
 void cjc_buf_add_u64(struct cjc_buf *b, uint64_t v);
+void cjc_buf_add_str(struct cjc_buf *b, const char *s);
 
 /* A read cursor over a byte range; every getter fails once past the end. */
 struct cjc_cursor {
@@ -56,6 +58,9 @@ void cjc_cursor_init(struct cjc_cursor *c, const void *p, size_t n);
 uint32_t cjc_cursor_u32(struct cjc_cursor *c);
 uint64_t cjc_cursor_u64(struct cjc_cursor *c);
 const void *cjc_cursor_bytes(struct cjc_cursor *c, size_t n);
+/* The next string (malloc'd); NULL, the cursor bad, past the end, longer
+ * than max or holding a NUL. */
+char *cjc_cursor_str(struct cjc_cursor *c, size_t max);
 
 struct cjc_strvec {
 	char **v;
