@@ -31,6 +31,71 @@ expect_cannot_rebuild() {
 	assertTrue "says why: $1" "grep -q \"details: $1\" audit.txt"
 }
 
+# edit_metadata ENTRY JQ-FILTER [JQ-ARGS...]: rewrites an entry's metadata.json
+# as someone who can write the store could (the entry still verifies).
+edit_metadata() {
+	local meta=$1/metadata.json
+	chmod u+w "$1" "$meta"
+	jq "${@:3}" "$2" "$meta" >"$meta.new" && mv "$meta.new" "$meta"
+}
+
+# plant PATH [PROGRAM]: a script that leaves a mark when it runs, then runs
+# PROGRAM (the real nvcc), so that an audit that ran it would see nothing wrong.
+plant() {
+	cat >"$1" <<PLANT
+#!/bin/sh
+touch "$TEST_DIR/planted-ran"
+exec "${2:-$REAL_NVCC}" "\$@"
+PLANT
+	chmod +x "$1"
+}
+
+expect_planted_not_run() {
+	assertFalse "the planted program ran" "[ -e '$TEST_DIR/planted-ran' ]"
+}
+
+# wait_until CONDITION: polls the shell condition, for a minute at most.
+wait_until() {
+	local i
+	for i in $(seq 600); do
+		eval "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# block_nvcc: $NVCC answers --version as before, but a compile writes
+# "<its pid> <the audit child's pid>" to $TEST_DIR/blocked and hangs.
+block_nvcc() {
+	cat >"$NVCC" <<WRAP
+#!/bin/sh
+case " \$* " in
+*" --version "*) exec "$REAL_NVCC" --version ;;
+esac
+echo "\$\$ \$PPID" >"$TEST_DIR/blocked"
+exec sleep 1000
+WRAP
+}
+
+# start_blocked_audit: `cjc audit all` in the background (AUDIT_PID), with
+# TMPDIR=$TEST_DIR/tmp, once its nvcc hangs (SLEEPER, CHILD: block_nvcc).
+start_blocked_audit() {
+	mkdir -p "$TEST_DIR/tmp"
+	block_nvcc
+	TMPDIR="$TEST_DIR/tmp" "$CJC" audit all >/dev/null &
+	AUDIT_PID=$!
+	if ! wait_until "[ -s '$TEST_DIR/blocked' ]"; then
+		kill "$AUDIT_PID"
+		fail "the audit never ran nvcc"
+	fi
+	read -r SLEEPER CHILD <"$TEST_DIR/blocked"
+}
+
+# gone PID: the process has exited (a zombie counts).
+gone() {
+	[ ! -e "/proc/$1" ] || grep -q ') Z ' "/proc/$1/stat" 2>/dev/null
+}
+
 testObjectAndFatbinReproduce() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
 	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
@@ -149,11 +214,114 @@ testKeptPtxIsAuditedToo() {
 }
 
 testEnvironmentIsRestoredForTheRebuild() {
-	NVCC_APPEND_FLAGS=-DSCALE_IS_SET=1 cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	CPATH=$PWD NVCC_APPEND_FLAGS=-DSCALE_IS_SET=1 cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	NVCC_APPEND_FLAGS=-DSCALE_IS_SET=1 "$CJC" audit all >audit.txt
+	assertEquals "reproducible: CPATH restored from the record: $(cat audit.txt)" 0 $?
+	# flags are recorded by their hash (they may hold secrets): the auditor supplies them
+	"$CJC" audit all >audit2.txt
+	assertEquals "without the variable" 1 $?
+	assertTrue "says which: $(cat audit2.txt)" "grep -q 'NVCC_APPEND_FLAGS is recorded by its hash only' audit2.txt"
+	NVCC_APPEND_FLAGS=-DOTHER=1 "$CJC" audit all >audit3.txt
+	assertEquals "with another value" 1 $?
+}
+
+testPlantedCompilerIsNotRun() {
+	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	mkdir "$TEST_DIR/evil"
+	plant "$TEST_DIR/evil/evil"
+	edit_metadata "$(entry_of fatbin)" '.compiler.path = $p | .compiler.realpath = $p | .argv[0] = $p' \
+		--arg p "$TEST_DIR/evil/evil"
+	"$CJC" verify >/dev/null
+	assertEquals "the entry still verifies" 0 $?
+	expect_cannot_rebuild "the recorded compiler $TEST_DIR/evil/evil is not a trusted nvcc: $TEST_DIR/evil/evil is not named nvcc"
+	expect_planted_not_run
+}
+
+testPlantedNvccInADirectoryOthersWriteIsNotRun() {
+	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	mkdir -m 777 "$TEST_DIR/shared"
+	plant "$TEST_DIR/shared/nvcc"
+	edit_metadata "$(entry_of fatbin)" '.compiler.path = $p | .compiler.realpath = $p | .argv[0] = $p' \
+		--arg p "$TEST_DIR/shared/nvcc"
+	expect_cannot_rebuild "the recorded compiler $TEST_DIR/shared/nvcc is not a trusted nvcc: $TEST_DIR/shared is writable by others"
+	expect_planted_not_run
+}
+
+testHostCompilerFromRecordedPrependFlagsIsNotRun() {
+	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	mkdir -m 777 "$TEST_DIR/shared"
+	plant "$TEST_DIR/shared/gcc" "$(command -v gcc)"
+	edit_metadata "$(entry_of fatbin)" '.environment.NVCC_PREPEND_FLAGS = $f' \
+		--arg f "-ccbin=$TEST_DIR/shared/gcc"
+	expect_cannot_rebuild "the host compiler $TEST_DIR/shared/gcc (in NVCC_PREPEND_FLAGS) is not trusted: $TEST_DIR/shared is writable by others"
+	expect_planted_not_run
+}
+
+testHostCompilerOptionNamingProgramsCannotRebuild() {
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	mkdir "$TEST_DIR/tools"
+	plant "$TEST_DIR/tools/as" "$(command -v as)"
+	edit_metadata "$(entry_of object)" '.argv |= .[0:1] + ["-Xcompiler", $b] + .[1:]' \
+		--arg b "-B$TEST_DIR/tools/"
+	expect_cannot_rebuild "the argument '-B$TEST_DIR/tools/' (in the recorded command) names a directory the compiler takes its programs from (-B)"
+	expect_planted_not_run
+}
+
+testShellCodeInAnArgumentIsNotRun() {
+	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	edit_metadata "$(entry_of fatbin)" '.argv += [$d]' --arg d "-DX=\$(touch $TEST_DIR/planted-ran)"
+	expect_cannot_rebuild "the argument '-DX=.*' (in the recorded command) holds '.', which nvcc's shell would act on"
+	expect_planted_not_run
+}
+
+testHonestHostCompilerOptionsFileAndCodeListReproduce() {
+	command -v g++ >/dev/null || { startSkipping; return; }
+	echo "-DFROM_FILE=1 -Xcompiler -Wall" >opts.txt
+	cjc_nvcc -c k.cu -o k.o -ccbin g++ --options-file opts.txt \
+		"--generate-code=arch=${ARCH/sm_/compute_},code=[${ARCH/sm_/compute_},$ARCH]" || fail
 	"$CJC" audit all >audit.txt
-	assertEquals "reproducible without the variable in the auditor's environment" 0 $?
-	NVCC_APPEND_FLAGS=-DOTHER=1 "$CJC" audit all >audit2.txt
-	assertEquals "and with another value in it" 0 $?
+	assertEquals "reproducible" 0 $?
+	assertEquals "nothing in the way" "" "$(grep details audit.txt)"
+}
+
+testRelativeCacheAndTemporaryDirectories() {
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	mkdir "$TEST_DIR/tmp"
+	(cd "$TEST_DIR" && CJC_DIR=cache TMPDIR=tmp "$CJC" audit all >src/audit.txt)
+	assertEquals "exit status" 0 $?
+	assertEquals "nothing in the way" "" "$(grep details audit.txt)"
+	assertTrue "two reproducible" "grep -c '^reproducible' audit.txt | grep -qx 2"
+	assertEquals "no scratch left" "" "$(ls "$TEST_DIR/tmp")"
+}
+
+testTerminatedAuditRemovesItsScratch() {
+	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	start_blocked_audit
+	kill -TERM "$AUDIT_PID"
+	wait "$AUDIT_PID"
+	assertEquals "no scratch left" "" "$(ls "$TEST_DIR/tmp")"
+	wait_until "gone $CHILD"
+	assertTrue "its child ended with it" $?
+	kill "$SLEEPER"
+}
+
+testKilledAuditsScratchIsRemovedByTheNextAudit() {
+	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	start_blocked_audit
+	kill -KILL "$AUDIT_PID"
+	wait "$AUDIT_PID" 2>/dev/null
+	assertTrue "a SIGKILL leaves the scratch" "ls '$TEST_DIR/tmp' | grep -q '^cjc-audit\.'"
+	wait_until "gone $CHILD"
+	assertTrue "the child ended with the audit" $?
+	kill "$SLEEPER"
+	make_nvcc_wrapper "$NVCC"
+	local live
+	live=cjc-audit.$(uname -n | tr './' '__').$$.00000000
+	mkdir "$TEST_DIR/tmp/$live"
+	TMPDIR="$TEST_DIR/tmp" "$CJC" audit all >audit.txt
+	assertEquals "the next audit" 0 $?
+	assertEquals "removes the dead audit's scratch, not a live one's" "$live" "$(ls "$TEST_DIR/tmp")"
 }
 
 testBadUsage() {

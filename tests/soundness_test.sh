@@ -234,4 +234,15 @@ testHashCacheRereadsOnlyChangedFiles() {
 	assert_same_devcode a.o d.o
 }
 
+# The host compiler named by -ccbin in NVCC_APPEND_FLAGS is the one keyed.
+testHostCompilerInFlagVariableIsIdentified() {
+	printf '#!/bin/sh\ncase "$*" in *--version*) echo "mygcc 1.0"; exit 0;; esac\nexec gcc "$@"\n' >mygcc
+	chmod +x mygcc
+	NVCC_APPEND_FLAGS="-ccbin $PWD/mygcc" "$CJC" "$NVCC" -c k.cu -o a.o -arch=$ARCH || fail
+	sed -i 's/mygcc 1.0/mygcc 2.0/' mygcc
+	NVCC_APPEND_FLAGS="-ccbin $PWD/mygcc" "$CJC" "$NVCC" -c k.cu -o b.o -arch=$ARCH || fail
+	assertEquals "a new host compiler misses" 2 "$(nvcc_compiles)"
+	expect_why b.o "host compiler changed"
+}
+
 . "$SHUNIT2"

@@ -68,6 +68,8 @@ testPathsThatAreNotUtf8RoundTrip() {
 		"$(jq -r '.argv[2].bytes' meta.json)"
 	(eval "set -- $(jq -r .command meta.json)" && printf '%s' "$3") >pasted.txt
 	assertTrue "the command still pastes" "printf '%s/k.cu' '$d' | cmp -s - pasted.txt"
+	"$CJC" audit all >audit.txt 2>&1
+	assertTrue "and audits: $(cat audit.txt)" "grep -q '1 reproducible' audit.txt"
 }
 
 testSecretsStayOutOfTheStore() {

@@ -1,17 +1,45 @@
+/*
+ * `cjc audit` (audit.h).  An entry's metadata.json may have been written by
+ * anyone who can write the store, so nothing it names runs before
+ * audit_trust.h has decided, with stat and lstat alone, that nvcc and the host
+ * compiler are the ones this machine would run for that compile and that no
+ * recorded argument or variable makes them run anything else.  Only then do
+ * --version and the rebuild run, and they run the checked paths, not the
+ * recorded strings.  The rule is written down in audit_trust.h; beyond the
+ * first design it also refuses words nvcc's shell would act on ($(...) in a
+ * -D value runs), checks every -ccbin value and every options file the same
+ * way, and drops PATH's relative entries, which would otherwise be searched
+ * in the working directory the entry names.
+ *
+ * Scratch: one directory "$TMPDIR/cjc-audit.<host>.<pid>.<random>" (TMPDIR
+ * made absolute first, for the audit works in the recorded directory),
+ * registered for removal at exit and on SIGINT, SIGTERM and SIGHUP (fs.h).
+ * A SIGKILL cannot be caught: each audit first removes the scratch
+ * directories of audits on this host whose pid is dead (the rule `cjc gc`
+ * applies to staging), and the children die with the audit
+ * (PR_SET_PDEATHSIG), so nothing writes there afterwards.
+ */
 #include "audit.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "audit_trust.h"
 #include "diagnostics.h"
 #include "nvcc_args.h"
+
+#define SCRATCH_PREFIX "cjc-audit"
 
 /* The device code of an object, as objcopy extracts it. */
 static const char *const device_sections[] = { ".nv_fatbin", "__nv_relfatbin", "__nv_module_id" };
@@ -20,6 +48,7 @@ static const char *const device_sections[] = { ".nv_fatbin", "__nv_relfatbin", "
 struct audit {
 	const char *scratch;
 	struct cjc_entry entry; /* entry.meta: its parsed metadata.json */
+	struct cjc_audit_trust run; /* the checked programs (audit_trust.h) */
 	json_t *result;
 };
 
@@ -58,11 +87,17 @@ static int check_inputs(struct audit *a)
 		unsigned char sha[CJC_DIGEST_LEN];
 		char hex[CJC_HEX_LEN + 1];
 		uint64_t n;
-		if (cjc_hash_file(path, sha, &n)) {
-			add_note(a, "details", "input %s cannot be read: %s", path, strerror(errno));
+		/* a regular file only: a FIFO or a device would hang the audit */
+		int fd = cjc_open_regular(AT_FDCWD, path, O_RDONLY, 0);
+		if (fd < 0 || cjc_hash_fd(fd, sha, &n)) {
+			add_note(a, "details", "input %s cannot be read: %s", path,
+				 errno == EINVAL ? "not a regular file" : strerror(errno));
+			if (fd >= 0)
+				close(fd);
 			changed++;
 			continue;
 		}
+		close(fd);
 		cjc_hex(sha, CJC_DIGEST_LEN, hex);
 		if (strcmp(hex, want)) {
 			add_note(a, "details", "input %s changed (recorded sha256 %.16s, now %.16s)", path,
@@ -73,16 +108,17 @@ static int check_inputs(struct audit *a)
 	return changed;
 }
 
-/* A compiler must still print the recorded --version; returns 0 or -1. */
-static int check_compiler(struct audit *a, const char *what, json_t *c)
+/* A checked compiler (run by the path audit_trust.h gave) must still print
+ * the recorded --version; returns 0 or -1. */
+static int check_compiler(struct audit *a, const char *what, const char *run, json_t *c)
 {
 	const char *path = meta_str(c, "path");
-	char *argv[] = { (char *)path, "--version", NULL };
+	char *argv[] = { (char *)run, "--version", NULL };
 	struct cjc_buf out = CJC_BUF_INIT;
-	int status = *path ? cjc_run_capture(argv, &out) : -1;
+	int status = cjc_run_capture(argv, &out);
 	int rc = 0;
 	if (status) {
-		add_note(a, "details", "%s %s cannot be run", what, *path ? path : "(not recorded)");
+		add_note(a, "details", "%s %s cannot be run", what, run);
 		rc = -1;
 	} else if (strcmp(out.data ? out.data : "", meta_str(c, "version"))) {
 		add_note(a, "details", "%s %s now prints another --version than when the entry was made",
@@ -110,7 +146,7 @@ static int rebuild(struct audit *a, const struct cjc_compile *c, const struct cj
 		   const char *output, const char *keep_dir)
 {
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
-	cjc_strvec_push(&argv, meta_str(json_object_get(a->entry.meta, "compiler"), "path"));
+	cjc_strvec_push(&argv, a->run.nvcc);
 	cjc_strvec_pushv(&argv, c->nvcc_args.v, c->nvcc_args.n);
 	cjc_diagnostics_add_args(d, keep_dir, &argv);
 	char *extra[] = { "-o", (char *)output };
@@ -378,18 +414,123 @@ static const char *base_dir(json_t *meta)
 	return b && !strcmp(b, "/") ? "" : b;
 }
 
+/* PATH less its relative entries, which would be searched in the working
+ * directory the entry names. */
+static void drop_relative_path_entries(void)
+{
+	const char *path = getenv("PATH");
+	struct cjc_buf kept = CJC_BUF_INIT;
+	for (const char *p = path; p;) {
+		size_t n = strcspn(p, ":");
+		if (p[0] == '/') {
+			if (kept.len)
+				cjc_buf_adds(&kept, ":");
+			cjc_buf_add(&kept, p, n);
+		}
+		p = p[n] ? p + n + 1 : NULL;
+	}
+	if (path)
+		setenv("PATH", kept.data ? kept.data : "", 1);
+	cjc_buf_release(&kept);
+}
+
+/* Nothing runs before audit_trust.h allows it; then the versions, by the
+ * checked paths.  0, or -1 with the reason noted. */
+static int check_programs(struct audit *a, const char *cwd)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc = cjc_audit_trust_check(a->entry.meta, cwd, &a->run, &why);
+	if (rc)
+		add_note(a, "details", "%s", why.data);
+	cjc_buf_release(&why);
+	if (rc || check_inputs(a) ||
+	    check_compiler(a, "nvcc", a->run.nvcc, json_object_get(a->entry.meta, "compiler")) ||
+	    check_compiler(a, "the host compiler", a->run.host,
+			   json_object_get(a->entry.meta, "host_compiler")))
+		return -1;
+	return 0;
+}
+
+/* A text field of the metadata as bytes in memory: {"bytes": hex} decoded
+ * (metadata.h).  The audit's copy only; nothing is written back. */
+static void plain_text(json_t *parent, const char *name)
+{
+	json_t *v = json_object_get(parent, name);
+	char *text = json_is_object(v) ? cjc_json_text(v) : NULL;
+	if (text)
+		json_object_set_new(parent, name, json_string_nocheck(text));
+	free(text);
+}
+
+static void plain_array(json_t *array, const char *name)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(array, i, v) {
+		char *text = name ? NULL : json_is_object(v) ? cjc_json_text(v) : NULL;
+		if (name)
+			plain_text(v, name);
+		else if (text)
+			json_array_set_new(array, i, json_string_nocheck(text));
+		free(text);
+	}
+}
+
+/*
+ * A variable recorded by its hash (it may hold a secret, key.h) is rebuilt
+ * with this environment's value when that hashes the same; otherwise the
+ * entry cannot be rebuilt here.
+ */
+static int plain_environment(struct audit *a, json_t *env)
+{
+	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
+		const char *name = cjc_key_env[i], *now = getenv(name);
+		const char *want = json_string_value(json_object_get(json_object_get(env, name), "sha256"));
+		char hex[CJC_HEX_LEN + 1];
+		if (!want) {
+			plain_text(env, name);
+			continue;
+		}
+		if (now)
+			cjc_hash_buf_hex(now, strlen(now), hex);
+		if (!now || strcmp(hex, want)) {
+			add_note(a, "details", "%s is recorded by its hash only (it may hold a secret): "
+				 "set it as it was to audit this entry", name);
+			return -1;
+		}
+		json_object_set_new(env, name, json_string_nocheck(now));
+	}
+	return 0;
+}
+
+static int plain_texts(struct audit *a)
+{
+	json_t *m = a->entry.meta;
+	plain_text(m, "cwd");
+	plain_array(json_object_get(m, "argv"), NULL);
+	plain_array(json_object_get(m, "inputs"), "path");
+	plain_array(json_object_get(m, "options_files"), "path");
+	static const char *const fields[] = { "path", "realpath", "version" };
+	for (size_t i = 0; i < 3; i++) {
+		plain_text(json_object_get(m, "compiler"), fields[i]);
+		plain_text(json_object_get(m, "host_compiler"), fields[i]);
+	}
+	return plain_environment(a, json_object_get(m, "environment"));
+}
+
 /* From a verified entry: checks, rebuild, comparison. */
 static void audit_verified(struct audit *a)
 {
+	if (plain_texts(a))
+		return set_status(a, "cannot rebuild");
 	const char *cwd = meta_str(a->entry.meta, "cwd");
 	json_t *argv = json_object_get(a->entry.meta, "argv");
 	if (chdir(cwd)) {
 		add_note(a, "details", "the working directory %s is gone: %s", cwd, strerror(errno));
 		return set_status(a, "cannot rebuild");
 	}
-	if (check_inputs(a) ||
-	    check_compiler(a, "nvcc", json_object_get(a->entry.meta, "compiler")) ||
-	    check_compiler(a, "the host compiler", json_object_get(a->entry.meta, "host_compiler")))
+	drop_relative_path_entries();
+	if (check_programs(a, cwd))
 		return set_status(a, "cannot rebuild");
 	struct cjc_strvec words = CJC_STRVEC_INIT;
 	size_t i;
@@ -402,8 +543,9 @@ static void audit_verified(struct audit *a)
 	/* base_dir rewrites the recorded command as it did then (place.h) */
 	struct cjc_place where = { .cwd = cwd, .base_dir = base_dir(a->entry.meta) };
 	cjc_compile_parse((int)words.n, words.v, &where, &c);
+	/* cuobjdump beside the checked nvcc or on PATH, never where the entry says */
 	cjc_diagnostics_from_json(&d, json_object_get(a->entry.meta, "diagnostics"),
-				  meta_str(json_object_get(a->entry.meta, "compiler"), "realpath"));
+				  a->run.nvcc_realpath);
 	char *output = cjc_xasprintf("%s/output.%s", a->scratch, cjc_kind_ext(c.kind));
 	char *keep_dir = cjc_path_join(a->scratch, "keep");
 	set_environment(json_object_get(a->entry.meta, "environment"));
@@ -446,6 +588,7 @@ static json_t *audit_entry(const char *key, const char *dir, const char *scratch
 	}
 	if (a.entry.dir)
 		cjc_entry_release(&a.entry);
+	cjc_audit_trust_release(&a.run);
 	cjc_buf_release(&why);
 	return a.result;
 }
@@ -457,12 +600,24 @@ struct job_list {
 	const char *prefix; /* NULL: all */
 };
 
+/* path made absolute against the current directory: the children work in
+ * the recorded ones (CJC_DIR=cache or TMPDIR=tmp must still mean the same). */
+static char *absolute(const char *path)
+{
+	char cwd[PATH_MAX];
+	if (path[0] == '/' || !getcwd(cwd, sizeof cwd))
+		return cjc_xstrdup(path);
+	return cjc_path_join(cwd, path);
+}
+
 static int collect(const char *key, const char *dir, void *ctx)
 {
 	struct job_list *l = ctx;
 	if (!l->prefix || cjc_starts_with(key, l->prefix)) {
+		char *abs = absolute(dir);
 		cjc_strvec_push(&l->keys, key);
-		cjc_strvec_push(&l->dirs, dir);
+		cjc_strvec_push(&l->dirs, abs);
+		free(abs);
 	}
 	return 0;
 }
@@ -470,10 +625,16 @@ static int collect(const char *key, const char *dir, void *ctx)
 /* Runs one audit in a child that writes its result to result_path. */
 static pid_t start_child(const char *key, const char *dir, const char *scratch, const char *result_path)
 {
+	pid_t parent = getpid();
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid)
 		return pid;
+	/* a child dies with the audit: nobody would read its result, and it
+	 * would write into a scratch directory that is being removed */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
 	int rc = 1;
 	if (!mkdir(scratch, 0700)) {
 		json_t *r = audit_entry(key, dir, scratch);
@@ -564,16 +725,77 @@ static int report(json_t **results, size_t n, const struct tally *t, bool json)
 	return t->reproducible == n ? 0 : 1;
 }
 
+/* Removes the scratch directories of audits on this host that are gone
+ * (killed, so they could not remove their own); ours only. */
+static void reclaim_scratch(const char *base)
+{
+	char *prefix = cjc_xasprintf(SCRATCH_PREFIX ".%s.", cjc_hostname());
+	DIR *d = opendir(base);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char *end;
+		if (!cjc_starts_with(de->d_name, prefix))
+			continue;
+		long pid = strtol(de->d_name + strlen(prefix), &end, 10);
+		if (pid <= 0 || *end != '.' || !kill((pid_t)pid, 0) || errno != ESRCH)
+			continue;
+		char *path = cjc_path_join(base, de->d_name);
+		struct stat st;
+		if (!lstat(path, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+			(void)cjc_remove_tree(path);
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	free(prefix);
+}
+
+/* This audit's scratch directory, registered for removal (fs.h); NULL with errno. */
+static char *make_scratch(const char *base)
+{
+	char *prefix = cjc_path_join(base, SCRATCH_PREFIX), *dir = NULL;
+	for (int tries = 0; !dir && tries < 8; tries++) {
+		dir = cjc_unique_name(prefix);
+		if (mkdir(dir, 0700)) {
+			int e = errno;
+			free(dir);
+			dir = NULL;
+			errno = e;
+			if (e != EEXIST)
+				break;
+		}
+	}
+	if (dir)
+		cjc_tempfile_add(dir);
+	free(prefix);
+	return dir;
+}
+
+/* $TMPDIR (else /tmp), made absolute, also for the nvcc the audit runs. */
+static char *scratch_base(void)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	if (!tmpdir || !*tmpdir)
+		return cjc_xstrdup("/tmp");
+	char *base = absolute(tmpdir);
+	if (strcmp(base, tmpdir))
+		setenv("TMPDIR", base, 1);
+	return base;
+}
+
 static int audit_list(const struct job_list *l, int jobs, bool json)
 {
 	size_t n = l->keys.n;
-	const char *base = getenv("TMPDIR");
-	char *tmp = cjc_xasprintf("%s/cjc-audit.XXXXXX", base && *base ? base : "/tmp");
-	if (!mkdtemp(tmp)) {
-		fprintf(stderr, "cjc audit: cannot make a scratch directory %s: %s\n", tmp, strerror(errno));
-		free(tmp);
+	char *base = scratch_base();
+	reclaim_scratch(base);
+	char *tmp = make_scratch(base);
+	if (!tmp) {
+		fprintf(stderr, "cjc audit: cannot make a scratch directory in %s: %s (set TMPDIR)\n",
+			base, strerror(errno));
+		free(base);
 		return 1;
 	}
+	free(base);
 	json_t **results = cjc_xcalloc(n + 1, sizeof *results);
 	pid_t *pids = cjc_xcalloc(n + 1, sizeof *pids);
 	struct tally t = { .total = n };
@@ -611,7 +833,7 @@ static int audit_list(const struct job_list *l, int jobs, bool json)
 		json_decref(results[k]);
 	free(results);
 	free(pids);
-	(void)cjc_remove_tree(tmp);
+	cjc_tempfile_remove(tmp);
 	free(tmp);
 	return rc;
 }

@@ -2,10 +2,13 @@
  * audit.h - `cjc audit KEY|all [--json] [--jobs N]`: proves how an entry
  * was built by building it again.
  *
- * For each entry: the entry must verify (metadata.h, every byte); every
- * recorded input must still hash as recorded, and nvcc and the host
- * compiler must still print the recorded --version, else the entry "cannot
- * rebuild" and the audit says what changed.  Then the recorded argv runs in
+ * For each entry: the entry must verify (metadata.h, every byte); before
+ * anything runs, nvcc and the host compiler must be the ones this machine
+ * would run for that compile, and nothing recorded may make them run another
+ * program (audit_trust.h: the rule, checked without running anything);
+ * every recorded input must still hash as recorded, and the checked nvcc
+ * and host compiler must still print the recorded --version.  Else the
+ * entry "cannot rebuild" and the audit says why.  Then the recorded argv runs in
  * the recorded working directory with exactly the recorded key-relevant
  * environment and diagnostics settings, writing to a scratch directory, and
  * the result is compared with the stored artifacts:
@@ -20,8 +23,13 @@
  *
  * Each entry is "reproducible", "differs" (with what) or "cannot rebuild"
  * (with why).  Entries are audited in child processes (--jobs at a time),
- * each in its own scratch directory, removed afterwards.  The exit status
- * is 0 when everything audited reproduced, 1 otherwise, 2 for bad usage.
+ * each in its own scratch directory under one
+ * $TMPDIR/cjc-audit.<host>.<pid>.<random>, removed afterwards, at exit and on
+ * SIGINT, SIGTERM and SIGHUP; the children die with the audit.  What a
+ * SIGKILLed audit leaves there, the next audit on the host removes.  Paths
+ * (CJC_DIR, TMPDIR) are made absolute first: the audit works in the recorded
+ * directory.  The exit status is 0 when everything audited reproduced, 1
+ * otherwise, 2 for bad usage.
  */
 #ifndef CJC_AUDIT_H
 #define CJC_AUDIT_H

@@ -122,14 +122,44 @@ static int run_uncached(struct job *j, const char *why)
 	return 127;
 }
 
+/* The -ccbin in a variable of flags nvcc reads (NVCC_APPEND_FLAGS, ...), or NULL. */
+static char *ccbin_in(const char *variable)
+{
+	const char *flags = getenv(variable);
+	if (!flags || !strstr(flags, "bin"))
+		return NULL;
+	struct cjc_strvec words = CJC_STRVEC_INIT;
+	char *copy = cjc_xstrdup(flags), *save = NULL;
+	for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
+		cjc_strvec_push(&words, w);
+	struct cjc_compile c;
+	cjc_compile_parse((int)words.n, words.v, NULL, &c);
+	char *ccbin = c.ccbin ? cjc_xstrdup(c.ccbin) : NULL;
+	cjc_compile_release(&c);
+	cjc_strvec_clear(&words);
+	free(copy);
+	return ccbin;
+}
+
+/* The host compiler nvcc runs: the last -ccbin of NVCC_PREPEND_FLAGS, the
+ * command and NVCC_APPEND_FLAGS, in nvcc's order, else NVCC_CCBIN, else gcc. */
 static char *host_compiler_name(const struct cjc_compile *c)
 {
-	const char *ccbin = c->ccbin ? c->ccbin : getenv("NVCC_CCBIN");
-	if (!ccbin || !*ccbin)
+	char *ccbin = ccbin_in("NVCC_APPEND_FLAGS");
+	if (!ccbin && c->ccbin)
+		ccbin = cjc_xstrdup(c->ccbin);
+	if (!ccbin)
+		ccbin = ccbin_in("NVCC_PREPEND_FLAGS");
+	if (!ccbin && getenv("NVCC_CCBIN") && *getenv("NVCC_CCBIN"))
+		ccbin = cjc_xstrdup(getenv("NVCC_CCBIN"));
+	if (!ccbin)
 		return cjc_xstrdup("gcc");
-	if (cjc_is_dir(ccbin))
-		return cjc_path_join(ccbin, "gcc");
-	return cjc_xstrdup(ccbin);
+	if (cjc_is_dir(ccbin)) {
+		char *gcc = cjc_path_join(ccbin, "gcc");
+		free(ccbin);
+		return gcc;
+	}
+	return ccbin;
 }
 
 static int compute_direct_key(struct job *j, struct cjc_buf *why)
