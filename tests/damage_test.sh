@@ -1,5 +1,5 @@
 #!/bin/bash
-# damage_test.sh - SPEC §4: a damaged entry is a miss, never served and never
+# damage_test.sh - docs/store.md: a damaged entry is a miss, never served and never
 # touched on the build path; `cjc verify` finds it and `--fix` moves it aside
 # so the next compile republishes.  Every case starts from a copy of one good
 # store, so each costs only the compiles it checks.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# faults_test.sh - SPEC §4 under failure: I/O errors injected into cjc's own
+# faults_test.sh - docs/store.md under failure: I/O errors injected into cjc's own
 # calls on the store (tests/fault/faultinject.c, by LD_PRELOAD), reads cut
 # short, and writers killed with SIGKILL at each step of publication.  Every
 # build still succeeds with the right output, and no bad entry becomes visible.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# hostile_test.sh - SPEC §9: whatever the store holds may have been planted by
+# hostile_test.sh - docs/store.md, trust: whatever the store holds may have been planted by
 # someone else.  At every path of the layout in turn, a symbolic link (to
 # /dev/zero, to a directory outside the store), a FIFO, a huge sparse file
 # or a directory where a file belongs is planted; then a compile, ls,

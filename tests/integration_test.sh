@@ -1,5 +1,5 @@
 #!/bin/bash
-# integration_test.sh - SPEC §8: find_package(CudaJitCache) from an install
+# integration_test.sh - README.md: find_package(CudaJitCache) from an install
 # prefix and from the build tree, cudajitcache_enable, cudajitcache_add_fatbin,
 # CMAKE_PROJECT_TOP_LEVEL_INCLUDES and the Make include, on the examples, with
 # both CMake generators.  Compiles are counted by the cache's own counters
@@ -167,7 +167,7 @@ testMakeApp() {
 	local src mk=$PREFIX/share/cudajitcache/cudajitcache.mk
 	src=$(example make-app)
 	cp -r "$src" "$TEST_DIR/make-app-2"
-	# another checkout: its relative paths resolve elsewhere, so base_dir (SPEC §3.1)
+	# another checkout: its relative paths resolve elsewhere, so base_dir (docs/key.md, base_dir)
 	export CJC_BASE_DIR=$TEST_DIR
 	make -C "$src" -j4 CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make1.log 2>&1 || { cat make1.log; fail "cold"; }
 	expect_counts "cold" 3 0

@@ -1,5 +1,5 @@
 #!/bin/bash
-# races_test.sh - SPEC §4 under concurrency: writers of one key collide at
+# races_test.sh - docs/store.md under concurrency: writers of one key collide at
 # publication (a barrier holds every nvcc until all have compiled), the first
 # valid writer wins, every build succeeds with the same output, and nothing
 # is left half-written.

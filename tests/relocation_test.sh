@@ -1,5 +1,5 @@
 #!/bin/bash
-# relocation_test.sh - SPEC §3 (where paths resolve) and §3.1 (base_dir):
+# relocation_test.sh - docs/key.md (where paths resolve) and base_dir:
 # a second build tree hits, a second checkout hits with base_dir, and nothing
 # is ever served to a place whose files or directories differ.  Real CMake
 # projects with both generators, and Make-style relative paths.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# SPEC §3: a miss for every change that can change the output, a hit for
+# docs/key.md: a miss for every change that can change the output, a hit for
 # every change that cannot.  A wrong hit is the worst bug we can have.
 # And for each miss, `cjc why` names the change that caused it.
 . "$(dirname "$0")/helpers.sh"
@@ -243,6 +243,17 @@ testHostCompilerInFlagVariableIsIdentified() {
 	NVCC_APPEND_FLAGS="-ccbin $PWD/mygcc" "$CJC" "$NVCC" -c k.cu -o b.o -arch=$ARCH || fail
 	assertEquals "a new host compiler misses" 2 "$(nvcc_compiles)"
 	expect_why b.o "host compiler changed"
+}
+
+# CPATH directories come before -isystem ones: a header planted there must miss.
+testHeaderNewlyShadowingInCpathMisses() {
+	mkdir -p first second
+	echo '#define FROM_SECOND 1' >second/where.h
+	printf '#include <where.h>\n#include "k.h"\n__global__ void f(float *a) { a[0] = SCALE; }\n' >w.cu
+	CPATH=$PWD/first "$CJC" "$NVCC" -c w.cu -o w1.o -isystem second -arch=$ARCH || fail
+	echo '#define FROM_FIRST 1' >first/where.h
+	CPATH=$PWD/first "$CJC" "$NVCC" -c w.cu -o w2.o -isystem second -arch=$ARCH || fail
+	assertEquals "the shadowing header is seen" 2 "$(nvcc_compiles)"
 }
 
 . "$SHUNIT2"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# store_test.sh - SPEC §4 and §6 for the store as a whole: eviction of the
+# store_test.sh - docs/store.md and docs/command-line.md for the store as a whole: eviction of the
 # least recently used entries (automatic with max_size, on demand with
 # `cjc gc`), a store shared by a group, and symbolic links planted in it.
 

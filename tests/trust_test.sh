@@ -1,5 +1,5 @@
 #!/bin/bash
-# trust_test.sh - SPEC §9 beyond planted files (hostile_test.sh): settings
+# trust_test.sh - docs/store.md, trust beyond planted files (hostile_test.sh): settings
 # from a store's config, bytes that are not UTF-8, secrets, symbolic links in
 # the layout and at the output, a store the user cannot write, labels with
 # control characters, and what gc reclaims.
@@ -70,6 +70,8 @@ testPathsThatAreNotUtf8RoundTrip() {
 	assertTrue "the command still pastes" "printf '%s/k.cu' '$d' | cmp -s - pasted.txt"
 	"$CJC" audit all >audit.txt 2>&1
 	assertTrue "and audits: $(cat audit.txt)" "grep -q '1 reproducible' audit.txt"
+	"$CJC" why "$d/k.cu" >why.txt 2>&1
+	assertTrue "why does not crash: $?" "[ $? -le 1 ]"
 }
 
 testSecretsStayOutOfTheStore() {
@@ -85,6 +87,11 @@ testSecretsStayOutOfTheStore() {
 	NVCC_APPEND_FLAGS=-DSECRET=other cjc_nvcc -c k.cu -o k.o -arch=$ARCH \
 		--options-file secret.opts --options-file public.opts || fail
 	expect_why k.o "miss: NVCC_APPEND_FLAGS changed"
+	printf -- '--secret-option=hunter2\n' >secret.opts
+	cjc_nvcc -c k.cu -o k.o -arch=$ARCH --options-file secret.opts 2>/dev/null
+	assertFalse "not through an uncacheable reason either" "grep -rqa hunter2 '$CJC_DIR' '$CJC_LOG'"
+	CJC_REMOTE='redis://:s3cret@127.0.0.1:6379' "$CJC" config >config.txt 2>&1
+	assertTrue "no password in cjc config: $(grep remote config.txt)" "grep -q 'redis://:\*\*\*@127.0.0.1:6379' config.txt && ! grep -q s3cret config.txt"
 }
 
 testSymbolicLinkedHashesAreNotFollowed() {

@@ -82,7 +82,7 @@ struct setting_def {
 	parse_fn parse;
 	size_t offset;
 	const char *expect; /* for messages */
-	bool directs;       /* directs writes or execution: only from a trusted file (SPEC §9) */
+	bool directs;       /* directs writes or execution: only from a trusted file (docs/store.md, trust) */
 };
 
 #define BOOLEAN "a boolean (1/0, true/false, yes/no, on/off)"
@@ -164,11 +164,33 @@ int cjc_parse_age(const char *text, int64_t *out)
 	return 0;
 }
 
+/* URLs as `cjc config` shows them: a password in the user info as ***. */
+static char *redact_passwords(const char *text)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	cjc_buf_adds(&b, "");
+	for (const char *p = text; *p;) {
+		const char *scheme = strstr(p, "://");
+		const char *end = scheme ? scheme + 3 + strcspn(scheme + 3, "/ |") : NULL;
+		const char *at = scheme ? memchr(scheme + 3, '@', (size_t)(end - scheme - 3)) : NULL;
+		const char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+		if (!colon) {
+			cjc_buf_add(&b, p, scheme ? (size_t)(scheme + 3 - p) : strlen(p));
+			p = scheme ? scheme + 3 : p + strlen(p);
+			continue;
+		}
+		cjc_buf_add(&b, p, (size_t)(colon + 1 - p));
+		cjc_buf_adds(&b, "***");
+		p = at;
+	}
+	return cjc_buf_detach(&b);
+}
+
 static void set_origin(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin)
 {
 	free(cfg->text[s]);
 	free(cfg->origin[s]);
-	cfg->text[s] = cjc_xstrdup(text);
+	cfg->text[s] = s == CJC_SET_REMOTE ? redact_passwords(text) : cjc_xstrdup(text);
 	cfg->origin[s] = origin;
 }
 
@@ -236,7 +258,7 @@ static int find_setting(const char *name)
 #define CONFIG_MAX ((size_t)1 << 20)
 
 /* Reads a settings file, never blocking on a FIFO; trusted: owned by this
- * user or root and writable by no one else (SPEC §9). */
+ * user or root and writable by no one else (docs/store.md, trust). */
 static int read_settings(const char *path, struct cjc_buf *text, bool *trusted)
 {
 	struct stat st;

@@ -15,7 +15,7 @@
  *
  * Settings that direct writes or execution (dir, log, umask) are taken from
  * a file only when it is owned by this user or root and no one else can
- * write it (SPEC §9): a store's cudajitcache.conf written by someone else
+ * write it (docs/store.md, trust): a store's cudajitcache.conf written by someone else
  * cannot send root's log into a directory of its choosing.  Otherwise they
  * are ignored and `notes` says so; the compile goes on.  Files are read
  * without blocking (a FIFO is an error) and only up to 1 MiB.
@@ -64,7 +64,7 @@ struct cjc_config {
 	 * (place.h); normalised, "" for /; NULL when unset. */
 	char *base_dir;
 	/* Settings ignored because the file that set them is not trusted to
-	 * direct writes (SPEC §9): messages to show, or NULL. */
+	 * direct writes (docs/store.md, trust): messages to show, or NULL. */
 	char *notes;
 	/* For `cjc config`: the text of each value and where it came from. */
 	char *text[CJC_SET_COUNT];

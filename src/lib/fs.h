@@ -25,7 +25,7 @@
 int cjc_read_fd(int fd, struct cjc_buf *out);
 int cjc_read_file(const char *path, struct cjc_buf *out);
 /*
- * For files anyone else may have written (SPEC §9): reads a regular file of
+ * For files anyone else may have written (docs/store.md, trust): reads a regular file of
  * at most max bytes, never blocking on a FIFO.  errno EINVAL: not a regular
  * file (EISDIR: a directory); EFBIG: larger than max; ELOOP: a symbolic link
  * under O_NOFOLLOW.

@@ -32,8 +32,15 @@ static int load(const struct cjc_store *store, const char *cache, struct cjc_ide
 	struct cjc_buf payload = CJC_BUF_INIT;
 	if (cjc_blob_read(store, cache, magic, &payload))
 		return -1;
+	int rc = cjc_identity_decode(payload.data, payload.len, id);
+	cjc_buf_release(&payload);
+	return rc;
+}
+
+int cjc_identity_decode(const void *payload, size_t len, struct cjc_identity *id)
+{
 	struct cjc_cursor c;
-	cjc_cursor_init(&c, payload.data, payload.len);
+	cjc_cursor_init(&c, payload, len);
 	int64_t recorded = (int64_t)cjc_cursor_u64(&c);
 	id->realpath = cjc_cursor_str(&c, PATH_MAX);
 	id->version = cjc_cursor_str(&c, 1 << 20);
@@ -54,7 +61,6 @@ static int load(const struct cjc_store *store, const char *cache, struct cjc_ide
 	if (ok)
 		memcpy(id->digest, digest, CJC_HEX_LEN + 1);
 	free(digest);
-	cjc_buf_release(&payload);
 	if (!ok) {
 		free(id->realpath);
 		free(id->version);

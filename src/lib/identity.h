@@ -35,5 +35,9 @@ struct cjc_identity {
 int cjc_identity_nvcc(const struct cjc_store *store, const char *nvcc, struct cjc_identity *id);
 int cjc_identity_host(const struct cjc_store *store, const char *compiler, struct cjc_identity *id);
 void cjc_identity_release(struct cjc_identity *id);
+/* A remembered identity's payload (after the blob frame): fills realpath,
+ * version and digest when every file it names still has its stamp; else -1.
+ * For the fuzzers; the lookups above call it. */
+int cjc_identity_decode(const void *payload, size_t len, struct cjc_identity *id);
 
 #endif

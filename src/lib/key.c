@@ -39,9 +39,11 @@ void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
 	cjc_hash_final_hex(&h, out);
 }
 
-void cjc_key_entry(const char *direct_key, const struct cjc_dep *deps, size_t n,
+void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec,
 		   const struct cjc_place *place, char out[CJC_HEX_LEN + 1])
 {
+	const struct cjc_dep *deps = rec->deps;
+	size_t n = rec->ndeps;
 	struct cjc_hash h;
 	cjc_hash_init(&h);
 	cjc_hash_str(&h, "cudajitcache-entry");
@@ -53,5 +55,10 @@ void cjc_key_entry(const char *direct_key, const struct cjc_dep *deps, size_t n,
 		free(resolved);
 		cjc_hash_update(&h, deps[i].sha, CJC_DIGEST_LEN);
 	}
+	/* the candidates that must stay absent: a record that lists fewer names
+	 * another entry, so a poisoned manifest cannot drop one */
+	cjc_hash_str(&h, "absent");
+	for (size_t i = 0; i < rec->absent.n; i++)
+		cjc_hash_str(&h, rec->absent.v[i]);
 	cjc_hash_final_hex(&h, out);
 }

@@ -1,5 +1,5 @@
 /*
- * key.h - the two keys of a compile (SPEC §3).
+ * key.h - the two keys of a compile (docs/key.md).
  *
  * The direct key covers everything known before nvcc runs: the store format,
  * the output kind, the compiler identities (identity.h), the source's bytes,
@@ -10,7 +10,8 @@
  * output records it (place.h).  It names a manifest (manifest.h).
  *
  * The entry key adds the dependency set a miss observed: each file's path,
- * where a relative one resolves (place.h), and its SHA-256.  It names the
+ * where a relative one resolves (place.h), and its SHA-256; and the include
+ * candidates that must stay absent (includescan.h).  It names the
  * entry.  A hit recomputes it from the manifest record and its own place, so
  * a record made elsewhere whose relative paths resolve differently here is
  * not used, and a record naming another entry than its files give cannot
@@ -25,7 +26,7 @@
 #include "manifest.h"
 #include "place.h"
 
-/* The environment nvcc reads (SPEC §3): what a compile's key covers, what
+/* The environment nvcc reads (docs/key.md): what a compile's key covers, what
  * metadata.json records, and what `cjc audit` sets again. */
 #define CJC_KEY_ENV_COUNT 6
 extern const char *const cjc_key_env[CJC_KEY_ENV_COUNT];
@@ -47,7 +48,7 @@ struct cjc_key_input {
 
 /* Values are read with getenv() for each of in->env_names. */
 void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1]);
-void cjc_key_entry(const char *direct_key, const struct cjc_dep *deps, size_t n,
+void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec,
 		   const struct cjc_place *place, char out[CJC_HEX_LEN + 1]);
 
 #endif

@@ -159,7 +159,7 @@ static bool key_matches(const struct cjc_manifest_record *r, const char *direct_
 			const struct cjc_place *place)
 {
 	char key[CJC_HEX_LEN + 1];
-	cjc_key_entry(direct_key, r->deps, r->ndeps, place, key);
+	cjc_key_entry(direct_key, r, place, key);
 	return !strcmp(key, r->entry_key);
 }
 

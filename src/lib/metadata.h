@@ -1,7 +1,7 @@
 /*
  * metadata.h - metadata.json, the record of how an entry was built.
  *
- * One JSON object (SPEC §5), written before publication, read strictly:
+ * One JSON object (docs/metadata.md), written before publication, read strictly:
  *
  *   format         "cudajitcache.entry.v1", exactly
  *   key            the entry's key, 64 lowercase hex, equal to its directory name
@@ -31,7 +31,6 @@
  *   target         the build-target label, or null
  *   tool           {"name": "cudajitcache", "version"}
  *   duration_ms    how long nvcc ran, a non-negative integer
- *   dependency_file (optional) true when the compile asked for one
  *   diagnostics    (optional) {"keep_ptx", "keep_sass", "check_spills"}: the
  *                  settings that shaped the entry (the tool's diagnostics.h);
  *                  kept files (kept-*.ptx, sass.txt) are listed in files

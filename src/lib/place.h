@@ -1,5 +1,5 @@
 /*
- * place.h - where a compile happens, as its key sees it (SPEC §3, §3.1).
+ * place.h - where a compile happens, as its key sees it (docs/key.md: base_dir).
  *
  * The working directory reaches nvcc's output in three ways (measured with
  * nvcc 13.0):

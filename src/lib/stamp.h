@@ -3,7 +3,7 @@
  * inode, size, mtime and ctime, and when that was noted.
  *
  * The racy-clean rule (git's): a stamp is proof only when the file's last
- * change (mtime and ctime) is at least CJC_STAMP_RACY_NS older than the
+ * change (mtime and ctime) is more than CJC_STAMP_RACY_NS older than the
  * moment the stamp was taken.  A file changed again within the clock's
  * granularity after being read could keep its old stamp; a file older than
  * that margin cannot.  A missing file has the all-zero stamp.

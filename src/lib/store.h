@@ -67,7 +67,7 @@ char *cjc_store_manifest_name(const char *direct_key);
 char *cjc_store_hash_cache_name(const char *cwd, const char *source);
 
 /*
- * The store's own files, read as SPEC §9 asks: opened by their name inside
+ * The store's own files, read as docs/store.md, trust asks: opened by their name inside
  * the namespace without following a symbolic link at any step (openat2's
  * RESOLVE_NO_SYMLINKS), without blocking on a FIFO, and read only when they
  * are regular files of at most `max` bytes (fs.h cjc_read_bounded: errno

@@ -1,6 +1,6 @@
 /*
  * audit_trust.h - which programs `cjc audit` may run for an entry, decided
- * before it runs any (SPEC §9).
+ * before it runs any (docs/store.md, trust).
  *
  * A store may be written by others, so an entry's metadata.json is a
  * request, not an instruction: the audit runs nvcc and the host compiler it

@@ -209,6 +209,8 @@ static int match_earlier(json_t *r, void *ctx)
  * in the journal unless they hold quotes, backslashes or control bytes). */
 static const char *journal_needle(const char *source)
 {
+	if (!source) /* not UTF-8: the journal holds it as {"bytes": hex} */
+		return NULL;
 	for (const char *p = source; *p; p++)
 		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
 			return NULL;

@@ -507,17 +507,31 @@ static bool newer_than(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
+/* The directories of a search-path variable (CPATH, ...), in order. */
+static void push_path_variable(struct cjc_strvec *dirs, const char *name)
+{
+	const char *v = getenv(name);
+	char *copy = cjc_xstrdup(v ? v : ""), *save = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+		cjc_strvec_push(dirs, d);
+	free(copy);
+}
+
 /* Records the include candidates that must stay absent (includescan.h). */
 static void scan_includes(const struct job *j, struct cjc_manifest_record *rec)
 {
 	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
 	struct toolkit_dirs t;
 	find_toolkit_dirs(rec->deps, rec->ndeps, &t);
-	/* nvcc's order: -I, the toolkit's include, -isystem, the toolkit's cccl. */
+	/* nvcc's order: -I, CPATH (as -I), the toolkit's include, -isystem,
+	 * C_INCLUDE_PATH and CPLUS_INCLUDE_PATH (as -isystem), the toolkit's cccl. */
 	cjc_strvec_pushv(&sp.dirs, j->c.search.dirs.v, j->c.search.dirs.n);
+	push_path_variable(&sp.dirs, "CPATH");
 	if (t.include)
 		cjc_strvec_push(&sp.dirs, t.include);
 	cjc_strvec_pushv(&sp.dirs, j->c.isystem.v, j->c.isystem.n);
+	push_path_variable(&sp.dirs, "C_INCLUDE_PATH");
+	push_path_variable(&sp.dirs, "CPLUS_INCLUDE_PATH");
 	if (t.cccl)
 		cjc_strvec_push(&sp.dirs, t.cccl);
 	for (size_t i = 0; i < rec->ndeps; i++) {
@@ -737,7 +751,7 @@ static int compile_miss(struct job *j)
 	if (!rc)
 		rc = record_dependencies(j, &r, &rec, &stable, &why);
 	if (!rc && stable)
-		cjc_key_entry(j->direct_key, rec.deps, rec.ndeps, &j->c.place, rec.entry_key);
+		cjc_key_entry(j->direct_key, &rec, &j->c.place, rec.entry_key);
 	if (!rc && stable && !j->cfg.readonly)
 		published = publish(j, &r, &rec);
 	bool spilled = !rc && j->diag.check_spills && cjc_diagnostics_spilled(r.err.data, r.err.len);

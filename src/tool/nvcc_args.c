@@ -636,7 +636,10 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 			continue;
 		}
 		if (!o || missing) {
-			char *why = cjc_xasprintf(o ? "option %s lacks its value" : "unknown option %s", a);
+			/* a private options file's words stay out of what is recorded */
+			char *why = p->private_depth ? cjc_xstrdup("an unknown option in an options file "
+								   "that others cannot read")
+				: cjc_xasprintf(o ? "option %s lacks its value" : "unknown option %s", a);
 			uncacheable(c, why);
 			free(why);
 			return -1;

@@ -136,10 +136,15 @@ static void test_keys(void)
 	CHECK(strcmp(a, b));
 
 	struct cjc_dep deps[2] = { { .path = "k.cu" }, { .path = "k.h" } };
-	char e1[65], e2[65];
-	cjc_key_entry(a, deps, 2, NULL, e1);
+	struct cjc_manifest_record rec = { .deps = deps, .ndeps = 2 };
+	char e1[65], e2[65], e3[65];
+	cjc_key_entry(a, &rec, NULL, e1);
 	deps[1].sha[5] = 9;
-	cjc_key_entry(a, deps, 2, NULL, e2);
+	cjc_key_entry(a, &rec, NULL, e2);
+	cjc_strvec_push(&rec.absent, "inc/k.h");
+	cjc_key_entry(a, &rec, NULL, e3);
+	CHECK(strcmp(e2, e3)); /* the absent candidates are part of the entry key */
+	cjc_strvec_clear(&rec.absent);
 	CHECK(strcmp(e1, e2));
 }
 
