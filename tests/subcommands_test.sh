@@ -148,4 +148,17 @@ testBadSubcommandUsage() {
 	assertTrue "message" "grep -q bogus err.txt"
 }
 
+# The README's settings table, `cjc config` and `cjc --help` come from one table.
+testReadmeSettingsTableIsTheTable() {
+	sed -n 's/^| `\([a-z_]*\)` | `\(CJC_[A-Z_]*\)` |.*/\1 \2/p' "$CJC_SOURCE_DIR/README.md" | sort >readme.txt
+	"$CJC" config --json | jq -r 'to_entries[] | "\(.key) \(.value.env)"' | sort >table.txt
+	assertTrue "README and table: $(diff readme.txt table.txt)" "cmp -s readme.txt table.txt"
+	assertTrue "some rows" "[ $(wc -l <table.txt) -gt 10 ]"
+	"$CJC" --help >help.txt
+	local name
+	for name in $(cut -d' ' -f1 table.txt); do
+		assertTrue "--help names $name" "grep -q \"^  $name \" help.txt"
+	done
+}
+
 . "$SHUNIT2"

@@ -76,32 +76,62 @@ static int parse_size_setting(const char *text, void *dst)
 	return cjc_parse_size(text, dst);
 }
 
+/* One row per setting: everything about it is here (config.h). */
 struct setting_def {
 	const char *name;
 	const char *env;
 	parse_fn parse;
 	size_t offset;
+	const char *def;    /* the default, as text (NULL: computed, see default_dir) */
 	const char *expect; /* for messages */
-	bool directs;       /* directs writes or execution: only from a trusted file (docs/store.md, trust) */
+	bool directs;       /* directs writes or execution: only from a trusted file (docs/store.md: trust) */
+	const char *help;   /* for `cjc config`, --help and the README's table */
 };
 
 #define BOOLEAN "a boolean (1/0, true/false, yes/no, on/off)"
+#define AT(field) offsetof(struct cjc_config, field)
 
 static const struct setting_def settings[CJC_SET_COUNT] = {
-	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, offsetof(struct cjc_config, dir), "a directory", true },
-	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, offsetof(struct cjc_config, disable), BOOLEAN, false },
-	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, offsetof(struct cjc_config, readonly), BOOLEAN, false },
-	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, offsetof(struct cjc_config, log), "a file name", true },
-	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, offsetof(struct cjc_config, debug), BOOLEAN, false },
-	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, offsetof(struct cjc_config, max_size), "a size such as 20G, 512M or 0 for no limit", false },
-	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_string, offsetof(struct cjc_config, remote), "a URL", false },
-	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, offsetof(struct cjc_config, umask), "an octal mask such as 002, or empty", true },
-	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, offsetof(struct cjc_config, print_commands), BOOLEAN, false },
-	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, offsetof(struct cjc_config, keep_ptx), BOOLEAN, false },
-	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, offsetof(struct cjc_config, keep_sass), BOOLEAN, false },
-	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, offsetof(struct cjc_config, check_spills), BOOLEAN, false },
-	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, offsetof(struct cjc_config, base_dir), "an absolute directory, or empty", false },
+	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, AT(dir), NULL, "a directory", true,
+		"the store" },
+	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, AT(disable), "false", BOOLEAN, false,
+		"run nvcc uncached" },
+	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, AT(readonly), "false", BOOLEAN, false,
+		"serve hits, publish nothing" },
+	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, AT(log), "", "a file name", true,
+		"log file: why each compile hit, missed or ran uncached" },
+	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, AT(debug), "false", BOOLEAN, false,
+		"log to stderr too" },
+	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, AT(max_size), "0",
+		"a size such as 20G, 512M or 0 for no limit", false,
+		"size limit: past it, least recently used entries are evicted" },
+	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_string, AT(remote), "", "a URL", false,
+		"shared store URL (not yet used)" },
+	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, AT(umask), "", "an octal mask such as 002, or empty",
+		true, "umask for the store's files (a store shared by a group)" },
+	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, AT(print_commands),
+		"false", BOOLEAN, false, "print each real nvcc command on stderr" },
+	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, AT(keep_ptx), "false", BOOLEAN, false,
+		"keep nvcc's ptx in each entry" },
+	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, AT(keep_sass), "false", BOOLEAN,
+		false, "keep cuobjdump -sass of each output in its entry" },
+	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, AT(check_spills), "false",
+		BOOLEAN, false, "fail a compile whose kernels spill" },
+	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, AT(base_dir), "",
+		"an absolute directory, or empty", false,
+		"absolute paths under it are rewritten relative to the working directory" },
 };
+
+/* The settings that own a string (released by cjc_config_release). */
+static bool owns_string(const struct setting_def *d)
+{
+	return d->parse == parse_string || d->parse == parse_path || d->parse == parse_base_dir;
+}
+
+const char *cjc_config_help(enum cjc_setting s)
+{
+	return settings[s].help;
+}
 
 const char *cjc_config_name(enum cjc_setting s)
 {
@@ -365,14 +395,8 @@ static void set_defaults(struct cjc_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
 	char *dir = default_dir();
-	static const char *defaults[CJC_SET_COUNT] = {
-		[CJC_SET_DISABLE] = "false", [CJC_SET_READONLY] = "false", [CJC_SET_LOG] = "",
-		[CJC_SET_DEBUG] = "false", [CJC_SET_MAX_SIZE] = "0", [CJC_SET_REMOTE] = "",
-		[CJC_SET_UMASK] = "", [CJC_SET_PRINT_COMMANDS] = "false", [CJC_SET_KEEP_PTX] = "false",
-		[CJC_SET_KEEP_SASS] = "false", [CJC_SET_CHECK_SPILLS] = "false", [CJC_SET_BASE_DIR] = "",
-	};
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
-		const char *text = s == CJC_SET_DIR ? dir : defaults[s];
+		const char *text = settings[s].def ? settings[s].def : dir;
 		settings[s].parse(text, (char *)cfg + settings[s].offset);
 		set_origin(cfg, s, text, cjc_xstrdup("default"));
 	}
@@ -410,12 +434,10 @@ int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
 
 void cjc_config_release(struct cjc_config *cfg)
 {
-	free(cfg->dir);
-	free(cfg->log);
-	free(cfg->remote);
-	free(cfg->base_dir);
 	free(cfg->notes);
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
+		if (owns_string(&settings[s]))
+			free(*(char **)((char *)cfg + settings[s].offset));
 		free(cfg->text[s]);
 		free(cfg->origin[s]);
 	}

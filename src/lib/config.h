@@ -4,8 +4,11 @@
  * Sources, strongest first: the environment (CJC_*), the file named by
  * $CJC_CONFIG (else $CJC_DIR/cudajitcache.conf), /etc/cudajitcache.conf, and
  * the defaults.  Files are INI (iniparser): `key = value` at the top or in a
- * [cache] section.  Every setting is one row of the table in config.c (name,
- * environment variable, parser, default).
+ * [cache] section.  Every setting is one row of the table in config.c: name,
+ * environment variable, parser, field, default, what a value must look like,
+ * whether it directs writes, and its help; `cjc config`, `cjc --help` and the
+ * README's table (checked by a test) come from it.  A new setting is a new
+ * enum value, a field below and a row there.
  *
  * cjc_config_load() always leaves a usable configuration (a bad value keeps
  * the weaker source's value).  It returns 0, or -1 when any value or line was
@@ -75,6 +78,7 @@ int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error);
 void cjc_config_release(struct cjc_config *cfg);
 const char *cjc_config_name(enum cjc_setting s);
 const char *cjc_config_env(enum cjc_setting s);
+const char *cjc_config_help(enum cjc_setting s);
 /* "20G", "512M", "1000" -> bytes; returns 0 or -1. */
 int cjc_parse_size(const char *text, uint64_t *out);
 /* "7d", "12h", "30m", "45s", "100" (seconds) -> seconds; returns 0 or -1. */

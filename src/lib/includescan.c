@@ -33,13 +33,10 @@ static void resolve(const char *name, bool quoted, const char *own_dir,
 {
 	if (name[0] == '/')
 		return;
-	size_t n = 0, cap = 1 + sp->quote.n + sp->dirs.n;
+	size_t n = 0, cap = 1 + sp->dirs.n;
 	const char **dirs = cjc_xcalloc(cap, sizeof *dirs);
-	if (quoted) {
+	if (quoted)
 		dirs[n++] = own_dir;
-		for (size_t i = 0; i < sp->quote.n; i++)
-			dirs[n++] = sp->quote.v[i];
-	}
 	for (size_t i = 0; i < sp->dirs.n; i++)
 		dirs[n++] = sp->dirs.v[i];
 	walk(name, dirs, n, absent);

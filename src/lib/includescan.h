@@ -12,11 +12,12 @@
  * requires every recorded candidate to be still absent.
  *
  * The search order is the compiler's: for "name", the including file's
- * directory, then the -iquote directories; for both forms then the -I
- * directories, then the -isystem ones (the toolkit's own include directories
- * are in those lists, in nvcc's order).  Only the directories we know are
- * walked: the host compiler's built-in system directories are not, so a
- * header planted in /usr/include that shadows another one there is not seen.
+ * directory; for both forms then the -I directories, then the -isystem ones
+ * (CPATH, C_INCLUDE_PATH, CPLUS_INCLUDE_PATH and the toolkit's own include
+ * directories are in those lists, in nvcc's order; nvcc has no -iquote).
+ * Only the directories we know are walked: the host compiler's built-in
+ * system directories are not, so a header planted in /usr/include that
+ * shadows another one there is not seen.
  * The scan is textual and ignores conditional compilation, which can only
  * add candidates (a needless miss, never a wrong hit).  Computed includes
  * (#include MACRO) and #include_next are not followed.
@@ -27,11 +28,10 @@
 #include "util.h"
 
 struct cjc_search_path {
-	struct cjc_strvec quote; /* -iquote */
-	struct cjc_strvec dirs;  /* -I, toolkit include, -isystem, toolkit cccl: in order */
+	struct cjc_strvec dirs; /* -I, CPATH, toolkit include, -isystem, ..., toolkit cccl: in order */
 };
 
-#define CJC_SEARCH_PATH_INIT { CJC_STRVEC_INIT, CJC_STRVEC_INIT }
+#define CJC_SEARCH_PATH_INIT { CJC_STRVEC_INIT }
 
 /* Appends to `absent` the candidates that precede each include's resolution. */
 void cjc_includescan(const char *file_path, const char *text, size_t len,

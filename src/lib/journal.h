@@ -12,7 +12,7 @@
  *
  * Readers take journal.1, then journal, oldest line first; a line that is
  * not a JSON object (torn by a crash, edited by hand) is skipped and counted.
- * The fields are the caller's (see the tool's explain.h); the journal only
+ * The fields are the caller's (see the tool's why.h); the journal only
  * stores and returns objects.
  */
 #ifndef CJC_JOURNAL_H

@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,22 +26,63 @@ static int wait_child(pid_t pid)
 	return -1;
 }
 
-int cjc_run(char *const *argv, int out_fd, int err_fd)
+/* Whether an environment entry "NAME=..." is one that a change names. */
+static bool changed(const char *entry, char *const *changes)
+{
+	size_t n = strcspn(entry, "=");
+	for (; changes && *changes; changes++)
+		if (strcspn(*changes, "=") == n && !strncmp(*changes, entry, n))
+			return true;
+	return false;
+}
+
+/* This process's environment with the changes made. */
+static void child_environment(char *const *changes, struct cjc_strvec *env)
+{
+	for (char **e = environ; *e; e++)
+		if (!changed(*e, changes))
+			cjc_strvec_push(env, *e);
+	for (; changes && *changes; changes++)
+		if (strchr(*changes, '='))
+			cjc_strvec_push(env, *changes);
+}
+
+static void redirect(posix_spawn_file_actions_t *fa, int fd, int target)
+{
+	if (fd == CJC_RUN_NULL)
+		posix_spawn_file_actions_addopen(fa, target, "/dev/null", target ? O_WRONLY : O_RDONLY, 0);
+	else if (fd >= 0)
+		posix_spawn_file_actions_adddup2(fa, fd, target);
+}
+
+int cjc_run_child(const struct cjc_child *c)
 {
 	posix_spawn_file_actions_t fa;
+	struct cjc_strvec env = CJC_STRVEC_INIT;
 	posix_spawn_file_actions_init(&fa);
-	if (out_fd >= 0)
-		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-	if (err_fd >= 0)
-		posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+	redirect(&fa, c->in_fd, 0);
+	redirect(&fa, c->out_fd, 1);
+	redirect(&fa, c->err_fd, 2);
+	if (c->dir)
+		posix_spawn_file_actions_addchdir_np(&fa, c->dir);
+	child_environment(c->env, &env);
 	pid_t pid;
-	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	int rc = posix_spawnp(&pid, c->argv[0], &fa, NULL, c->argv, env.v);
 	posix_spawn_file_actions_destroy(&fa);
+	cjc_strvec_clear(&env);
 	if (rc) {
 		errno = rc;
 		return -1;
 	}
 	return wait_child(pid);
+}
+
+int cjc_run(char *const *argv, int out_fd, int err_fd)
+{
+	struct cjc_child c = CJC_CHILD_INIT(argv);
+	c.out_fd = out_fd;
+	c.err_fd = err_fd;
+	return cjc_run_child(&c);
 }
 
 int cjc_run_capture(char *const *argv, struct cjc_buf *out)

@@ -6,12 +6,28 @@
  * or -1 with errno set if it could not be started.  cjc_run_capture() runs a
  * short query (such as `nvcc --version`) and returns its stdout in a buffer.
  * cjc_exec() replaces this process (it returns only on failure, with errno).
+ *
+ * cjc_run_child() is the general form (git's struct child_process): a
+ * working directory, changes to the environment, and each standard
+ * descriptor inherited, given, or /dev/null — all set up in the child, so
+ * the caller's own directory and environment never change.
  */
 #ifndef CJC_RUN_H
 #define CJC_RUN_H
 
 #include "util.h"
 
+#define CJC_RUN_NULL (-2) /* a descriptor that is /dev/null */
+
+struct cjc_child {
+	char *const *argv;
+	const char *dir;           /* run there; NULL: here */
+	char *const *env;          /* NULL-terminated changes: "NAME=value" sets, "NAME" unsets */
+	int in_fd, out_fd, err_fd; /* -1: inherit; CJC_RUN_NULL: /dev/null; else this one */
+};
+#define CJC_CHILD_INIT(args) { .argv = (args), .in_fd = -1, .out_fd = -1, .err_fd = -1 }
+
+int cjc_run_child(const struct cjc_child *c);
 /* out_fd / err_fd: -1 to inherit. */
 int cjc_run(char *const *argv, int out_fd, int err_fd);
 int cjc_run_capture(char *const *argv, struct cjc_buf *out);

@@ -489,6 +489,25 @@ static bool is_key_name(const char *name, size_t len)
 	return n == len && strspn(name, "0123456789abcdef") == n;
 }
 
+static int match_key(const char *key, const char *dir, void *ctx)
+{
+	struct cjc_key_match *m = ctx;
+	if (cjc_starts_with(key, m->prefix) && !m->matches++) {
+		snprintf(m->key, sizeof m->key, "%s", key);
+		m->dir = cjc_xstrdup(dir);
+	}
+	return 0;
+}
+
+int cjc_store_find_key(const struct cjc_store *s, const char *prefix, struct cjc_key_match *m)
+{
+	memset(m, 0, sizeof *m);
+	m->prefix = prefix;
+	char shard[3] = { 0 };
+	strncpy(shard, prefix, 2); /* only the shards the prefix can be in */
+	return cjc_store_foreach_entry_in(s, shard, match_key, m);
+}
+
 int cjc_store_foreach_entry(const struct cjc_store *s,
 			    int (*fn)(const char *key, const char *dir, void *ctx), void *ctx)
 {

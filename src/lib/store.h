@@ -129,6 +129,14 @@ void cjc_staging_abort(struct cjc_staging *st);
 /* Calls fn for each entry directory (key, path); stops when fn returns non-zero. */
 int cjc_store_foreach_entry(const struct cjc_store *s,
 			    int (*fn)(const char *key, const char *dir, void *ctx), void *ctx);
+/* An entry named by a key prefix: how many keys start with it, and the first. */
+struct cjc_key_match {
+	const char *prefix;
+	size_t matches;
+	char key[CJC_HEX_LEN + 1];
+	char *dir; /* free() it */
+};
+int cjc_store_find_key(const struct cjc_store *s, const char *prefix, struct cjc_key_match *m);
 /* The same for the entries whose keys start with prefix (at most 2 digits). */
 int cjc_store_foreach_entry_in(const struct cjc_store *s, const char *prefix,
 			       int (*fn)(const char *key, const char *dir, void *ctx), void *ctx);

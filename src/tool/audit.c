@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "audit_trust.h"
+#include "commands.h"
 #include "diagnostics.h"
 #include "nvcc_args.h"
 
@@ -129,15 +130,15 @@ static int check_compiler(struct audit *a, const char *what, const char *run, js
 	return rc;
 }
 
-/* Exactly the recorded values of the variables nvcc reads (key.h). */
-static void set_environment(json_t *recorded)
+/* Exactly the recorded values of the variables nvcc reads (key.h), as
+ * changes for the rebuild's environment (run.h). */
+static void recorded_environment(json_t *recorded, struct cjc_strvec *env)
 {
 	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
 		const char *v = json_string_value(json_object_get(recorded, cjc_key_env[i]));
-		if (v)
-			setenv(cjc_key_env[i], v, 1);
-		else
-			unsetenv(cjc_key_env[i]);
+		char *change = v ? cjc_xasprintf("%s=%s", cjc_key_env[i], v) : cjc_xstrdup(cjc_key_env[i]);
+		cjc_strvec_push(env, change);
+		free(change);
 	}
 }
 
@@ -153,8 +154,14 @@ static int rebuild(struct audit *a, const struct cjc_compile *c, const struct cj
 	cjc_strvec_pushv(&argv, extra, 2);
 	char *err_path = cjc_path_join(a->scratch, "stderr");
 	int err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	int status = err_fd < 0 ? -1 : cjc_run(argv.v, devnull, err_fd);
+	struct cjc_strvec env = CJC_STRVEC_INIT;
+	recorded_environment(json_object_get(a->entry.meta, "environment"), &env);
+	struct cjc_child child = CJC_CHILD_INIT(argv.v);
+	child.env = env.v;
+	child.in_fd = child.out_fd = CJC_RUN_NULL;
+	child.err_fd = err_fd;
+	int status = err_fd < 0 ? -1 : cjc_run_child(&child);
+	cjc_strvec_clear(&env);
 	if (status) {
 		struct cjc_buf err = CJC_BUF_INIT;
 		(void)cjc_read_file(err_path, &err);
@@ -167,8 +174,6 @@ static int rebuild(struct audit *a, const struct cjc_compile *c, const struct cj
 	}
 	if (err_fd >= 0)
 		close(err_fd);
-	if (devnull >= 0)
-		close(devnull);
 	free(err_path);
 	cjc_strvec_clear(&argv);
 	return status ? -1 : 0;
@@ -217,10 +222,7 @@ static int section(const char *object, const char *name, const char *dest, struc
 {
 	char *only = cjc_xasprintf("--only-section=%s", name);
 	char *argv[] = { "objcopy", "-O", "binary", only, (char *)object, (char *)dest, NULL };
-	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	int status = cjc_run(argv, devnull, devnull);
-	if (devnull >= 0)
-		close(devnull);
+	int status = cjc_run(argv, CJC_RUN_NULL, CJC_RUN_NULL);
 	free(only);
 	int rc = status || cjc_read_file(dest, out) ? -1 : 0;
 	unlink(dest);
@@ -548,7 +550,6 @@ static void audit_verified(struct audit *a)
 				  a->run.nvcc_realpath);
 	char *output = cjc_xasprintf("%s/output.%s", a->scratch, cjc_kind_ext(c.kind));
 	char *keep_dir = cjc_path_join(a->scratch, "keep");
-	set_environment(json_object_get(a->entry.meta, "environment"));
 	if (c.uncacheable) {
 		add_note(a, "details", "the recorded command is not one cjc caches: %s", c.uncacheable);
 		set_status(a, "cannot rebuild");
@@ -713,9 +714,7 @@ static int report(json_t **results, size_t n, const struct tally *t, bool json)
 		json_t *doc = json_pack("{s:o, s:I, s:I, s:I}", "entries", list, "reproducible",
 					(json_int_t)t->reproducible, "differs", (json_int_t)t->differs,
 					"cannot_rebuild", (json_int_t)t->cannot);
-		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		fputc('\n', stdout);
-		json_decref(doc);
+		cjc_print_json(doc);
 	} else {
 		for (size_t i = 0; i < n; i++)
 			print_result(results[i]);
@@ -836,33 +835,6 @@ static int audit_list(const struct job_list *l, int jobs, bool json)
 	cjc_tempfile_remove(tmp);
 	free(tmp);
 	return rc;
-}
-
-int cjc_audit_parse_flags(int argc, char **argv, struct cjc_audit_options *o)
-{
-	for (int i = 1; i < argc; i++) {
-		char *end;
-		if (!strcmp(argv[i], "--json")) {
-			o->json = true;
-		} else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
-			long n = strtol(argv[++i], &end, 10);
-			if (*end || n < 1 || n > 256) {
-				fprintf(stderr, "cjc audit: --jobs takes a number from 1 to 256, not '%s'\n", argv[i]);
-				return 2;
-			}
-			o->jobs = (int)n;
-		} else if (!o->what && argv[i][0] != '-') {
-			o->what = argv[i];
-		} else {
-			fprintf(stderr, "cjc audit: unexpected argument '%s' (see `cjc --help`)\n", argv[i]);
-			return 2;
-		}
-	}
-	if (!o->what) {
-		fprintf(stderr, "cjc audit: say which entry: KEY (a unique prefix will do) or all\n");
-		return 2;
-	}
-	return 0;
 }
 
 int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o)

@@ -44,8 +44,6 @@ struct cjc_audit_options {
 	int jobs;
 };
 
-/* Parses the words after `cjc` (argv[0] is "audit"); 0 or an exit status. */
-int cjc_audit_parse_flags(int argc, char **argv, struct cjc_audit_options *o);
 int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o);
 
 #endif

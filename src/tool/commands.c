@@ -13,18 +13,42 @@
 #include "audit.h"
 #include "cudajitcache.h"
 #include "diagnostics.h"
-#include "explain.h"
+#include "why.h"
 #include "nvcc_args.h"
 
-/* Settings and store for a subcommand; problems with settings are printed. */
+/* A subcommand's flags, settings and store; problems with settings are printed. */
 struct session {
+	const char *cmd;
 	struct cjc_config cfg;
 	struct cjc_store store;
-	bool json;
-	bool fix;
-	bool zero;
-	bool by_target;
-	const char *arg;
+	bool json, fix, zero, by_target;
+	uint64_t max_size;  /* gc --max-size; 0: max_size */
+	int64_t age;        /* gc --older-than; -1: none */
+	int jobs;           /* audit --jobs */
+	const char *arg;    /* the one argument of show, why, audit */
+};
+
+/* What a flag sets in the session: one table per subcommand, one parser. */
+enum flag_kind { FLAG_BOOL, FLAG_SIZE, FLAG_AGE, FLAG_JOBS };
+
+struct flag {
+	const char *name;
+	enum flag_kind kind;
+	size_t offset;     /* of its field in struct session */
+	const char *value; /* its value, for --help; NULL for a boolean */
+};
+
+#define FLAG(name, kind, field, value) { name, kind, offsetof(struct session, field), value }
+#define JSON FLAG("--json", FLAG_BOOL, json, NULL)
+#define END { NULL, FLAG_BOOL, 0, NULL }
+
+struct cjc_command {
+	const char *name;
+	int (*fn)(struct session *s);
+	const char *help;
+	const struct flag *flags; /* ends with END (a NULL name) */
+	const char *arg;          /* its one required argument, for --help; NULL: none */
+	bool store;               /* opens the settings and the store first */
 };
 
 static int usage_error(const char *cmd, const char *word)
@@ -33,25 +57,61 @@ static int usage_error(const char *cmd, const char *word)
 	return 2;
 }
 
-/* Parses the common flags; returns 0, or an exit status for a bad word. */
-static int parse_flags(int argc, char **argv, struct session *s, bool takes_arg)
+static int flag_value(const struct flag *f, const char *cmd, const char *v, struct session *s)
+{
+	void *field = (char *)s + f->offset;
+	char *end;
+	long n;
+	switch (f->kind) {
+	case FLAG_SIZE:
+		if (!cjc_parse_size(v, field))
+			return 0;
+		fprintf(stderr, "cjc %s: %s: '%s' is not a size such as 20G or 512M\n", cmd, f->name, v);
+		return 2;
+	case FLAG_AGE:
+		if (!cjc_parse_age(v, field))
+			return 0;
+		fprintf(stderr, "cjc %s: %s: '%s' is not a duration such as 7d, 12h, 30m\n", cmd, f->name, v);
+		return 2;
+	case FLAG_JOBS:
+		n = strtol(v, &end, 10);
+		if (!*end && n >= 1 && n <= 256)
+			return *(int *)field = (int)n, 0;
+		fprintf(stderr, "cjc %s: %s takes a number from 1 to 256, not '%s'\n", cmd, f->name, v);
+		return 2;
+	case FLAG_BOOL:
+		break;
+	}
+	return *(bool *)field = true, 0;
+}
+
+static const struct flag *find_flag(const struct flag *f, const char *word)
+{
+	for (; f && f->name; f++)
+		if (!strcmp(f->name, word))
+			return f;
+	return NULL;
+}
+
+/* Parses the words after the subcommand's name; 0, or an exit status. */
+static int parse_flags(const struct cjc_command *c, int argc, char **argv, struct session *s)
 {
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			s->json = true;
-		else if (!strcmp(argv[i], "--fix") && !strcmp(argv[0], "verify"))
-			s->fix = true;
-		else if (!strcmp(argv[i], "--zero") && !strcmp(argv[0], "stats"))
-			s->zero = true;
-		else if (!strcmp(argv[i], "--by-target") && !strcmp(argv[0], "stats"))
-			s->by_target = true;
-		else if (takes_arg && !s->arg && argv[i][0] != '-')
+		const struct flag *f = find_flag(c->flags, argv[i]);
+		int rc = 0;
+		if (f && f->kind == FLAG_BOOL)
+			rc = flag_value(f, c->name, NULL, s);
+		else if (f && i + 1 < argc)
+			rc = flag_value(f, c->name, argv[++i], s);
+		else if (c->arg && !s->arg && argv[i][0] != '-')
 			s->arg = argv[i];
 		else
-			return usage_error(argv[0], argv[i]);
+			rc = usage_error(c->name, argv[i]);
+		if (rc)
+			return rc;
 	}
-	if (takes_arg && !s->arg) {
-		fprintf(stderr, "cjc %s: missing argument (see `cjc --help`)\n", argv[0]);
+	if (c->arg && !s->arg) {
+		fprintf(stderr, "cjc %s: missing %s (see `cjc --help`)\n", c->name, c->arg);
 		return 2;
 	}
 	return 0;
@@ -75,14 +135,6 @@ static int open_session(struct session *s)
 	return 0;
 }
 
-/* The flags, then the settings and the store; returns 0 or an exit status. */
-static int start(int argc, char **argv, struct session *s, bool takes_arg)
-{
-	memset(s, 0, sizeof *s);
-	int rc = parse_flags(argc, argv, s, takes_arg);
-	return rc ? rc : open_session(s);
-}
-
 static void close_session(struct session *s)
 {
 	cjc_store_close(&s->store);
@@ -98,7 +150,7 @@ static int require_writable(const struct session *s, const char *cmd)
 	return 1;
 }
 
-static void print_json(json_t *doc)
+void cjc_print_json(json_t *doc)
 {
 	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	fputc('\n', stdout);
@@ -190,68 +242,45 @@ static int stats_zero(struct session *s)
 	return rc;
 }
 
-static int cmd_stats(int argc, char **argv)
+static int cmd_stats(struct session *s)
 {
-	struct session s;
-	int rc = start(argc, argv, &s, false);
-	if (rc)
-		return rc;
-	if (s.zero) {
-		rc = stats_zero(&s);
-		close_session(&s);
-		return rc;
-	}
+	if (s->zero)
+		return stats_zero(s);
 	uint64_t v[CJC_STAT_COUNT];
 	struct cjc_stats_row *reasons = NULL, *targets = NULL;
 	size_t nreasons = 0, ntargets = 0;
-	cjc_stats_read(&s.store, v);
-	cjc_stats_read_named(&s.store, CJC_STATS_BY_REASON, &reasons, &nreasons);
-	if (s.by_target)
-		cjc_stats_read_named(&s.store, CJC_STATS_BY_TARGET, &targets, &ntargets);
-	if (s.json) {
+	cjc_stats_read(&s->store, v);
+	cjc_stats_read_named(&s->store, CJC_STATS_BY_REASON, &reasons, &nreasons);
+	if (s->by_target)
+		cjc_stats_read_named(&s->store, CJC_STATS_BY_TARGET, &targets, &ntargets);
+	if (s->json) {
 		json_t *o = counters_json(v, true);
-		json_object_set_new(o, "max_size", json_integer((json_int_t)s.cfg.max_size));
-		json_object_set_new(o, "dir", cjc_json_bytes(s.store.dir));
+		json_object_set_new(o, "max_size", json_integer((json_int_t)s->cfg.max_size));
+		json_object_set_new(o, "dir", cjc_json_bytes(s->store.dir));
 		json_object_set_new(o, "uncacheable_reasons",
 				    breakdown_json(reasons, nreasons, CJC_STAT_UNCACHEABLE));
-		if (s.by_target)
+		if (s->by_target)
 			json_object_set_new(o, "targets", breakdown_json(targets, ntargets, CJC_STAT_COUNT));
-		print_json(o);
+		cjc_print_json(o);
 	} else {
-		print_stats(&s, v, reasons, nreasons);
-		if (s.by_target)
+		print_stats(s, v, reasons, nreasons);
+		if (s->by_target)
 			print_targets(targets, ntargets);
 	}
 	cjc_stats_rows_free(reasons, nreasons);
 	cjc_stats_rows_free(targets, ntargets);
-	close_session(&s);
 	return 0;
 }
 
-static int cmd_why(int argc, char **argv)
+static int cmd_why(struct session *s)
 {
-	struct session s;
-	int rc = start(argc, argv, &s, true);
-	if (rc)
-		return rc;
-	rc = cjc_explain_why(&s.store, s.arg, s.json);
-	close_session(&s);
-	return rc;
+	return cjc_why_print(&s->store, s->arg, s->json);
 }
 
-static int cmd_audit(int argc, char **argv)
+static int cmd_audit(struct session *s)
 {
-	struct session s = { 0 };
-	struct cjc_audit_options opt = { .jobs = 1 };
-	int rc = cjc_audit_parse_flags(argc, argv, &opt);
-	if (rc)
-		return rc;
-	rc = open_session(&s);
-	if (rc)
-		return rc;
-	rc = cjc_audit(&s.store, &opt);
-	close_session(&s);
-	return rc;
+	struct cjc_audit_options opt = { .what = s->arg, .json = s->json, .jobs = s->jobs };
+	return cjc_audit(&s->store, &opt);
 }
 
 /* One row of `cjc ls`, from an entry's metadata (NULL when damaged). */
@@ -290,16 +319,12 @@ static int add_row(const char *key, const char *dir, void *ctx)
 	return 0;
 }
 
-static int cmd_ls(int argc, char **argv)
+static int cmd_ls(struct session *s)
 {
-	struct session s;
-	int rc = start(argc, argv, &s, false);
-	if (rc)
-		return rc;
 	json_t *rows = json_array();
-	cjc_store_foreach_entry(&s.store, add_row, rows);
-	if (s.json) {
-		print_json(rows);
+	cjc_store_foreach_entry(&s->store, add_row, rows);
+	if (s->json) {
+		cjc_print_json(rows);
 	} else {
 		size_t i;
 		json_t *r;
@@ -321,26 +346,6 @@ static int cmd_ls(int argc, char **argv)
 			free(created);
 		}
 		json_decref(rows);
-	}
-	close_session(&s);
-	return 0;
-}
-
-struct prefix_search {
-	const char *prefix;
-	char *key;
-	char *dir;
-	int matches;
-};
-
-static int match_prefix(const char *key, const char *dir, void *ctx)
-{
-	struct prefix_search *p = ctx;
-	if (!cjc_starts_with(key, p->prefix))
-		return 0;
-	if (!p->matches++) {
-		p->key = cjc_xstrdup(key);
-		p->dir = cjc_xstrdup(dir);
 	}
 	return 0;
 }
@@ -369,19 +374,15 @@ static void print_entry_summary(json_t *meta)
 		       json_string_value(json_object_get(f, "sha256")));
 }
 
-static int cmd_show(int argc, char **argv)
+static int cmd_show(struct session *s)
 {
-	struct session s;
-	int rc = start(argc, argv, &s, true);
-	if (rc)
-		return rc;
-	struct prefix_search p = { .prefix = s.arg };
-	cjc_store_foreach_entry(&s.store, match_prefix, &p);
-	rc = 1;
+	int rc = 1;
+	struct cjc_key_match p;
+	cjc_store_find_key(&s->store, s->arg, &p);
 	if (p.matches == 0) {
-		fprintf(stderr, "cjc show: no entry has a key starting with '%s'\n", s.arg);
+		fprintf(stderr, "cjc show: no entry has a key starting with '%s'\n", s->arg);
 	} else if (p.matches > 1) {
-		fprintf(stderr, "cjc show: '%s' names %d entries: give more of the key\n", s.arg, p.matches);
+		fprintf(stderr, "cjc show: '%s' names %zu entries: give more of the key\n", s->arg, p.matches);
 	} else {
 		struct cjc_entry e;
 		struct cjc_buf why = CJC_BUF_INIT;
@@ -389,8 +390,8 @@ static int cmd_show(int argc, char **argv)
 			fprintf(stderr, "cjc show: entry %s is damaged: %s (run `cjc verify --fix`)\n",
 				p.key, why.data);
 		} else {
-			if (s.json)
-				print_json(json_incref(e.meta));
+			if (s->json)
+				cjc_print_json(json_incref(e.meta));
 			else
 				print_entry_summary(e.meta);
 			cjc_entry_release(&e);
@@ -398,9 +399,7 @@ static int cmd_show(int argc, char **argv)
 		}
 		cjc_buf_release(&why);
 	}
-	free(p.key);
 	free(p.dir);
-	close_session(&s);
 	return rc;
 }
 
@@ -437,92 +436,50 @@ static int verify_one(const char *key, const char *dir, void *ctx)
 	return 0;
 }
 
-static int cmd_verify(int argc, char **argv)
+static int cmd_verify(struct session *s)
 {
-	struct session s;
-	int rc = start(argc, argv, &s, false);
-	if (rc)
-		return rc;
-	if (s.fix && require_writable(&s, "verify --fix")) {
-		close_session(&s);
+	if (s->fix && require_writable(s, "verify --fix"))
 		return 1;
-	}
-	struct verify_run v = { .s = &s, .bad = json_array() };
-	cjc_store_foreach_entry(&s.store, verify_one, &v);
+	struct verify_run v = { .s = s, .bad = json_array() };
+	cjc_store_foreach_entry(&s->store, verify_one, &v);
 	size_t nbad = json_array_size(v.bad);
-	if (s.json) {
-		print_json(json_pack("{s:I, s:I, s:O}", "checked", (json_int_t)v.checked, "bad",
+	if (s->json) {
+		cjc_print_json(json_pack("{s:I, s:I, s:O}", "checked", (json_int_t)v.checked, "bad",
 				     (json_int_t)nbad, "entries", v.bad));
 	} else {
 		printf("%llu entries checked, %zu bad%s\n", (unsigned long long)v.checked, nbad,
-		       nbad && !s.fix ? ": run `cjc verify --fix` to quarantine them" : "");
+		       nbad && !s->fix ? ": run `cjc verify --fix` to quarantine them" : "");
 	}
 	json_decref(v.bad);
-	close_session(&s);
 	return nbad ? 1 : 0;
 }
 
-static int cmd_clean(int argc, char **argv)
+static int cmd_clean(struct session *s)
 {
-	struct session s;
 	struct cjc_clean_report r;
-	int rc = start(argc, argv, &s, false);
-	if (rc)
-		return rc;
-	rc = require_writable(&s, "clean");
-	if (!rc && cjc_store_clean(&s.store, &r)) {
+	int rc = require_writable(s, "clean");
+	if (!rc && cjc_store_clean(&s->store, &r)) {
 		fprintf(stderr, "cjc clean: removed %llu entries; %llu could not be removed: %s\n",
 			(unsigned long long)r.removed, (unsigned long long)r.failed, strerror(errno));
 		rc = 1;
-	} else if (!rc && !s.json) {
-		printf("cache emptied: %s (%llu entries removed)\n", s.store.dir,
+	} else if (!rc && !s->json) {
+		printf("cache emptied: %s (%llu entries removed)\n", s->store.dir,
 		       (unsigned long long)r.removed);
 	}
-	close_session(&s);
 	return rc;
 }
 
-static int parse_gc_flags(int argc, char **argv, uint64_t *max_size, int64_t *age)
+static int cmd_gc(struct session *s)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(argv[i], "--older-than") && v) {
-			if (cjc_parse_age(v, age))
-				goto bad;
-		} else if (!strcmp(argv[i], "--max-size") && v) {
-			if (cjc_parse_size(v, max_size))
-				goto bad;
-		} else {
-			return usage_error("gc", argv[i]);
-		}
-		i++;
-		continue;
-bad:
-		fprintf(stderr, "cjc gc: %s: '%s' is not a %s\n", argv[i], v,
-			argv[i][2] == 'o' ? "duration such as 7d, 12h, 30m" : "size such as 20G or 512M");
-		return 2;
-	}
-	return 0;
-}
-
-static int cmd_gc(int argc, char **argv)
-{
-	uint64_t max_size = 0;
-	int64_t age = -1;
-	int rc = parse_gc_flags(argc, argv, &max_size, &age);
-	if (rc)
-		return rc;
-	struct session s = { 0 };
-	if (open_session(&s))
+	uint64_t max_size = s->max_size;
+	int64_t age = s->age;
+	int rc = 0;
+	if (require_writable(s, "gc"))
 		return 1;
-	if (require_writable(&s, "gc")) {
-		close_session(&s);
-		return 1;
-	}
 	if (!max_size)
-		max_size = s.cfg.max_size;
+		max_size = s->cfg.max_size;
 	struct cjc_reclaim_report rr;
-	if (cjc_store_reclaim(&s.store, age >= 0 ? age : 86400, &rr)) {
+	if (cjc_store_reclaim(&s->store, age >= 0 ? age : 86400, &rr)) {
 		fprintf(stderr, "cjc gc: cannot reclaim everything: %s\n", strerror(errno));
 		rc = 1;
 	}
@@ -531,7 +488,7 @@ static int cmd_gc(int argc, char **argv)
 		max_size = max_size > rr.hash_bytes ? max_size - rr.hash_bytes : 1;
 	struct cjc_evict_report r;
 	int64_t t0 = cjc_now_ms();
-	if (cjc_evict_store(&s.store, max_size, age, &r)) {
+	if (cjc_evict_store(&s->store, max_size, age, &r)) {
 		fprintf(stderr, "cjc gc: cannot read the entries: %s\n", strerror(errno));
 		rc = 1;
 	}
@@ -543,7 +500,6 @@ static int cmd_gc(int argc, char **argv)
 	       (unsigned long long)r.evicted, (unsigned long long)r.entries,
 	       (unsigned long long)r.evicted_bytes, (unsigned long long)r.bytes,
 	       (double)(cjc_now_ms() - t0) / 1000.0);
-	close_session(&s);
 	return rc;
 }
 
@@ -562,75 +518,120 @@ static void note_keep_sass(void)
 	free(nvcc);
 }
 
-static int cmd_config(int argc, char **argv)
+static int cmd_config(struct session *s)
 {
-	struct session s = { 0 };
-	int rc = parse_flags(argc, argv, &s, false);
-	if (rc)
-		return rc;
 	struct cjc_buf problems = CJC_BUF_INIT;
-	int bad = cjc_config_load(&s.cfg, &problems);
+	int bad = cjc_config_load(&s->cfg, &problems);
 	if (bad)
 		fputs(problems.data, stderr);
-	if (s.cfg.notes)
-		fputs(s.cfg.notes, stderr);
+	if (s->cfg.notes)
+		fputs(s->cfg.notes, stderr);
 	json_t *o = json_object();
 	for (int i = 0; i < CJC_SET_COUNT; i++) {
-		if (s.json)
-			json_object_set_new(o, cjc_config_name(i), json_pack("{s:s, s:s, s:s}",
-				"value", s.cfg.text[i], "origin", s.cfg.origin[i], "env", cjc_config_env(i)));
+		if (s->json)
+			json_object_set_new(o, cjc_config_name(i), json_pack("{s:o, s:o, s:s, s:s}",
+				"value", cjc_json_bytes(s->cfg.text[i]), "origin", cjc_json_bytes(s->cfg.origin[i]),
+				"env", cjc_config_env(i), "help", cjc_config_help(i)));
 		else
-			printf("%-14s = %-40s (%s)\n", cjc_config_name(i), s.cfg.text[i], s.cfg.origin[i]);
+			printf("%-14s = %-40s (%s)\n", cjc_config_name(i), s->cfg.text[i], s->cfg.origin[i]);
 	}
-	if (s.json)
-		print_json(o);
+	if (s->json)
+		cjc_print_json(o);
 	else
 		json_decref(o);
-	if (s.cfg.keep_sass)
+	if (s->cfg.keep_sass)
 		note_keep_sass();
 	cjc_buf_release(&problems);
-	cjc_config_release(&s.cfg);
+	cjc_config_release(&s->cfg);
 	return bad ? 1 : 0;
 }
 
-static int cmd_version(int argc, char **argv)
+static int cmd_version(struct session *s)
 {
-	(void)argc;
-	(void)argv;
+	(void)s;
 	printf("cjc %s\n", CJC_VERSION);
 	return 0;
 }
 
-static int cmd_help(int argc, char **argv)
+static int cmd_help(struct session *s)
 {
-	(void)argc;
-	(void)argv;
+	(void)s;
 	cjc_usage(stdout);
 	return 0;
 }
 
+static const struct flag json_only[] = { JSON, END };
+static const struct flag no_flags[] = { END };
+static const struct flag audit_flags[] = { JSON, FLAG("--jobs", FLAG_JOBS, jobs, "N"), END };
+static const struct flag gc_flags[] = {
+	FLAG("--max-size", FLAG_SIZE, max_size, "SIZE"), FLAG("--older-than", FLAG_AGE, age, "AGE"), END
+};
+static const struct flag stats_flags[] = {
+	JSON, FLAG("--zero", FLAG_BOOL, zero, NULL), FLAG("--by-target", FLAG_BOOL, by_target, NULL), END
+};
+static const struct flag verify_flags[] = { FLAG("--fix", FLAG_BOOL, fix, NULL), JSON, END };
+
 static const struct cjc_command commands[] = {
-	{ "--help", cmd_help, NULL },
-	{ "--version", cmd_version, NULL },
-	{ "audit", cmd_audit, "rebuild entries from their metadata and compare: KEY|all [--json] [--jobs N]" },
-	{ "clean", cmd_clean, "remove every entry, safely while builds run" },
-	{ "config", cmd_config, "show the effective settings and where each came from [--json]" },
-	{ "gc", cmd_gc, "evict least recently used entries [--max-size SIZE] [--older-than AGE];\n"
-		       "           reclaim orphaned staging (other hosts': older than AGE, default 1d)" },
-	{ "help", cmd_help, "show this help" },
-	{ "ls", cmd_ls, "list the entries [--json]" },
-	{ "show", cmd_show, "show an entry's metadata: KEY (a unique prefix will do) [--json]" },
-	{ "stats", cmd_stats, "show the counters [--json] [--zero] [--by-target]" },
-	{ "verify", cmd_verify, "check every entry as a read does [--fix] [--json]" },
-	{ "why", cmd_why, "say why the last compile of OUTPUT|SOURCE hit or missed [--json]" },
+	{ "--help", cmd_help, NULL, no_flags, NULL, false },
+	{ "--version", cmd_version, NULL, no_flags, NULL, false },
+	{ "audit", cmd_audit, "rebuild entries from their metadata and compare (a unique key prefix will do)",
+	  audit_flags, "KEY|all", true },
+	{ "clean", cmd_clean, "remove every entry, safely while builds run", json_only, NULL, true },
+	{ "config", cmd_config, "show the effective settings and where each came from", json_only, NULL,
+	  false },
+	{ "gc", cmd_gc, "evict least recently used entries; reclaim orphaned staging and old hash "
+	  "caches (other hosts' and unused: older than AGE, default 1d)", gc_flags, NULL, true },
+	{ "help", cmd_help, "show this help", no_flags, NULL, false },
+	{ "ls", cmd_ls, "list the entries", json_only, NULL, true },
+	{ "show", cmd_show, "show an entry's metadata (a unique key prefix will do)", json_only, "KEY",
+	  true },
+	{ "stats", cmd_stats, "show the counters", stats_flags, NULL, true },
+	{ "verify", cmd_verify, "check every entry as a read does", verify_flags, NULL, true },
+	{ "why", cmd_why, "say why the last compile of OUTPUT|SOURCE hit or missed", json_only,
+	  "OUTPUT|SOURCE", true },
 };
 
-const struct cjc_command *cjc_command_find(const char *name)
+static const struct cjc_command *find_command(const char *name)
 {
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (!strcmp(commands[i].name, name))
 			return &commands[i];
 	return NULL;
+}
+
+bool cjc_is_command(const char *name)
+{
+	return find_command(name) != NULL;
+}
+
+int cjc_command_run(int argc, char **argv)
+{
+	const struct cjc_command *c = find_command(argv[0]);
+	struct session s = { .cmd = argv[0], .age = -1, .jobs = 1 };
+	int rc = parse_flags(c, argc, argv, &s);
+	if (!rc && c->store)
+		rc = open_session(&s);
+	if (rc)
+		return rc;
+	rc = c->fn(&s);
+	if (c->store)
+		close_session(&s);
+	return rc;
+}
+
+/* "  gc       [--max-size SIZE] [--older-than AGE]" and its help below. */
+static void usage_of(FILE *out, const struct cjc_command *c)
+{
+	struct cjc_buf line = CJC_BUF_INIT;
+	cjc_buf_addf(&line, "  %-8s", c->name);
+	if (c->arg)
+		cjc_buf_addf(&line, " %s", c->arg);
+	for (const struct flag *f = c->flags; f->name; f++)
+		cjc_buf_addf(&line, " [%s%s%s]", f->name, f->value ? " " : "", f->value ? f->value : "");
+	while (line.len && line.data[line.len - 1] == ' ')
+		line.data[--line.len] = '\0';
+	fprintf(out, "%s\n           %s\n", line.data, c->help);
+	cjc_buf_release(&line);
 }
 
 void cjc_usage(FILE *out)
@@ -639,9 +640,9 @@ void cjc_usage(FILE *out)
 		     "       cjc SUBCOMMAND [OPTION...]\n\nsubcommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (commands[i].help)
-			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
-	fprintf(out, "  --version\n\nsettings: see `cjc config`; environment variables CJC_CONFIG");
+			usage_of(out, &commands[i]);
+	fprintf(out, "  --version\n\nsettings (a file named by CJC_CONFIG, else the store's "
+		     "cudajitcache.conf; `cjc config` shows them):\n");
 	for (int i = 0; i < CJC_SET_COUNT; i++)
-		fprintf(out, ",%s%s", i % 8 == 7 ? "\n" : " ", cjc_config_env(i));
-	fputc('\n', out);
+		fprintf(out, "  %-15s %-19s %s\n", cjc_config_name(i), cjc_config_env(i), cjc_config_help(i));
 }

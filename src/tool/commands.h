@@ -1,21 +1,25 @@
 /*
- * commands.h - the subcommands: one table of {name, function, help}.
- * Each function takes the words after `cjc` (argv[0] is the subcommand's
- * name) and returns the exit status.  Data goes to stdout (one JSON document
+ * commands.h - the subcommands: one table of {name, function, help, flags,
+ * argument, whether it opens the store}, and one parser for every
+ * subcommand's flags (each flag a row: name, kind, the session field it
+ * sets), as git's parse-options does.  A function gets the parsed session
+ * and returns the exit status.  Data goes to stdout (one JSON document
  * with --json), problems to stderr.
  */
 #ifndef CJC_COMMANDS_H
 #define CJC_COMMANDS_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
-struct cjc_command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *help;
-};
-
-const struct cjc_command *cjc_command_find(const char *name);
+/* Whether a word names a subcommand. */
+bool cjc_is_command(const char *name);
+/* Runs the subcommand argv[0] (a name cjc_is_command() knows) with the words
+ * after it; returns the exit status (2 for a bad flag or argument). */
+int cjc_command_run(int argc, char **argv);
 void cjc_usage(FILE *out);
+/* Prints one JSON document on stdout, as every --json does; takes doc. */
+void cjc_print_json(json_t *doc);
 
 #endif

@@ -24,7 +24,7 @@
 
 #include "cudajitcache.h"
 #include "diagnostics.h"
-#include "explain.h"
+#include "why.h"
 #include "nvcc_args.h"
 
 
@@ -48,7 +48,7 @@ struct job {
 	struct cjc_strvec env;        /* the key-relevant variables that are set, NAME=value */
 	struct cjc_diagnostics diag;
 	char *lookup;     /* on a miss: what the lookup found */
-	json_t *record;   /* this compile's journal record (explain.h) */
+	json_t *record;   /* this compile's journal record (why.h) */
 };
 
 /*
@@ -74,7 +74,7 @@ static void count(struct job *j, enum cjc_counter what, uint64_t saved_ms)
 static void record_start(struct job *j, const char *result, const char *reason)
 {
 	json_decref(j->record);
-	j->record = cjc_explain_record(result, j->cwd[0] ? j->cwd : NULL, j->c.source,
+	j->record = cjc_why_record(result, j->cwd[0] ? j->cwd : NULL, j->c.source,
 				       j->c.output, j->target);
 	if (reason)
 		json_object_set_new(j->record, "reason", cjc_json_bytes(reason));
@@ -82,7 +82,7 @@ static void record_start(struct job *j, const char *result, const char *reason)
 
 static void record_facts(struct job *j)
 {
-	json_object_set_new(j->record, "facts", cjc_explain_facts(&j->c, j->cwd, &j->nvcc, &j->host,
+	json_object_set_new(j->record, "facts", cjc_why_facts(&j->c, j->cwd, &j->nvcc, &j->host,
 								  j->env.v, j->env.n));
 }
 
@@ -724,7 +724,7 @@ static void record_miss(struct job *j, const struct compile_result *r,
 			!stable ? unstable : j->cfg.readonly ? "readonly is set" : "the store refused it (see the log)"));
 	json_object_set_new(j->record, "duration_ms", json_integer(r->duration_ms));
 	record_facts(j);
-	cjc_explain_miss(&j->store, j->record, rec->deps, rec->ndeps);
+	cjc_why_miss(&j->store, j->record, rec->deps, rec->ndeps);
 }
 
 static void warn_no_sass(const struct job *j)

@@ -20,9 +20,8 @@ int main(int argc, char **argv)
 		cjc_usage(stderr);
 		return 2;
 	}
-	const struct cjc_command *cmd = cjc_command_find(argv[1]);
-	if (cmd)
-		return cmd->fn(argc - 1, argv + 1);
+	if (cjc_is_command(argv[1]))
+		return cjc_command_run(argc - 1, argv + 1);
 	const char *target = NULL;
 	char *wrap[8];
 	size_t nwrap = 0;

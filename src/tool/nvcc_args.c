@@ -6,7 +6,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* What an option does to the key and to the command run on a miss. */
+/*
+ * What an option does to the key and to the command run on a miss.  An
+ * option is KEY when it can change the output and cjc can still produce
+ * that output from one compile (every flag, define, architecture and
+ * host-compiler option: when in doubt, KEY, which costs at most a needless
+ * miss).  It is UNCACHEABLE when the command is not a one-source compile to
+ * one output cjc can publish: it links, only preprocesses, queries, runs a
+ * program, or writes files cjc would not capture; nvcc then runs as is.
+ */
 enum action {
 	KEY,         /* part of the key, passed to nvcc */
 	MODE,        /* selects the output kind */
@@ -42,33 +50,39 @@ struct nvcc_option {
 	unsigned flags;
 	enum action action;
 	enum field field;
-	int detail; /* MODE: the kind; UNCACHEABLE: index into reasons */
+	int detail; /* MODE: the kind; UNCACHEABLE: the reason */
+};
+
+/* Why an UNCACHEABLE option's command is run as is (its `detail`). */
+enum reason {
+	R_PREPROCESS, R_DEPS_ONLY, R_LINK, R_DEVICE_LINK, R_KEEPS_FILES, R_DRY_RUN, R_QUERY,
+	R_EXTRA_FILES, R_RUNS, R_OTHER_KIND,
 };
 
 static const char *const reasons[] = {
-	"preprocessing only (-E)",
-	"dependency generation only (-M/-MM)",
-	"linking or archiving",
-	"device linking",
-	"keeps intermediate files (-keep, -save-temps)",
-	"dry run",
-	"a query (--version, --help, --list-gpu-*)",
-	"writes extra files (--time, -fdevice-time-trace)",
-	"runs the program (--run)",
-	"an output kind cjc does not cache (-cuda, -optix-ir, -dw, -lto)",
+	[R_PREPROCESS] = "preprocessing only (-E)",
+	[R_DEPS_ONLY] = "dependency generation only (-M/-MM)",
+	[R_LINK] = "linking or archiving",
+	[R_DEVICE_LINK] = "device linking",
+	[R_KEEPS_FILES] = "keeps intermediate files (-keep, -save-temps)",
+	[R_DRY_RUN] = "dry run",
+	[R_QUERY] = "a query (--version, --help, --list-gpu-*)",
+	[R_EXTRA_FILES] = "writes extra files (--time, -fdevice-time-trace)",
+	[R_RUNS] = "runs the program (--run)",
+	[R_OTHER_KIND] = "an output kind cjc does not cache (-cuda, -optix-ir, -dw, -lto)",
 };
 
 /* Sorted by name (strcmp order): a unit test checks it. */
 static const struct nvcc_option options[] = {
 	{ "D", VALUE | ATTACH, KEY, F_DEFINE, 0 },
-	{ "E", 0, UNCACHEABLE, F_NONE, 0 },
+	{ "E", 0, UNCACHEABLE, F_NONE, R_PREPROCESS },
 	{ "G", 0, DEVICE_DEBUG, F_DEBUG, 0 },
 	{ "I", VALUE | ATTACH | PATH, INCLUDE, F_INCLUDE, 0 },
 	{ "L", VALUE | ATTACH | PATH, KEY, F_EXTRA, 0 },
-	{ "M", 0, UNCACHEABLE, F_NONE, 1 },
+	{ "M", 0, UNCACHEABLE, F_NONE, R_DEPS_ONLY },
 	{ "MD", 0, DEP_MD, F_NONE, 0 },
 	{ "MF", VALUE, DEP_MF, F_NONE, 0 },
-	{ "MM", 0, UNCACHEABLE, F_NONE, 1 },
+	{ "MM", 0, UNCACHEABLE, F_NONE, R_DEPS_ONLY },
 	{ "MMD", 0, DEP_MMD, F_NONE, 0 },
 	{ "MP", 0, DEP_MP, F_NONE, 0 },
 	{ "MT", VALUE, DEP_MT, F_NONE, 0 },
@@ -76,7 +90,7 @@ static const struct nvcc_option options[] = {
 	{ "Ofast-compile", VALUE, KEY, F_EXTRA, 0 },
 	{ "Ofc", VALUE, KEY, F_EXTRA, 0 },
 	{ "U", VALUE | ATTACH, KEY, F_EXTRA, 0 },
-	{ "V", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "V", 0, UNCACHEABLE, F_NONE, R_QUERY },
 	{ "Wdefault-stream-launch", 0, KEY, F_EXTRA, 0 },
 	{ "Werror", VALUE, KEY, F_EXTRA, 0 },
 	{ "Wext-lambda-captures-this", 0, KEY, F_EXTRA, 0 },
@@ -104,7 +118,7 @@ static const struct nvcc_option options[] = {
 	{ "compiler-options", VALUE, KEY, F_EXTRA, 0 },
 	{ "compress-mode", VALUE, KEY, F_EXTRA, 0 },
 	{ "cubin", 0, MODE, F_NONE, CJC_KIND_CUBIN },
-	{ "cuda", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "cuda", 0, UNCACHEABLE, F_NONE, R_OTHER_KIND },
 	{ "cudadevrt", VALUE, KEY, F_EXTRA, 0 },
 	{ "cudafe-options", VALUE, KEY, F_EXTRA, 0 },
 	{ "cudart", VALUE, KEY, F_EXTRA, 0 },
@@ -116,20 +130,20 @@ static const struct nvcc_option options[] = {
 	{ "dependency-target-name", VALUE, DEP_MT, F_NONE, 0 },
 	{ "device-c", 0, MODE, F_NONE, CJC_KIND_RDC_OBJECT },
 	{ "device-debug", 0, DEVICE_DEBUG, F_DEBUG, 0 },
-	{ "device-link", 0, UNCACHEABLE, F_NONE, 3 },
+	{ "device-link", 0, UNCACHEABLE, F_NONE, R_DEVICE_LINK },
 	{ "device-stack-protector", VALUE, KEY, F_EXTRA, 0 },
-	{ "device-w", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "device-w", 0, UNCACHEABLE, F_NONE, R_OTHER_KIND },
 	{ "diag-error", VALUE, KEY, F_EXTRA, 0 },
 	{ "diag-suppress", VALUE, KEY, F_EXTRA, 0 },
 	{ "diag-warn", VALUE, KEY, F_EXTRA, 0 },
 	{ "disable-warnings", 0, KEY, F_EXTRA, 0 },
 	{ "display-error-number", 0, KEY, F_EXTRA, 0 },
-	{ "dlink", 0, UNCACHEABLE, F_NONE, 3 },
+	{ "dlink", 0, UNCACHEABLE, F_NONE, R_DEVICE_LINK },
 	{ "dlink-time-opt", 0, KEY, F_EXTRA, 0 },
 	{ "dlto", 0, KEY, F_EXTRA, 0 },
 	{ "dopt", VALUE, KEY, F_EXTRA, 0 },
-	{ "dryrun", 0, UNCACHEABLE, F_NONE, 5 },
-	{ "dw", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "dryrun", 0, UNCACHEABLE, F_NONE, R_DRY_RUN },
+	{ "dw", 0, UNCACHEABLE, F_NONE, R_OTHER_KIND },
 	{ "e", VALUE, KEY, F_EXTRA, 0 },
 	{ "entries", VALUE, KEY, F_EXTRA, 0 },
 	{ "err-no", 0, KEY, F_EXTRA, 0 },
@@ -143,7 +157,7 @@ static const struct nvcc_option options[] = {
 	{ "fatbin-options", VALUE, KEY, F_EXTRA, 0 },
 	{ "fdevice-sanitize", VALUE, KEY, F_EXTRA, 0 },
 	{ "fdevice-syntax-only", 0, KEY, F_EXTRA, 0 },
-	{ "fdevice-time-trace", VALUE, UNCACHEABLE, F_NONE, 7 },
+	{ "fdevice-time-trace", VALUE, UNCACHEABLE, F_NONE, R_EXTRA_FILES },
 	{ "fmad", VALUE, KEY, F_EXTRA, 0 },
 	{ "forward-unknown-opts", 0, FORWARD, F_EXTRA, 0 },
 	{ "forward-unknown-to-host-compiler", 0, FORWARD, F_EXTRA, 0 },
@@ -154,34 +168,34 @@ static const struct nvcc_option options[] = {
 	{ "g", 0, HOST_DEBUG, F_DEBUG, 0 },
 	{ "gencode", VALUE, KEY, F_ARCH, 0 },
 	{ "generate-code", VALUE, KEY, F_ARCH, 0 },
-	{ "generate-dependencies", 0, UNCACHEABLE, F_NONE, 1 },
+	{ "generate-dependencies", 0, UNCACHEABLE, F_NONE, R_DEPS_ONLY },
 	{ "generate-dependencies-with-compile", 0, DEP_MD, F_NONE, 0 },
 	{ "generate-dependency-targets", 0, DEP_MP, F_NONE, 0 },
 	{ "generate-line-info", 0, LINE_INFO, F_LINEINFO, 0 },
-	{ "generate-nonsystem-dependencies", 0, UNCACHEABLE, F_NONE, 1 },
+	{ "generate-nonsystem-dependencies", 0, UNCACHEABLE, F_NONE, R_DEPS_ONLY },
 	{ "generate-nonsystem-dependencies-with-compile", 0, DEP_MMD, F_NONE, 0 },
 	{ "gpu-architecture", VALUE, KEY, F_ARCH, 0 },
 	{ "gpu-code", VALUE, KEY, F_ARCH, 0 },
-	{ "h", 0, UNCACHEABLE, F_NONE, 6 },
-	{ "help", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "h", 0, UNCACHEABLE, F_NONE, R_QUERY },
+	{ "help", 0, UNCACHEABLE, F_NONE, R_QUERY },
 	{ "host-linker-script", VALUE, KEY, F_EXTRA, 0 },
 	{ "include", VALUE | PATH, KEY, F_EXTRA, 0 },
 	{ "include-path", VALUE | PATH, INCLUDE, F_INCLUDE, 0 },
 	{ "isystem", VALUE | PATH, ISYSTEM, F_EXTRA, 0 },
 	{ "jump-table-density", VALUE, KEY, F_EXTRA, 0 },
-	{ "keep", 0, UNCACHEABLE, F_NONE, 4 },
+	{ "keep", 0, UNCACHEABLE, F_NONE, R_KEEPS_FILES },
 	{ "keep-device-functions", 0, KEY, F_EXTRA, 0 },
-	{ "keep-dir", VALUE, UNCACHEABLE, F_NONE, 4 },
+	{ "keep-dir", VALUE, UNCACHEABLE, F_NONE, R_KEEPS_FILES },
 	{ "l", VALUE | ATTACH, KEY, F_EXTRA, 0 },
-	{ "lib", 0, UNCACHEABLE, F_NONE, 2 },
+	{ "lib", 0, UNCACHEABLE, F_NONE, R_LINK },
 	{ "library", VALUE, KEY, F_EXTRA, 0 },
 	{ "library-path", VALUE | PATH, KEY, F_EXTRA, 0 },
 	{ "lineinfo", 0, LINE_INFO, F_LINEINFO, 0 },
-	{ "link", 0, UNCACHEABLE, F_NONE, 2 },
+	{ "link", 0, UNCACHEABLE, F_NONE, R_LINK },
 	{ "linker-options", VALUE, KEY, F_EXTRA, 0 },
-	{ "list-gpu-arch", 0, UNCACHEABLE, F_NONE, 6 },
-	{ "list-gpu-code", 0, UNCACHEABLE, F_NONE, 6 },
-	{ "lto", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "list-gpu-arch", 0, UNCACHEABLE, F_NONE, R_QUERY },
+	{ "list-gpu-code", 0, UNCACHEABLE, F_NONE, R_QUERY },
+	{ "lto", 0, UNCACHEABLE, F_NONE, R_OTHER_KIND },
 	{ "m", VALUE | ATTACH, KEY, F_EXTRA, 0 },
 	{ "machine", VALUE, KEY, F_EXTRA, 0 },
 	{ "maxrregcount", VALUE, KEY, F_EXTRA, 0 },
@@ -202,13 +216,13 @@ static const struct nvcc_option options[] = {
 	{ "optf", VALUE, OPTFILE, F_NONE, 0 },
 	{ "optimize", VALUE, KEY, F_OPT, 0 },
 	{ "options-file", VALUE, OPTFILE, F_NONE, 0 },
-	{ "optix-ir", 0, UNCACHEABLE, F_NONE, 9 },
+	{ "optix-ir", 0, UNCACHEABLE, F_NONE, R_OTHER_KIND },
 	{ "output-directory", VALUE, ODIR, F_NONE, 0 },
 	{ "output-file", VALUE, OUTPUT, F_NONE, 0 },
 	{ "pre-include", VALUE | PATH, KEY, F_EXTRA, 0 },
 	{ "prec-div", VALUE, KEY, F_EXTRA, 0 },
 	{ "prec-sqrt", VALUE, KEY, F_EXTRA, 0 },
-	{ "preprocess", 0, UNCACHEABLE, F_NONE, 0 },
+	{ "preprocess", 0, UNCACHEABLE, F_NONE, R_PREPROCESS },
 	{ "ptx", 0, MODE, F_NONE, CJC_KIND_PTX },
 	{ "ptxas-options", VALUE, KEY, F_EXTRA, 0 },
 	{ "qpp-config", VALUE, KEY, F_EXTRA, 0 },
@@ -217,9 +231,9 @@ static const struct nvcc_option options[] = {
 	{ "res-usage", 0, KEY, F_EXTRA, 0 },
 	{ "resource-usage", 0, KEY, F_EXTRA, 0 },
 	{ "restrict", 0, KEY, F_EXTRA, 0 },
-	{ "run", 0, UNCACHEABLE, F_NONE, 8 },
-	{ "run-args", VALUE, UNCACHEABLE, F_NONE, 8 },
-	{ "save-temps", 0, UNCACHEABLE, F_NONE, 4 },
+	{ "run", 0, UNCACHEABLE, F_NONE, R_RUNS },
+	{ "run-args", VALUE, UNCACHEABLE, F_NONE, R_RUNS },
+	{ "save-temps", 0, UNCACHEABLE, F_NONE, R_KEEPS_FILES },
 	{ "source-in-ptx", 0, KEY, F_EXTRA, 0 },
 	{ "split-compile", VALUE, KEY, F_EXTRA, 0 },
 	{ "split-compile-extended", VALUE, KEY, F_EXTRA, 0 },
@@ -229,11 +243,11 @@ static const struct nvcc_option options[] = {
 	{ "system-include", VALUE | PATH, ISYSTEM, F_EXTRA, 0 },
 	{ "t", VALUE, KEY, F_EXTRA, 0 },
 	{ "threads", VALUE, KEY, F_EXTRA, 0 },
-	{ "time", VALUE, UNCACHEABLE, F_NONE, 7 },
+	{ "time", VALUE, UNCACHEABLE, F_NONE, R_EXTRA_FILES },
 	{ "undefine-macro", VALUE, KEY, F_EXTRA, 0 },
 	{ "use-local-env", 0, KEY, F_EXTRA, 0 },
 	{ "use_fast_math", 0, KEY, F_FASTMATH, 0 },
-	{ "version", 0, UNCACHEABLE, F_NONE, 6 },
+	{ "version", 0, UNCACHEABLE, F_NONE, R_QUERY },
 	{ "w", 0, KEY, F_EXTRA, 0 },
 	{ "x", VALUE, LANGUAGE, F_EXTRA, 0 },
 };
@@ -720,6 +734,20 @@ static void build_options(struct parser *p)
 	p->c->options = o;
 }
 
+/* Whether a FORWARD option is anywhere on the line: it decides how unknown
+ * options before it are read. */
+static bool forwards_unknown(int argc, char *const *argv)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const struct nvcc_option *o =
+			a[0] == '-' ? cjc_nvcc_option_find(a + (a[1] == '-' ? 2 : 1)) : NULL;
+		if (o && o->action == FORWARD)
+			return true;
+	}
+	return false;
+}
+
 /* Whether a host-compiler option maps the working directory away (place.h). */
 static bool cwd_mapped(const struct cjc_compile *c)
 {
@@ -761,11 +789,7 @@ void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *wher
 	p.defines = json_array();
 	p.include_dirs = json_array();
 	p.extra = json_array();
-	for (int i = 0; i < argc; i++)
-		p.forward_unknown |= !strcmp(argv[i], "-forward-unknown-to-host-compiler") ||
-				     !strcmp(argv[i], "--forward-unknown-to-host-compiler") ||
-				     !strcmp(argv[i], "-forward-unknown-opts") ||
-				     !strcmp(argv[i], "--forward-unknown-opts");
+	p.forward_unknown = forwards_unknown(argc, argv);
 	parse_words(&p, argc, argv, ARGV);
 	finish(&p);
 	finish_place(&p);
@@ -788,7 +812,6 @@ void cjc_compile_release(struct cjc_compile *c)
 	cjc_strvec_clear(&c->nvcc_args);
 	cjc_strvec_clear(&c->optfiles);
 	cjc_strvec_clear(&c->isystem);
-	cjc_strvec_clear(&c->search.quote);
 	cjc_strvec_clear(&c->search.dirs);
 	json_decref(c->options);
 	json_decref(c->resolved);

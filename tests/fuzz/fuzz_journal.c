@@ -1,5 +1,5 @@
 /* fuzz_journal.c - libFuzzer: what reads the journal and the named counters
- * (journal.h, the tool's explain.h, stats.h).  The input becomes the journal
+ * (journal.h, the tool's why.h, stats.h).  The input becomes the journal
  * and then a named-counter file framed with a valid CRC, so the records are
  * what gets fuzzed; `cjc why` and the explanation of a miss read them. */
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cudajitcache.h"
-#include "explain.h"
+#include "why.h"
 
 static struct cjc_store store;
 static char dir[64];
@@ -31,7 +31,7 @@ static void explain_a_miss(void)
 			      "result", "miss", "source", "/x/k.cu", "target", "output", "/x/k.o",
 			      "entry", "00", "published", 1, "facts", "args", "-DX=1", "env");
 	struct cjc_dep dep = { .path = "/x/k.cu" };
-	cjc_explain_miss(&store, r, &dep, 1);
+	cjc_why_miss(&store, r, &dep, 1);
 	json_decref(r);
 }
 
@@ -45,8 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cjc_replace_file(journal, data, size, false))
 		__builtin_trap();
 	dup2(quiet_fd, 2);
-	(void)cjc_explain_why(&store, "/x/k.o", false);
-	(void)cjc_explain_why(&store, "/x/k.cu", true);
+	(void)cjc_why_print(&store, "/x/k.o", false);
+	(void)cjc_why_print(&store, "/x/k.cu", true);
 	dup2(stderr_fd, 2);
 	explain_a_miss();
 	cjc_blob_encode(&framed, "CJCN", data, size);

@@ -1,5 +1,5 @@
 /*
- * explain.h - what `cjc why` says: the journal records the launcher writes
+ * why.h - what `cjc why` says: the journal records the launcher writes
  * (journal.h), and for a miss, what differed from the nearest earlier entry
  * for the same source and target.
  *
@@ -44,8 +44,8 @@
  * of those); its dependencies come from that entry's metadata.json, so they
  * are compared only while the entry is still there.
  */
-#ifndef CJC_EXPLAIN_H
-#define CJC_EXPLAIN_H
+#ifndef CJC_WHY_H
+#define CJC_WHY_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -54,17 +54,17 @@
 #include "nvcc_args.h"
 
 /* A new record; source and output are resolved when they exist. */
-json_t *cjc_explain_record(const char *result, const char *cwd, const char *source,
+json_t *cjc_why_record(const char *result, const char *cwd, const char *source,
 			   const char *output, const char *target);
 /* What went into the direct key. */
-json_t *cjc_explain_facts(const struct cjc_compile *c, const char *cwd,
+json_t *cjc_why_facts(const struct cjc_compile *c, const char *cwd,
 			  const struct cjc_identity *nvcc, const struct cjc_identity *host,
 			  char *const *env, size_t nenv);
 /* For a miss: sets compared_with and changes (and note, when they say nothing). */
-void cjc_explain_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
+void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
 		      size_t ndeps);
 /* `cjc why PATH`: prints the last record of that output or source; 0, or 1
  * when none is recorded. */
-int cjc_explain_why(const struct cjc_store *s, const char *path, bool json);
+int cjc_why_print(const struct cjc_store *s, const char *path, bool json);
 
 #endif

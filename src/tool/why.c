@@ -1,4 +1,4 @@
-#include "explain.h"
+#include "why.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "commands.h"
 
 /* A string field, or "?" when a record lacks it (the journal is read, not trusted). */
 static const char *field(json_t *o, const char *name)
@@ -30,7 +32,7 @@ static json_t *resolved(const char *path, const char *cwd)
 	return s;
 }
 
-json_t *cjc_explain_record(const char *result, const char *cwd, const char *source,
+json_t *cjc_why_record(const char *result, const char *cwd, const char *source,
 			   const char *output, const char *target)
 {
 	char now[32];
@@ -62,7 +64,7 @@ static json_t *compiler_facts(const struct cjc_identity *id)
 	return facts;
 }
 
-json_t *cjc_explain_facts(const struct cjc_compile *c, const char *cwd,
+json_t *cjc_why_facts(const struct cjc_compile *c, const char *cwd,
 			  const struct cjc_identity *nvcc, const struct cjc_identity *host,
 			  char *const *env, size_t nenv)
 {
@@ -277,7 +279,7 @@ static void base_dir_first(json_t *changes)
 	}
 }
 
-void cjc_explain_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
+void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
 		      size_t ndeps)
 {
 	struct earlier e = {
@@ -511,7 +513,7 @@ static void print_record(json_t *r)
 	print_details(r);
 }
 
-int cjc_explain_why(const struct cjc_store *s, const char *path, bool json)
+int cjc_why_print(const struct cjc_store *s, const char *path, bool json)
 {
 	char cwd[PATH_MAX];
 	struct lookup l = { .path = resolved(path, getcwd(cwd, sizeof cwd)) };
@@ -527,8 +529,7 @@ int cjc_explain_why(const struct cjc_store *s, const char *path, bool json)
 	}
 	set_summary(l.found);
 	if (json) {
-		json_dumpf(l.found, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		fputc('\n', stdout);
+		cjc_print_json(json_incref(l.found));
 	} else {
 		print_record(l.found);
 	}
