@@ -234,6 +234,32 @@ testHashCacheRereadsOnlyChangedFiles() {
 	assert_same_devcode a.o d.o
 }
 
+# The source is checked by its bytes: edited during the compile, it is not
+# published; written just before the compile (as a build's generator or a
+# copy does), it is.
+testSourceEditedDuringCompileIsNotPublished() {
+	cat >"$TEST_DIR/bin/nvcc-edits" <<WRAP
+#!/bin/sh
+"$NVCC" "\$@" || exit
+case " \$* " in *" --version "*) exit 0 ;; esac
+echo '// edited' >>"$PWD/k.cu"
+WRAP
+	chmod +x "$TEST_DIR/bin/nvcc-edits"
+	"$CJC" "$TEST_DIR/bin/nvcc-edits" -c k.cu -o a.o -arch=$ARCH || fail "build broke"
+	assertEquals "nothing published" 0 "$(entry_count)"
+	assertTrue "reason logged" "grep -q 'k.cu changed during the compile' \"$CJC_LOG\""
+}
+
+testSourceWrittenJustBeforeTheCompileIsPublished() {
+	local i
+	for i in 1 2 3 4 5; do
+		sed "s/2.0f/$i.0f/" k.cu >new$i.cu && cjc_nvcc -c new$i.cu -o new$i.o -arch=$ARCH || fail
+	done
+	cjc_nvcc -c new1.cu -o again.o -arch=$ARCH || fail
+	expect_nvcc_runs 5
+	assertTrue "all five published" "[ \$(entry_count) -eq 5 ]"
+}
+
 # The host compiler named by -ccbin in NVCC_APPEND_FLAGS is the one keyed.
 testHostCompilerInFlagVariableIsIdentified() {
 	printf '#!/bin/sh\ncase "$*" in *--version*) echo "mygcc 1.0"; exit 0;; esac\nexec gcc "$@"\n' >mygcc

@@ -42,6 +42,7 @@ struct job {
 	char cwd[PATH_MAX];
 	char *deliver;    /* where the output is written: through symbolic links */
 	char direct_key[CJC_HEX_LEN + 1];
+	unsigned char source_sha[CJC_DIGEST_LEN]; /* the source as keyed, before nvcc ran */
 	char *hash_cache; /* this translation unit's hash-cache file (filehash.h) */
 	char *meta_memo;  /* and its checked metadata (metamemo.h) */
 	mode_t user_umask;
@@ -180,6 +181,7 @@ static int compute_direct_key(struct job *j, struct cjc_buf *why)
 		return -1;
 	}
 	cjc_key_direct(&in, j->direct_key);
+	memcpy(j->source_sha, in.source_sha, CJC_DIGEST_LEN);
 	return 0;
 }
 
@@ -546,6 +548,20 @@ static void scan_includes(const struct job *j, struct cjc_manifest_record *rec)
 }
 
 /*
+ * Whether path is the source and holds, read again now, the bytes that were
+ * hashed for the key before nvcc ran: then nvcc read those bytes, however
+ * recent its stamp (a build that writes or copies a source and compiles it
+ * at once would otherwise never publish it).
+ */
+static bool source_as_keyed(const struct job *j, const char *path)
+{
+	unsigned char now[CJC_DIGEST_LEN];
+	uint64_t n;
+	return !strcmp(path, j->c.source) && !cjc_hash_file(path, now, &n) &&
+	       !memcmp(now, j->source_sha, CJC_DIGEST_LEN);
+}
+
+/*
  * Fills a manifest record from nvcc's dependency file: each file's size and
  * hash, and the include candidates that were absent.  Returns -1 when the
  * dependency file cannot be read.  Sets *stable to false, with the reason,
@@ -575,7 +591,8 @@ static int record_dependencies(struct job *j, const struct compile_result *r,
 			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
 			*stable = false;
 		} else if (*stable && (newer_than(&st.st_mtim, &r->started) ||
-				       newer_than(&st.st_ctim, &r->started))) {
+				       newer_than(&st.st_ctim, &r->started)) &&
+			   !source_as_keyed(j, d->path)) {
 			cjc_buf_addf(why, "%s changed during the compile", d->path);
 			*stable = false;
 		}
