@@ -38,7 +38,15 @@
 #include "audit_trust.h"
 #include "commands.h"
 #include "diagnostics.h"
+#include "fs.h"
+#include "hash.h"
+#include "key.h"
+#include "metadata.h"
 #include "nvcc_args.h"
+#include "place.h"
+#include "run.h"
+#include "store.h"
+#include "util.h"
 
 #define SCRATCH_PREFIX "cjc-audit"
 
@@ -598,7 +606,6 @@ static json_t *audit_entry(const char *key, const char *dir, const char *scratch
 
 struct job_list {
 	struct cjc_strvec keys, dirs;
-	const char *prefix; /* NULL: all */
 };
 
 /* path made absolute against the current directory: the children work in
@@ -614,12 +621,10 @@ static char *absolute(const char *path)
 static int collect(const char *key, const char *dir, void *ctx)
 {
 	struct job_list *l = ctx;
-	if (!l->prefix || cjc_starts_with(key, l->prefix)) {
-		char *abs = absolute(dir);
-		cjc_strvec_push(&l->keys, key);
-		cjc_strvec_push(&l->dirs, abs);
-		free(abs);
-	}
+	char *abs = absolute(dir);
+	cjc_strvec_push(&l->keys, key);
+	cjc_strvec_push(&l->dirs, abs);
+	free(abs);
 	return 0;
 }
 
@@ -839,20 +844,28 @@ static int audit_list(const struct job_list *l, int jobs, bool json)
 
 int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o)
 {
-	struct job_list l = { .prefix = strcmp(o->what, "all") ? o->what : NULL };
-	if (l.prefix && (strlen(l.prefix) > CJC_HEX_LEN || strspn(l.prefix, "0123456789abcdef") != strlen(l.prefix))) {
-		fprintf(stderr, "cjc audit: '%s' is not a key or key prefix (lowercase hex) nor 'all'\n", l.prefix);
+	struct job_list l = { 0 };
+	const char *prefix = strcmp(o->what, "all") ? o->what : NULL;
+	struct cjc_key_match m = { 0 };
+	if (prefix && (strlen(prefix) > CJC_HEX_LEN || strspn(prefix, "0123456789abcdef") != strlen(prefix))) {
+		fprintf(stderr, "cjc audit: '%s' is not a key or key prefix (lowercase hex) nor 'all'\n", prefix);
 		return 2;
 	}
-	cjc_store_foreach_entry(s, collect, &l);
-	int rc;
-	if (l.prefix && l.keys.n != 1) {
-		fprintf(stderr, "cjc audit: %s entry matches '%s'\n", l.keys.n ? "more than one" : "no",
-			l.prefix);
+	if (prefix)
+		cjc_store_find_key(s, prefix, &m);
+	else
+		cjc_store_foreach_entry(s, collect, &l);
+	int rc = 0;
+	if (prefix && m.matches != 1) {
+		fprintf(stderr, "cjc audit: %s entry matches '%s'\n", m.matches ? "more than one" : "no",
+			prefix);
 		rc = 1;
-	} else {
-		rc = audit_list(&l, o->jobs, o->json);
+	} else if (prefix) {
+		collect(m.key, m.dir, &l);
 	}
+	if (!rc)
+		rc = audit_list(&l, o->jobs, o->json);
+	free(m.dir);
 	cjc_strvec_clear(&l.keys);
 	cjc_strvec_clear(&l.dirs);
 	return rc;

@@ -36,7 +36,7 @@
 
 #include <stdbool.h>
 
-#include "cudajitcache.h"
+#include "store.h"
 
 struct cjc_audit_options {
 	const char *what; /* a key, a unique key prefix, or "all" */

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "nvcc_args.h"
+#include "util.h"
 
 /* Host-compiler (and linker) options whose value names a program to run, or
  * something that can name one; a token starting with one is refused. */

@@ -77,7 +77,7 @@
 
 #include <jansson.h>
 
-#include "cudajitcache.h"
+#include "util.h"
 
 struct cjc_audit_trust {
 	char *nvcc;          /* absolute path to run nvcc by */

@@ -11,10 +11,18 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "cudajitcache.h"
+#include "config.h"
 #include "diagnostics.h"
-#include "why.h"
+#include "evict.h"
+#include "fs.h"
+#include "key.h"
+#include "maintain.h"
+#include "metadata.h"
 #include "nvcc_args.h"
+#include "stats.h"
+#include "store.h"
+#include "util.h"
+#include "why.h"
 
 /* A subcommand's flags, settings and store; problems with settings are printed. */
 struct session {

@@ -1,4 +1,10 @@
 #include "diagnostics.h"
+#include "fs.h"
+#include "log.h"
+#include "metadata.h"
+#include "run.h"
+#include "store.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>

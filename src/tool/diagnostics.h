@@ -24,7 +24,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "cudajitcache.h"
+#include "store.h"
+#include "util.h"
 #include "nvcc_args.h"
 
 struct cjc_diagnostics {

@@ -22,10 +22,28 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cudajitcache.h"
+#include "config.h"
+#include "depfile.h"
 #include "diagnostics.h"
-#include "why.h"
+#include "evict.h"
+#include "filehash.h"
+#include "fs.h"
+#include "hash.h"
+#include "identity.h"
+#include "includescan.h"
+#include "journal.h"
+#include "key.h"
+#include "log.h"
+#include "manifest.h"
+#include "metadata.h"
+#include "metamemo.h"
 #include "nvcc_args.h"
+#include "place.h"
+#include "run.h"
+#include "stats.h"
+#include "store.h"
+#include "util.h"
+#include "why.h"
 
 
 /* Everything one compile through the cache works with. */

@@ -1,4 +1,9 @@
 #include "nvcc_args.h"
+#include "fs.h"
+#include "hash.h"
+#include "metadata.h"
+#include "place.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -33,7 +33,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "cudajitcache.h"
+#include "includescan.h"
+#include "place.h"
+#include "util.h"
 
 enum cjc_kind { CJC_KIND_NONE, CJC_KIND_OBJECT, CJC_KIND_RDC_OBJECT, CJC_KIND_CUBIN, CJC_KIND_FATBIN, CJC_KIND_PTX };
 

@@ -8,6 +8,15 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "fs.h"
+#include "hash.h"
+#include "identity.h"
+#include "journal.h"
+#include "manifest.h"
+#include "metadata.h"
+#include "place.h"
+#include "store.h"
+#include "util.h"
 
 /* A string field, or "?" when a record lacks it (the journal is read, not trusted). */
 static const char *field(json_t *o, const char *name)

@@ -50,7 +50,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "cudajitcache.h"
+#include "identity.h"
+#include "manifest.h"
+#include "store.h"
 #include "nvcc_args.h"
 
 /* A new record; source and output are resolved when they exist. */
