@@ -56,23 +56,35 @@ uint64_t cjc_entry_dir_bytes(const char *dir)
 	return total;
 }
 
-int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dir,
-		     const char *dest)
+/* Renames an entry aside (to dest, or into staging/ and deletes it there);
+ * false when it is still in the store.  *bytes, when given: what it held.
+ * The caller counts it. */
+static bool take_out(const struct cjc_store *s, const char *dir, const char *dest, uint64_t *bytes)
 {
 	char *base = cjc_store_path(s, "staging/evict");
 	char *trash = dest ? cjc_xstrdup(dest) : cjc_unique_name(base);
-	int rc = rename(dir, trash);
-	if (!rc) {
-		uint64_t bytes = cjc_entry_dir_bytes(trash);
-		account(s, shard_of(key), -bytes, (uint64_t)-1);
+	bool out = !rename(dir, trash);
+	if (out) {
+		if (bytes)
+			*bytes = cjc_entry_dir_bytes(trash);
 		if (!dest)
-			rc = cjc_remove_tree(trash);
+			(void)cjc_remove_tree(trash); /* what is left, gc reclaims */
 	}
 	int e = errno;
 	free(base);
 	free(trash);
 	errno = e;
-	return rc;
+	return out;
+}
+
+int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dir,
+		     const char *dest)
+{
+	uint64_t bytes = 0;
+	if (!take_out(s, dir, dest, &bytes))
+		return -1;
+	account(s, shard_of(key), -bytes, (uint64_t)-1);
+	return 0;
 }
 
 struct candidate {
@@ -126,10 +138,12 @@ static void candidates_release(struct candidates *c)
 }
 
 /* Removes the oldest candidates while they are older than the cutoff
- * (seconds since the epoch; 0: none) or the total exceeds the limit. */
+ * (seconds since the epoch; 0: none) or the total exceeds the limit; counts
+ * what went once per shard, not once per entry (a locked update each). */
 static void evict_oldest(const struct cjc_store *s, struct candidates *c, uint64_t total,
 			 uint64_t limit, time_t cutoff, struct cjc_evict_report *r)
 {
+	uint64_t gone_bytes[16] = { 0 }, gone[16] = { 0 };
 	if (c->n)
 		qsort(c->v, c->n, sizeof *c->v, older_first);
 	for (size_t i = 0; i < c->n; i++) {
@@ -137,14 +151,20 @@ static void evict_oldest(const struct cjc_store *s, struct candidates *c, uint64
 		bool too_old = cutoff && e->used.tv_sec < cutoff;
 		if (!too_old && !(limit && total > limit))
 			break;
-		if (cjc_evict_remove(s, e->key, e->dir, NULL))
+		if (!take_out(s, e->dir, NULL, NULL)) /* its bytes were measured by collect() */
 			continue;
+		int shard = shard_of(e->key);
 		total -= e->bytes;
-		c->bytes[shard_of(e->key)] -= e->bytes;
-		c->entries[shard_of(e->key)]--;
+		c->bytes[shard] -= e->bytes;
+		c->entries[shard]--;
+		gone_bytes[shard] += e->bytes;
+		gone[shard]++;
 		r->evicted++;
 		r->evicted_bytes += e->bytes;
 	}
+	for (int i = 0; i < 16; i++)
+		if (gone[i])
+			account(s, i, -gone_bytes[i], -gone[i]);
 }
 
 /* Makes a shard's size counters say what was measured. */
