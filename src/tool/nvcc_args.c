@@ -376,13 +376,15 @@ static void add_archs(json_t *archs, const char *value)
 	for (char *t = strtok_r(copy, ",=[] ", &save); t; t = strtok_r(NULL, ",=[] ", &save)) {
 		if (!strcmp(t, "arch") || !strcmp(t, "code"))
 			continue;
+		json_t *arch = cjc_json_bytes(t), *v;
 		bool seen = false;
 		size_t i;
-		json_t *v;
 		json_array_foreach(archs, i, v)
-			seen |= !strcmp(json_string_value(v), t);
-		if (!seen)
-			json_array_append_new(archs, cjc_json_bytes(t));
+			seen |= json_equal(v, arch);
+		if (seen)
+			json_decref(arch);
+		else
+			json_array_append_new(archs, arch);
 	}
 	free(copy);
 }
