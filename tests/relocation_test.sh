@@ -192,6 +192,8 @@ testDebugOptionsAndTheWorkingDirectory() {
 	(cd elsewhere && cjc_nvcc -c "$src/k.cu" -o g.o -arch=$ARCH -g) || fail
 	expect_nvcc_runs 5
 	assertFalse "a -g object names its own directory only" "grep -qaF '$src/elsewhere' g.o"
+	assertTrue "the one made elsewhere names elsewhere: it was compiled, not served" \
+		"grep -qaF '$src/elsewhere' elsewhere/g.o"
 	# mapped away, the working directory leaves the key
 	cjc_nvcc -c "$src/k.cu" -o m.o -arch=$ARCH -g -Xcompiler -fdebug-prefix-map="$src"=. || fail
 	(cd elsewhere && cjc_nvcc -c "$src/k.cu" -o m.o -arch=$ARCH -g -Xcompiler -fdebug-prefix-map="$src"=.) || fail

@@ -105,6 +105,11 @@ testSymbolicLinkedHashesAreNotFollowed() {
 	for shard in $(seq 0 255); do ln -s "$PWD/elsewhere" "$(ns)/hashes/$(printf %02x "$shard")" 2>/dev/null; done
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
 	assertEquals "nor through a shard's link" "" "$(ls -A elsewhere)"
+	# gc takes a file named like a dead writer's temporary for its own: not through a link
+	local victim=k.$(hostname | tr ./ __).999999.0badf00d
+	touch -d '2 days ago' "elsewhere/$victim"
+	"$CJC" gc --older-than 1d >/dev/null
+	assertTrue "gc removes nothing through a shard's link" "[ -e 'elsewhere/$victim' ]"
 }
 
 testSymbolicLinkedShardServesNothing() {
@@ -169,6 +174,13 @@ testGcReclaimsKilledWritersTemporariesAndOldHashCaches() {
 	assertEquals "none left" "" "$(find "$(ns)/hashes" -type f)"
 	cjc_nvcc -c k.cu -o k2.o -arch=$ARCH || fail
 	expect_stat hits 1
+	# hash caches count against max_size in gc: entries get what they leave
+	local entries hashes
+	entries=$(stat_value bytes)
+	hashes=$(find "$(ns)/hashes" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+	assertTrue "a hash cache to count" "[ ${hashes:-0} -gt 1 ]"
+	"$CJC" gc --max-size $((entries + hashes / 2)) >gc.txt || fail
+	assertTrue "the entry no longer fits: $(cat gc.txt)" "grep -q 'evicted 1 of 1 entries' gc.txt"
 	"$CJC" clean >/dev/null || fail
 	assertEquals "clean takes the hash caches too" "" "$(find "$(ns)/hashes" -type f)"
 }

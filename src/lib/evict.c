@@ -56,32 +56,11 @@ uint64_t cjc_entry_dir_bytes(const char *dir)
 	return total;
 }
 
-/* Renames an entry aside (to dest, or into staging/ and deletes it there);
- * false when it is still in the store.  *bytes, when given: what it held.
- * The caller counts it. */
-static bool take_out(const struct cjc_store *s, const char *dir, const char *dest, uint64_t *bytes)
-{
-	char *base = cjc_store_path(s, "staging/evict");
-	char *trash = dest ? cjc_xstrdup(dest) : cjc_unique_name(base);
-	bool out = !rename(dir, trash);
-	if (out) {
-		if (bytes)
-			*bytes = cjc_entry_dir_bytes(trash);
-		if (!dest)
-			(void)cjc_remove_tree(trash); /* what is left, gc reclaims */
-	}
-	int e = errno;
-	free(base);
-	free(trash);
-	errno = e;
-	return out;
-}
-
 int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dir,
 		     const char *dest)
 {
-	uint64_t bytes = 0;
-	if (!take_out(s, dir, dest, &bytes))
+	uint64_t bytes = cjc_entry_dir_bytes(dir); /* an entry never changes once visible */
+	if (dest ? rename(dir, dest) : cjc_store_discard(s, dir))
 		return -1;
 	account(s, shard_of(key), -bytes, (uint64_t)-1);
 	return 0;
@@ -151,7 +130,7 @@ static void evict_oldest(const struct cjc_store *s, struct candidates *c, uint64
 		bool too_old = cutoff && e->used.tv_sec < cutoff;
 		if (!too_old && !(limit && total > limit))
 			break;
-		if (!take_out(s, e->dir, NULL, NULL)) /* its bytes were measured by collect() */
+		if (cjc_store_discard(s, e->dir)) /* its bytes were measured by collect() */
 			continue;
 		int shard = shard_of(e->key);
 		total -= e->bytes;

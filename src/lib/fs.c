@@ -164,7 +164,7 @@ int cjc_fsync_path(const char *path)
 	return rc;
 }
 
-static int remove_tree_at(int parent, const char *name)
+int cjc_remove_tree_at(int parent, const char *name)
 {
 	if (!unlinkat(parent, name, 0) || errno == ENOENT)
 		return 0;
@@ -183,7 +183,7 @@ static int remove_tree_at(int parent, const char *name)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (remove_tree_at(dirfd(d), de->d_name))
+		if (cjc_remove_tree_at(dirfd(d), de->d_name))
 			rc = -1;
 	}
 	closedir(d);
@@ -194,7 +194,7 @@ static int remove_tree_at(int parent, const char *name)
 
 int cjc_remove_tree(const char *path)
 {
-	return remove_tree_at(AT_FDCWD, path);
+	return cjc_remove_tree_at(AT_FDCWD, path);
 }
 
 int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
@@ -301,7 +301,7 @@ static void remove_registered(void)
 	pid_t me = getpid();
 	for (size_t i = 0; i < ntemps; i++)
 		if (temps[i].path && temps[i].owner == me)
-			remove_tree_at(AT_FDCWD, temps[i].path);
+			cjc_remove_tree_at(AT_FDCWD, temps[i].path);
 }
 
 static void on_signal(int sig)
@@ -359,7 +359,7 @@ static void drop(const char *path, bool remove)
 	for (size_t i = 0; i < ntemps; i++) {
 		if (temps[i].path && !strcmp(temps[i].path, path)) {
 			if (remove)
-				remove_tree_at(AT_FDCWD, temps[i].path);
+				cjc_remove_tree_at(AT_FDCWD, temps[i].path);
 			free(temps[i].path);
 			temps[i] = temps[--ntemps];
 			break;

@@ -46,6 +46,8 @@ int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, b
 int cjc_mkdirs(const char *path, mode_t mode);
 int cjc_fsync_path(const char *path);
 int cjc_remove_tree(const char *path);
+/* The same for name in the directory open at parent (never following a link). */
+int cjc_remove_tree_at(int parent, const char *name);
 /* Writes the bytes to a temporary file beside path, then renames it over path. */
 int cjc_replace_file(const char *path, const void *p, size_t n, bool sync);
 

@@ -13,21 +13,13 @@
 #include "evict.h"
 #include "fs.h"
 
-/* Renames a part of the store into staging/, then deletes it there. */
+/* A part of the store gone (store.h's discard); missing already is fine. */
 static int remove_aside(const struct cjc_store *s, const char *sub)
 {
 	char *path = cjc_store_path(s, sub);
-	char *base = cjc_store_path(s, "staging/clean");
-	char *trash = cjc_unique_name(base);
-	int rc = rename(path, trash);
-	if (rc && errno == ENOENT)
-		rc = 0;
-	else if (!rc)
-		rc = cjc_remove_tree(trash);
+	int rc = cjc_store_discard(s, path) && errno != ENOENT ? -1 : 0;
 	int e = errno;
 	free(path);
-	free(base);
-	free(trash);
 	errno = e;
 	return rc;
 }
@@ -125,17 +117,19 @@ static enum keep judge(const char *name, const struct stat *st, int64_t age, boo
 static int reclaim_dir(const struct cjc_store *s, const char *sub, int64_t age, bool cache_dir,
 		       bool staging, struct cjc_reclaim_report *r)
 {
-	char *dir = cjc_store_path(s, sub);
-	DIR *d = opendir(dir);
+	/* opened as every store directory is: a planted link sends no removal elsewhere */
+	int fd = cjc_store_openat(s, sub, O_RDONLY | O_DIRECTORY, 0);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	int rc = d || errno == ENOENT ? 0 : -1;
 	struct dirent *de;
+	if (!d && fd >= 0)
+		close(fd);
 	while (d && (de = readdir(d))) {
 		struct stat st;
 		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
 		enum keep k = judge(de->d_name, &st, age, cache_dir);
-		char *path = cjc_path_join(dir, de->d_name);
-		if (k != KEEP && cjc_remove_tree(path))
+		if (k != KEEP && cjc_remove_tree_at(dirfd(d), de->d_name))
 			rc = -1;
 		else if (k == REMOVE_ORPHAN)
 			staging ? r->staging++ : r->temporaries++;
@@ -145,11 +139,9 @@ static int reclaim_dir(const struct cjc_store *s, const char *sub, int64_t age, 
 			r->staging_kept++;
 		else if (cache_dir)
 			r->hash_bytes += (uint64_t)st.st_size;
-		free(path);
 	}
 	if (d)
 		closedir(d);
-	free(dir);
 	return rc;
 }
 

@@ -59,9 +59,12 @@ char *cjc_json_shown(json_t *v, const char *none)
 
 static bool is_text(json_t *v)
 {
+	if (json_is_string(v)) /* all but bytes that are not UTF-8: no copy */
+		return true;
 	char *s = cjc_json_text(v);
+	bool text = s != NULL;
 	free(s);
-	return s != NULL;
+	return text;
 }
 
 static json_t *str_or_null(const char *s)

@@ -86,11 +86,6 @@ int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 	return rc;
 }
 
-int cjc_store_make_subdir(const char *path)
-{
-	return cjc_mkdirs(path, 0777) ? -1 : real_dir(path);
-}
-
 void cjc_store_close(struct cjc_store *s)
 {
 	if (s->dir)
@@ -99,16 +94,23 @@ void cjc_store_close(struct cjc_store *s)
 	s->dir = NULL;
 }
 
-/* openat() one step at a time, refusing symbolic links (no openat2 here). */
-static int open_walking(int dirfd, const char *sub, int flags, mode_t mode)
+/*
+ * Walks sub below the namespace one openat() at a time, refusing symbolic
+ * links.  make: every component is a directory, made when missing; else the
+ * last one is opened with flags and mode.  The final descriptor, or -1.
+ */
+static int walk(const struct cjc_store *s, const char *sub, bool make, int flags, mode_t mode)
 {
 	char *copy = cjc_xstrdup(sub), *save = NULL, *next;
-	int fd = dup(dirfd), e = 0;
+	int fd = dup(s->fd), e = 0;
 	for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = next) {
 		next = strtok_r(NULL, "/", &save);
-		int nfd = next ? openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-			       : openat(fd, c, flags | O_NOFOLLOW | O_CLOEXEC, mode);
-		e = errno;
+		int nfd = -1;
+		if (make && mkdirat(fd, c, 0777) && errno != EEXIST)
+			e = errno;
+		else if ((nfd = next || make ? openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+					     : openat(fd, c, flags | O_NOFOLLOW | O_CLOEXEC, mode)) < 0)
+			e = errno;
 		close(fd);
 		fd = nfd;
 	}
@@ -125,8 +127,8 @@ int cjc_store_openat(const struct cjc_store *s, const char *sub, int flags, mode
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
 	};
 	long fd = syscall(SYS_openat2, s->fd, sub, &how, sizeof how);
-	if (fd < 0 && errno == ENOSYS)
-		return open_walking(s->fd, sub, flags, mode);
+	if (fd < 0 && errno == ENOSYS) /* before Linux 5.6 */
+		return walk(s, sub, false, flags, mode);
 	return (int)fd;
 }
 
@@ -142,22 +144,25 @@ int cjc_store_read(const struct cjc_store *s, const char *sub, size_t max, struc
 
 int cjc_store_make_dirs(const struct cjc_store *s, const char *sub)
 {
-	char *copy = cjc_xstrdup(sub), *save = NULL;
-	int fd = dup(s->fd), e = 0;
-	for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = strtok_r(NULL, "/", &save)) {
-		int nfd = -1;
-		if (mkdirat(fd, c, 0777) && errno != EEXIST)
-			e = errno;
-		else if ((nfd = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-			e = errno;
-		close(fd);
-		fd = nfd;
-	}
-	free(copy);
-	if (fd >= 0)
-		close(fd);
+	int fd = walk(s, sub, true, 0, 0);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int cjc_store_discard(const struct cjc_store *s, const char *path)
+{
+	char *base = cjc_store_path(s, "staging/discard");
+	char *trash = cjc_unique_name(base);
+	int rc = rename(path, trash);
+	if (!rc)
+		(void)cjc_remove_tree(trash); /* what is left, gc reclaims (its pid is gone) */
+	int e = errno;
+	free(base);
+	free(trash);
 	errno = e;
-	return fd < 0 ? -1 : 0;
+	return rc;
 }
 
 int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n)
@@ -179,9 +184,17 @@ char *cjc_store_path(const struct cjc_store *s, const char *sub)
 	return cjc_path_join(s->dir, sub);
 }
 
+char *cjc_store_entry_name(const char *key)
+{
+	return cjc_xasprintf("entries/%.2s/%s", key, key);
+}
+
 char *cjc_store_entry_dir(const struct cjc_store *s, const char *key)
 {
-	return cjc_xasprintf("%s/entries/%.2s/%s", s->dir, key, key);
+	char *sub = cjc_store_entry_name(key);
+	char *dir = cjc_store_path(s, sub);
+	free(sub);
+	return dir;
 }
 
 char *cjc_store_manifest_name(const char *direct_key)
@@ -256,16 +269,28 @@ enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_
 	return open_entry(dfd, dir, key, e, false, why);
 }
 
-enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
-				     struct cjc_entry *e, struct cjc_buf *why)
+static enum cjc_lookup open_by_key(const struct cjc_store *s, const char *key, struct cjc_entry *e,
+				   bool use_memo, struct cjc_buf *why)
 {
-	char *sub = cjc_xasprintf("entries/%.2s/%s", key, key);
+	char *sub = cjc_store_entry_name(key);
 	char *dir = cjc_store_path(s, sub);
 	int dfd = cjc_store_openat(s, sub, O_RDONLY | O_DIRECTORY, 0);
-	enum cjc_lookup r = open_entry(dfd, dir, key, e, true, why);
+	enum cjc_lookup r = open_entry(dfd, dir, key, e, use_memo, why);
 	free(dir);
 	free(sub);
 	return r;
+}
+
+enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
+				     struct cjc_entry *e, struct cjc_buf *why)
+{
+	return open_by_key(s, key, e, true, why);
+}
+
+enum cjc_lookup cjc_store_read_entry(const struct cjc_store *s, const char *key,
+				     struct cjc_entry *e, struct cjc_buf *why)
+{
+	return open_by_key(s, key, e, false, why);
 }
 
 const char *cjc_untrusted_error(int err)
@@ -451,10 +476,12 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 	free(meta);
 	if (!rc)
 		rc = cjc_fsync_path(st->dir);
-	char *dest = cjc_store_entry_dir(s, key);
+	char *name = cjc_store_entry_name(key);
+	char *shard = cjc_dirname(name);
+	char *dest = cjc_store_path(s, name);
 	char *parent = cjc_dirname(dest);
 	if (!rc)
-		rc = cjc_store_make_subdir(parent);
+		rc = cjc_store_make_dirs(s, shard);
 	if (!rc) {
 		if (!rename(st->dir, dest)) {
 			*won = true;
@@ -465,6 +492,8 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 		}
 	}
 	int e = errno;
+	free(name);
+	free(shard);
 	free(dest);
 	free(parent);
 	cjc_staging_abort(st);

@@ -55,12 +55,10 @@ struct cjc_store {
 
 int cjc_store_open(struct cjc_store *s, const char *cache_dir);
 void cjc_store_close(struct cjc_store *s);
-/* Creates a directory of the store (entries/<kk>, manifests/<kk>, ...) and
- * checks that it is a real directory, not a planted symbolic link. */
-int cjc_store_make_subdir(const char *path);
 /* A path inside the namespace, in a new allocation. */
 char *cjc_store_path(const struct cjc_store *s, const char *sub);
 char *cjc_store_entry_dir(const struct cjc_store *s, const char *key);
+char *cjc_store_entry_name(const char *key); /* "entries/<kk>/<key>" */
 /* Names of files inside the namespace ("manifests/<kk>/<key>", ...). */
 char *cjc_store_manifest_name(const char *direct_key);
 /* A translation unit's hash cache, by working directory and source path. */
@@ -82,6 +80,10 @@ int cjc_store_read(const struct cjc_store *s, const char *sub, size_t max, struc
 int cjc_store_open_regular(const struct cjc_store *s, const char *sub, int flags, mode_t mode);
 int cjc_store_make_dirs(const struct cjc_store *s, const char *sub);
 int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n);
+/* Takes a file or tree of the store out of sight: renamed into staging/ (a
+ * reader sees all of it or none), then deleted there; what a failed
+ * deletion leaves, gc reclaims.  -1 when it is still where it was. */
+int cjc_store_discard(const struct cjc_store *s, const char *path);
 const char *cjc_untrusted_error(int err);
 
 struct cjc_entry {
@@ -99,6 +101,9 @@ enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
 				     struct cjc_entry *e, struct cjc_buf *why);
 enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_entry *e,
 				   struct cjc_buf *why);
+/* By key, as cjc_store_open_entry opens it, but always parsed (meta set). */
+enum cjc_lookup cjc_store_read_entry(const struct cjc_store *s, const char *key,
+				     struct cjc_entry *e, struct cjc_buf *why);
 const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const char *name);
 /* Copies an artifact to out_fd, verifying size and hash: 0, -1 when the
  * entry is damaged or unreadable, -2 when out_fd cannot be written. */

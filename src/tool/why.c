@@ -263,13 +263,11 @@ static json_t *entry_inputs(const struct cjc_store *s, const char *key)
 {
 	struct cjc_entry e;
 	struct cjc_buf why = CJC_BUF_INIT;
-	char *dir = cjc_store_entry_dir(s, key);
 	json_t *inputs = NULL;
-	if (cjc_is_hex64(key) && cjc_entry_open_dir(dir, key, &e, &why) == CJC_ENTRY_FOUND) {
+	if (cjc_is_hex64(key) && cjc_store_read_entry(s, key, &e, &why) == CJC_ENTRY_FOUND) {
 		inputs = json_incref(json_object_get(e.meta, "inputs"));
 		cjc_entry_release(&e);
 	}
-	free(dir);
 	cjc_buf_release(&why);
 	return inputs;
 }
