@@ -40,7 +40,7 @@ static int publish_one(const struct cjc_store *s, unsigned long i, size_t bytes)
 		rc = cjc_metadata_format(&md, &meta);
 	uint64_t total = meta.len + bytes;
 	if (!rc)
-		rc = cjc_staging_publish(s, &st, key, &meta, &won);
+		rc = cjc_staging_publish(s, &st, key, &meta, NULL, &won);
 	else
 		cjc_staging_abort(&st);
 	if (!rc && won)

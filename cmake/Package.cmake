@@ -37,3 +37,9 @@ configure_package_config_file(cmake/CudaJitCacheConfig.cmake.in
   INSTALL_DESTINATION ${PROJECT_BINARY_DIR}
   INSTALL_PREFIX ${PROJECT_BINARY_DIR}
   PATH_VARS CONFIG_CJC_PATH CONFIG_MODULE_DIR)
+
+# The JIT library (src/jit): CudaJitCache::jit, installed and in the build tree.
+install(EXPORT CudaJitCacheJit NAMESPACE CudaJitCache:: FILE CudaJitCacheJitTargets.cmake
+  DESTINATION ${CONFIG_INSTALL_DIR})
+export(EXPORT CudaJitCacheJit NAMESPACE CudaJitCache::
+  FILE ${PROJECT_BINARY_DIR}/CudaJitCacheJitTargets.cmake)

@@ -22,13 +22,16 @@ oneTimeSetUp() {
 	use_suite_dir hostile
 	TEMPLATE=$SUITE_DIR/template
 	export CJC_DIR=$TEMPLATE CJC_LOG=$SUITE_DIR/template.log NVCC_LOG=$SUITE_DIR/nvcc.log
-	"$CJC" --target app "$NVCC" -c k.cu -o k.o -MD -arch=$ARCH || exit 1
+	# signed, so the layout has metadata.sig, which verify reads with trusted_keys
+	openssl genpkey -algorithm ed25519 -out "$SUITE_DIR/sign.pem" 2>/dev/null &&
+		openssl pkey -in "$SUITE_DIR/sign.pem" -pubout -out "$SUITE_DIR/trusted.pem" || exit 1
+	CJC_SIGN_KEY=$SUITE_DIR/sign.pem "$CJC" --target app "$NVCC" -c k.cu -o k.o -MD -arch=$ARCH || exit 1
 	"$CJC" "$NVCC" -E k.cu >/dev/null || exit 1 # an uncacheable reason
 	"$REAL_NVCC" -c k.cu -o plain.o -arch=$ARCH || exit 1
 	devcode plain.o >/dev/null
 	NS=$(echo "$TEMPLATE"/v1/*)
 	PATHS=$(cd "$NS" && find . -mindepth 1 | sed 's|^\./||' | grep -v '^staging/' | sort)
-	echo "$PATHS" | grep -q metadata.json || exit 1
+	echo "$PATHS" | grep -q metadata.json && echo "$PATHS" | grep -q metadata.sig || exit 1
 	unset CJC_DIR
 }
 
@@ -74,6 +77,7 @@ check_case() {
 	assertTrue "$CASE: the compile's output is nvcc's" "cmp -s out.o.devcode plain.o.devcode"
 	run_bounded ls 1 "$CJC" ls
 	run_bounded verify 1 "$CJC" verify
+	CJC_TRUSTED_KEYS=$SUITE_DIR/trusted.pem run_bounded "verify, signatures" 1 "$CJC" verify
 	run_bounded gc 1 "$CJC" gc
 	run_bounded stats 1 "$CJC" stats
 	run_bounded why 1 "$CJC" why out.o

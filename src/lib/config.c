@@ -15,6 +15,7 @@
 
 #include "fs.h"
 #include "place.h"
+#include "remote.h"
 
 typedef int (*parse_fn)(const char *text, void *dst);
 
@@ -71,6 +72,24 @@ static int parse_base_dir(const char *text, void *dst)
 	return 0;
 }
 
+/* Store URLs with attributes (remote.h); empty: none. */
+static int parse_remote(const char *text, void *dst)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc = cjc_remote_check_setting(text, &why);
+	cjc_buf_release(&why);
+	return rc ? -1 : parse_string(text, dst);
+}
+
+/* A file name; empty: unset. */
+static int parse_optional_path(const char *text, void *dst)
+{
+	char **s = dst;
+	free(*s);
+	*s = *text ? cjc_xstrdup(text) : NULL;
+	return 0;
+}
+
 static int parse_size_setting(const char *text, void *dst)
 {
 	return cjc_parse_size(text, dst);
@@ -105,8 +124,9 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, AT(max_size), "0",
 		"a size such as 20G, 512M or 0 for no limit", false,
 		"size limit: past it, least recently used entries are evicted" },
-	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_string, AT(remote), "", "a URL", false,
-		"shared store URL (not yet used)" },
+	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_remote, AT(remote), "",
+		"store URLs (redis://, redis+unix:, http://, https://, s3://), each with |attributes "
+		"(docs/remote.md)", true, "remote stores, tried in order after the local one" },
 	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, AT(umask), "", "an octal mask such as 002, or empty",
 		true, "umask for the store's files (a store shared by a group)" },
 	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, AT(print_commands),
@@ -120,12 +140,18 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, AT(base_dir), "",
 		"an absolute directory, or empty", false,
 		"absolute paths under it are rewritten relative to the working directory" },
+	[CJC_SET_SIGN_KEY] = { "sign_key", "CJC_SIGN_KEY", parse_optional_path, AT(sign_key), "",
+		"a file name, or empty", true, "Ed25519 private key (PEM) that signs each published entry" },
+	[CJC_SET_TRUSTED_KEYS] = { "trusted_keys", "CJC_TRUSTED_KEYS", parse_optional_path,
+		AT(trusted_keys), "", "a file name, or empty", true,
+		"Ed25519 public keys (PEM): remote entries must be signed by one" },
 };
 
 /* The settings that own a string (released by cjc_config_release). */
 static bool owns_string(const struct setting_def *d)
 {
-	return d->parse == parse_string || d->parse == parse_path || d->parse == parse_base_dir;
+	return d->parse == parse_string || d->parse == parse_path || d->parse == parse_base_dir ||
+	       d->parse == parse_remote || d->parse == parse_optional_path;
 }
 
 const char *cjc_config_help(enum cjc_setting s)
@@ -194,33 +220,11 @@ int cjc_parse_age(const char *text, int64_t *out)
 	return 0;
 }
 
-/* URLs as `cjc config` shows them: a password in the user info as ***. */
-static char *redact_passwords(const char *text)
-{
-	struct cjc_buf b = CJC_BUF_INIT;
-	cjc_buf_adds(&b, "");
-	for (const char *p = text; *p;) {
-		const char *scheme = strstr(p, "://");
-		const char *end = scheme ? scheme + 3 + strcspn(scheme + 3, "/ |") : NULL;
-		const char *at = scheme ? memchr(scheme + 3, '@', (size_t)(end - scheme - 3)) : NULL;
-		const char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
-		if (!colon) {
-			cjc_buf_add(&b, p, scheme ? (size_t)(scheme + 3 - p) : strlen(p));
-			p = scheme ? scheme + 3 : p + strlen(p);
-			continue;
-		}
-		cjc_buf_add(&b, p, (size_t)(colon + 1 - p));
-		cjc_buf_adds(&b, "***");
-		p = at;
-	}
-	return cjc_buf_detach(&b);
-}
-
 static void set_origin(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin)
 {
 	free(cfg->text[s]);
 	free(cfg->origin[s]);
-	cfg->text[s] = s == CJC_SET_REMOTE ? redact_passwords(text) : cjc_xstrdup(text);
+	cfg->text[s] = s == CJC_SET_REMOTE ? cjc_remote_redact(text) : cjc_xstrdup(text);
 	cfg->origin[s] = origin;
 }
 
@@ -230,8 +234,10 @@ static int apply(struct cjc_config *cfg, enum cjc_setting s, const char *text, c
 {
 	const struct setting_def *d = &settings[s];
 	if (d->parse(text, (char *)cfg + d->offset)) {
-		cjc_buf_addf(error, "cjc: %s: bad value '%s' for %s: expected %s\n", origin, text,
+		char *shown = s == CJC_SET_REMOTE ? cjc_remote_redact(text) : cjc_xstrdup(text);
+		cjc_buf_addf(error, "cjc: %s: bad value '%s' for %s: expected %s\n", origin, shown,
 			     d->name, d->expect);
+		free(shown);
 		free(origin);
 		return -1;
 	}

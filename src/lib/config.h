@@ -16,7 +16,8 @@
  * variable or the file and line.  The caller decides the policy: for a
  * compile, a malformed setting means compiling without the cache.
  *
- * Settings that direct writes or execution (dir, log, umask) are taken from
+ * Settings that direct writes or execution, or decide what is trusted (dir,
+ * log, umask, remote, sign_key, trusted_keys), are taken from
  * a file only when it is owned by this user or root and no one else can
  * write it (docs/store.md, trust): a store's cudajitcache.conf written by someone else
  * cannot send root's log into a directory of its choosing.  Otherwise they
@@ -45,6 +46,8 @@ enum cjc_setting {
 	CJC_SET_KEEP_SASS,
 	CJC_SET_CHECK_SPILLS,
 	CJC_SET_BASE_DIR,
+	CJC_SET_SIGN_KEY,
+	CJC_SET_TRUSTED_KEYS,
 	CJC_SET_COUNT
 };
 
@@ -66,6 +69,10 @@ struct cjc_config {
 	/* Absolute paths under it are rewritten relative to the working directory
 	 * (place.h); normalised, "" for /; NULL when unset. */
 	char *base_dir;
+	/* Signed entries (sign.h): the private key file to sign with, the file
+	 * of public keys a remote entry must be signed by; NULL when unset. */
+	char *sign_key;
+	char *trusted_keys;
 	/* Settings ignored because the file that set them is not trusted to
 	 * direct writes (docs/store.md, trust): messages to show, or NULL. */
 	char *notes;

@@ -23,6 +23,8 @@
  *   place.h       where a compile happens: relative paths and base_dir
  *   key.h         the direct key and the entry key
  *   journal.h     the record of recent compiles
+ *   remote.h      remote stores: the backend seam, fetching and publishing
+ *   sign.h        signed entries (Ed25519)
  */
 #ifndef CUDAJITCACHE_H
 #define CUDAJITCACHE_H
@@ -44,7 +46,9 @@
 #include "metadata.h"
 #include "metamemo.h"
 #include "place.h"
+#include "remote.h"
 #include "run.h"
+#include "sign.h"
 #include "stamp.h"
 #include "stats.h"
 #include "store.h"

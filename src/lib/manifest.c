@@ -117,26 +117,55 @@ int cjc_manifest_read(const struct cjc_store *s, const char *sub, struct cjc_man
 	return rc;
 }
 
+/* The payload of old with a copy of rec put first (cjc_manifest_add). */
+static void encode_with(const struct cjc_manifest *old, const struct cjc_manifest_record *rec,
+			struct cjc_buf *payload)
+{
+	struct cjc_manifest out = { 0 };
+	out.recs = cjc_xcalloc(old->n + 1, sizeof *out.recs);
+	out.recs[out.n++] = *rec;
+	for (size_t i = 0; i < old->n && out.n < CJC_MANIFEST_MAX; i++)
+		if (strcmp(old->recs[i].entry_key, rec->entry_key))
+			out.recs[out.n++] = old->recs[i];
+	cjc_manifest_encode(&out, payload);
+	free(out.recs);
+}
+
 int cjc_manifest_add(const struct cjc_store *s, const char *sub,
 		     const struct cjc_manifest_record *rec)
 {
-	struct cjc_manifest old, out = { 0 };
+	struct cjc_manifest old;
 	if (cjc_manifest_read(s, sub, &old))
 		memset(&old, 0, sizeof old);
-	out.recs = cjc_xcalloc(old.n + 1, sizeof *out.recs);
-	out.recs[out.n++] = *rec;
-	for (size_t i = 0; i < old.n && out.n < CJC_MANIFEST_MAX; i++)
-		if (strcmp(old.recs[i].entry_key, rec->entry_key))
-			out.recs[out.n++] = old.recs[i];
 	struct cjc_buf payload = CJC_BUF_INIT;
-	cjc_manifest_encode(&out, &payload);
+	encode_with(&old, rec, &payload);
 	int rc = cjc_blob_write(s, sub, magic, &payload);
 	int e = errno;
 	cjc_buf_release(&payload);
-	free(out.recs);
 	cjc_manifest_release(&old);
 	errno = e;
 	return rc;
+}
+
+int cjc_manifest_decode_file(const void *p, size_t n, struct cjc_manifest *m)
+{
+	const void *payload;
+	size_t len;
+	memset(m, 0, sizeof *m);
+	if (cjc_blob_decode(p, n, magic, &payload, &len)) {
+		errno = EBADMSG;
+		return -1;
+	}
+	return cjc_manifest_decode(payload, len, m);
+}
+
+void cjc_manifest_encode_file_with(const struct cjc_manifest *old,
+				   const struct cjc_manifest_record *rec, struct cjc_buf *out)
+{
+	struct cjc_buf payload = CJC_BUF_INIT;
+	encode_with(old, rec, &payload);
+	cjc_blob_encode(out, magic, payload.data, payload.len);
+	cjc_buf_release(&payload);
 }
 
 static bool record_matches(const struct cjc_manifest_record *r)

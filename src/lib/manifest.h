@@ -62,6 +62,11 @@ int cjc_manifest_read(const struct cjc_store *s, const char *sub, struct cjc_man
 /* Puts a copy of rec first in the manifest, dropping the oldest beyond the limit. */
 int cjc_manifest_add(const struct cjc_store *s, const char *sub,
 		     const struct cjc_manifest_record *rec);
+/* A manifest file's whole contents (the blob), as a remote store holds it
+ * (remote.h): decode, and encode old with a copy of rec put first. */
+int cjc_manifest_decode_file(const void *p, size_t n, struct cjc_manifest *m);
+void cjc_manifest_encode_file_with(const struct cjc_manifest *old,
+				   const struct cjc_manifest_record *rec, struct cjc_buf *out);
 struct cjc_place;
 /* The index of the first record whose files are unchanged and whose entry
  * key is what those files give in this place (key.h), or -1.  So a record

@@ -195,7 +195,8 @@ int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out)
 bool cjc_artifact_name_ok(const char *name)
 {
 	size_t n = strlen(name);
-	if (!n || n > 64 || name[0] == '.' || !strcmp(name, "metadata.json"))
+	if (!n || n > 64 || name[0] == '.' || !strcmp(name, "metadata.json") ||
+	    !strcmp(name, "metadata.sig"))
 		return false;
 	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }

@@ -23,6 +23,13 @@ static const char *const names[CJC_STAT_COUNT] = {
 	[CJC_STAT_SAVED_MS] = "saved_ms",
 	[CJC_STAT_BYTES] = "bytes",
 	[CJC_STAT_ENTRIES] = "entries",
+	[CJC_STAT_REMOTE_HITS] = "remote_hits",
+	[CJC_STAT_REMOTE_MISSES] = "remote_misses",
+	[CJC_STAT_REMOTE_ERRORS] = "remote_errors",
+	[CJC_STAT_REMOTE_TIMEOUTS] = "remote_timeouts",
+	[CJC_STAT_UNTRUSTED] = "untrusted",
+	[CJC_STAT_REMOTE_READ] = "remote_bytes_read",
+	[CJC_STAT_REMOTE_WRITTEN] = "remote_bytes_written",
 };
 
 static bool is_size(int i)
@@ -152,8 +159,9 @@ int cjc_stats_read(const struct cjc_store *s, uint64_t out[CJC_STAT_COUNT])
 }
 
 static const char named_magic[4] = { 'C', 'J', 'C', 'N' };
-#define NAMED_VERSION 1
-static const char *const breakdown_files[] = { "stats/targets", "stats/uncacheable" };
+#define NAMED_VERSION 2
+#define NAMED_V1_VALUES 9 /* version 1 kept no count of values */
+static const char *const breakdown_files[] = { "stats/targets", "stats/uncacheable", "stats/remotes" };
 
 static int row_cmp(const void *a, const void *b)
 {
@@ -179,14 +187,19 @@ static void decode_rows(const struct cjc_buf *raw, struct cjc_stats_row **rows, 
 	struct cjc_cursor c;
 	cjc_cursor_init(&c, p, len);
 	uint32_t version = cjc_cursor_u32(&c), count = cjc_cursor_u32(&c);
-	if (c.bad || version != NAMED_VERSION || count > CJC_STATS_MAX_NAMES + 1)
+	uint32_t values = version == 1 ? NAMED_V1_VALUES : cjc_cursor_u32(&c);
+	if (c.bad || version < 1 || version > NAMED_VERSION || count > CJC_STATS_MAX_NAMES + 1 ||
+	    values > 1024)
 		return;
 	*rows = cjc_xcalloc(count + 1, sizeof **rows);
 	for (uint32_t i = 0; i < count; i++) {
 		char *name = cjc_cursor_str(&c, 4096);
-		uint64_t v[CJC_STAT_COUNT];
-		for (int k = 0; k < CJC_STAT_COUNT; k++)
-			v[k] = cjc_cursor_u64(&c);
+		uint64_t v[CJC_STAT_COUNT] = { 0 };
+		for (uint32_t k = 0; k < values; k++) {
+			uint64_t x = cjc_cursor_u64(&c);
+			if (k < CJC_STAT_COUNT)
+				v[k] = x;
+		}
 		if (c.bad) {
 			free(name);
 			cjc_stats_rows_free(*rows, *n);
@@ -204,6 +217,7 @@ static void encode_rows(struct cjc_buf *out, const struct cjc_stats_row *rows, s
 	struct cjc_buf payload = CJC_BUF_INIT;
 	cjc_buf_add_u32(&payload, NAMED_VERSION);
 	cjc_buf_add_u32(&payload, (uint32_t)n);
+	cjc_buf_add_u32(&payload, CJC_STAT_COUNT);
 	for (size_t i = 0; i < n; i++) {
 		cjc_buf_add_str(&payload, rows[i].name);
 		for (int k = 0; k < CJC_STAT_COUNT; k++)
@@ -229,8 +243,7 @@ static struct cjc_stats_row *find_row(struct cjc_stats_row **rows, size_t *n, co
 
 struct named_change {
 	const char *name;
-	enum cjc_counter counter;
-	uint64_t saved_ms;
+	const uint64_t *delta;
 };
 
 static int update_named(int fd, const void *ctx)
@@ -242,8 +255,8 @@ static int update_named(int fd, const void *ctx)
 	int rc = cjc_read_regular_fd(fd, CJC_STORE_MAX_FILE, &raw);
 	decode_rows(&raw, &rows, &n);
 	struct cjc_stats_row *r = find_row(&rows, &n, ch->name);
-	r->v[ch->counter]++;
-	r->v[CJC_STAT_SAVED_MS] += ch->saved_ms;
+	for (int k = 0; k < CJC_STAT_COUNT; k++)
+		r->v[k] += ch->delta[k];
 	encode_rows(&framed, rows, n);
 	rc = rewrite(fd, rc, &framed);
 	int e = errno;
@@ -257,7 +270,16 @@ static int update_named(int fd, const void *ctx)
 int cjc_stats_bump_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
 			 const char *name, enum cjc_counter c, uint64_t saved_ms)
 {
-	struct named_change ch = { name, c, saved_ms };
+	uint64_t delta[CJC_STAT_COUNT] = { 0 };
+	delta[c] = 1;
+	delta[CJC_STAT_SAVED_MS] += saved_ms;
+	return cjc_stats_add_named(s, b, name, delta);
+}
+
+int cjc_stats_add_named(const struct cjc_store *s, enum cjc_stats_breakdown b, const char *name,
+			const uint64_t delta[CJC_STAT_COUNT])
+{
+	struct named_change ch = { name, delta };
 	return with_locked(s, breakdown_files[b], update_named, &ch);
 }
 

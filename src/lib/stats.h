@@ -15,9 +15,12 @@
  * `cjc stats --zero` leaves them; `cjc gc` recounts them.
  *
  * Named counters break the events down: per build target (stats/targets)
- * and per reason a compile was uncacheable (stats/uncacheable).  Each file
- * is one blob (magic "CJCN": u32 version, u32 count, then per name: u32
- * length, the name, CJC_STAT_COUNT u64 values) updated under flock(2).  At
+ * and per reason a compile was uncacheable (stats/uncacheable), and the
+ * remote counters per store (stats/remotes, by the store's URL as shown,
+ * with no password).  Each file
+ * is one blob (magic "CJCN": u32 version (2), u32 count, u32 values per
+ * name, then per name: u32 length, the name, the u64 values; version 1 had
+ * no values field and 9 values) updated under flock(2).  At
  * most CJC_STATS_MAX_NAMES names are kept apart; later ones are added up
  * under "(other)".  `cjc stats --zero` empties them.
  */
@@ -38,6 +41,15 @@ enum cjc_counter {
 	CJC_STAT_SAVED_MS,
 	CJC_STAT_BYTES,   /* size, not an event: never zeroed */
 	CJC_STAT_ENTRIES, /* size, not an event: never zeroed */
+	/* Remote stores (remote.h): in the shards, all stores together; per
+	 * store in the stats/remotes breakdown. */
+	CJC_STAT_REMOTE_HITS,
+	CJC_STAT_REMOTE_MISSES,
+	CJC_STAT_REMOTE_ERRORS,
+	CJC_STAT_REMOTE_TIMEOUTS,
+	CJC_STAT_UNTRUSTED,     /* fetched, but not signed by a trusted key */
+	CJC_STAT_REMOTE_READ,   /* bytes fetched */
+	CJC_STAT_REMOTE_WRITTEN, /* bytes sent */
 	CJC_STAT_COUNT
 };
 
@@ -55,7 +67,7 @@ int cjc_stats_zero(const struct cjc_store *s);
 
 #define CJC_STATS_MAX_NAMES 256
 
-enum cjc_stats_breakdown { CJC_STATS_BY_TARGET, CJC_STATS_BY_REASON };
+enum cjc_stats_breakdown { CJC_STATS_BY_TARGET, CJC_STATS_BY_REASON, CJC_STATS_BY_REMOTE };
 
 struct cjc_stats_row {
 	char *name;
@@ -65,6 +77,8 @@ struct cjc_stats_row {
 /* Adds one to counter c (and saved_ms to the time saved) under name. */
 int cjc_stats_bump_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
 			 const char *name, enum cjc_counter c, uint64_t saved_ms);
+int cjc_stats_add_named(const struct cjc_store *s, enum cjc_stats_breakdown b, const char *name,
+			const uint64_t delta[CJC_STAT_COUNT]);
 /* The rows of a breakdown, in name order; free with cjc_stats_rows_free(). */
 int cjc_stats_read_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
 			 struct cjc_stats_row **rows, size_t *n);

@@ -15,6 +15,7 @@
 #include "fs.h"
 #include "hash.h"
 #include "metamemo.h"
+#include "sign.h"
 
 /* 0 when path is a directory and not a symbolic link (ELOOP) or anything else. */
 static int real_dir(const char *path)
@@ -467,13 +468,22 @@ int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p
 	return add_artifact(st, name, -1, p, n);
 }
 
+/* Writes one file of the staging that is not an artifact. */
+static int write_staged(const struct cjc_staging *st, const char *name, const struct cjc_buf *data)
+{
+	char *path = cjc_path_join(st->dir, name);
+	int rc = cjc_write_new_file(path, data->data, data->len, 0444, true);
+	free(path);
+	return rc;
+}
+
 int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
-			const struct cjc_buf *metadata, bool *won)
+			const struct cjc_buf *metadata, const struct cjc_buf *signature, bool *won)
 {
 	*won = false;
-	char *meta = cjc_path_join(st->dir, "metadata.json");
-	int rc = cjc_write_new_file(meta, metadata->data, metadata->len, 0444, true);
-	free(meta);
+	int rc = signature && signature->len ? write_staged(st, CJC_SIGN_FILE, signature) : 0;
+	if (!rc)
+		rc = write_staged(st, "metadata.json", metadata);
 	if (!rc)
 		rc = cjc_fsync_path(st->dir);
 	char *name = cjc_store_entry_name(key);
@@ -543,10 +553,11 @@ int cjc_store_foreach_entry(const struct cjc_store *s,
 	return cjc_store_foreach_entry_in(s, "", fn, ctx);
 }
 
-int cjc_store_foreach_entry_in(const struct cjc_store *s, const char *prefix,
-			       int (*fn)(const char *key, const char *dir, void *ctx), void *ctx)
+/* Each <top>/<kk>/<key> whose key starts with prefix. */
+static int foreach_keyed(const struct cjc_store *s, const char *top_name, const char *prefix,
+			 int (*fn)(const char *key, const char *dir, void *ctx), void *ctx)
 {
-	char *root = cjc_store_path(s, "entries");
+	char *root = cjc_store_path(s, top_name);
 	DIR *top = opendir(root);
 	int rc = 0;
 	if (!top) {
@@ -577,4 +588,16 @@ int cjc_store_foreach_entry_in(const struct cjc_store *s, const char *prefix,
 	closedir(top);
 	free(root);
 	return rc;
+}
+
+int cjc_store_foreach_entry_in(const struct cjc_store *s, const char *prefix,
+			       int (*fn)(const char *key, const char *dir, void *ctx), void *ctx)
+{
+	return foreach_keyed(s, "entries", prefix, fn, ctx);
+}
+
+int cjc_store_foreach_manifest(const struct cjc_store *s,
+			       int (*fn)(const char *direct_key, const char *path, void *ctx), void *ctx)
+{
+	return foreach_keyed(s, "manifests", "", fn, ctx);
 }

@@ -8,6 +8,8 @@
  *                           artifacts it lists, all read-only:
  *       output.o | output.cubin | output.fatbin | output.ptx   what nvcc made
  *       stdout, stderr      what nvcc printed, when it printed anything
+ *       metadata.sig        the writer's signature of metadata.json (sign.h),
+ *                           when it had a sign_key
  *   manifests/<kk>/<key>    direct key -> entry keys (manifest.h)
  *   ids/<hash>              remembered compiler identities (identity.h)
  *   hashes/<kk>/<id>        per translation unit (id: hash of cwd and source
@@ -124,10 +126,11 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st);
 /* Adds an artifact from the current contents of a file / from memory. */
 int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *src);
 int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n);
-/* Writes metadata.json and renames the staging into place.  *won is false
- * when an entry with that key was already there (not an error). */
+/* Writes the signature (sign.h; NULL or empty: unsigned), then
+ * metadata.json, and renames the staging into place.  *won is false when an
+ * entry with that key was already there (not an error). */
 int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
-			const struct cjc_buf *metadata, bool *won);
+			const struct cjc_buf *metadata, const struct cjc_buf *signature, bool *won);
 /* Removes this writer's staging directory. */
 void cjc_staging_abort(struct cjc_staging *st);
 
@@ -145,5 +148,8 @@ int cjc_store_find_key(const struct cjc_store *s, const char *prefix, struct cjc
 /* The same for the entries whose keys start with prefix (at most 2 digits). */
 int cjc_store_foreach_entry_in(const struct cjc_store *s, const char *prefix,
 			       int (*fn)(const char *key, const char *dir, void *ctx), void *ctx);
+/* Calls fn for each manifest (its direct key, its path). */
+int cjc_store_foreach_manifest(const struct cjc_store *s,
+			       int (*fn)(const char *direct_key, const char *path, void *ctx), void *ctx);
 
 #endif

@@ -19,6 +19,8 @@
 #include "maintain.h"
 #include "metadata.h"
 #include "nvcc_args.h"
+#include "remote_cmd.h"
+#include "sign.h"
 #include "stats.h"
 #include "store.h"
 #include "util.h"
@@ -219,6 +221,44 @@ static void print_targets(const struct cjc_stats_row *rows, size_t n)
 		printf("(no compile with a target label is counted)\n");
 }
 
+/* The remote counters, per store (stats.h). */
+static const enum cjc_counter remote_counters[] = {
+	CJC_STAT_REMOTE_HITS, CJC_STAT_REMOTE_MISSES, CJC_STAT_REMOTE_ERRORS, CJC_STAT_REMOTE_TIMEOUTS,
+	CJC_STAT_UNTRUSTED, CJC_STAT_REMOTE_READ, CJC_STAT_REMOTE_WRITTEN,
+};
+#define NREMOTE (sizeof remote_counters / sizeof *remote_counters)
+
+static json_t *remotes_json(const struct cjc_stats_row *rows, size_t n)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < n; i++) {
+		json_t *row = json_object();
+		for (size_t k = 0; k < NREMOTE; k++)
+			json_object_set_new(row, cjc_stats_name(remote_counters[k]),
+					    json_integer((json_int_t)rows[i].v[remote_counters[k]]));
+		json_object_set_new(o, rows[i].name, row);
+	}
+	return o;
+}
+
+static void print_remotes(const struct cjc_stats_row *rows, size_t n)
+{
+	if (!n)
+		return;
+	printf("\n%-40s %8s %8s %8s %8s %9s %11s %11s\n", "remote store", "hits", "misses", "errors",
+	       "timeouts", "untrusted", "MB read", "MB written");
+	for (size_t i = 0; i < n; i++) {
+		const uint64_t *v = rows[i].v;
+		char *name = cjc_printable(rows[i].name);
+		printf("%-40s %8llu %8llu %8llu %8llu %9llu %11.1f %11.1f\n", name,
+		       (unsigned long long)v[CJC_STAT_REMOTE_HITS], (unsigned long long)v[CJC_STAT_REMOTE_MISSES],
+		       (unsigned long long)v[CJC_STAT_REMOTE_ERRORS],
+		       (unsigned long long)v[CJC_STAT_REMOTE_TIMEOUTS], (unsigned long long)v[CJC_STAT_UNTRUSTED],
+		       (double)v[CJC_STAT_REMOTE_READ] / 1e6, (double)v[CJC_STAT_REMOTE_WRITTEN] / 1e6);
+		free(name);
+	}
+}
+
 static void print_stats(const struct session *s, const uint64_t *v,
 			const struct cjc_stats_row *reasons, size_t nreasons)
 {
@@ -255,10 +295,11 @@ static int cmd_stats(struct session *s)
 	if (s->zero)
 		return stats_zero(s);
 	uint64_t v[CJC_STAT_COUNT];
-	struct cjc_stats_row *reasons = NULL, *targets = NULL;
-	size_t nreasons = 0, ntargets = 0;
+	struct cjc_stats_row *reasons = NULL, *targets = NULL, *remotes = NULL;
+	size_t nreasons = 0, ntargets = 0, nremotes = 0;
 	cjc_stats_read(&s->store, v);
 	cjc_stats_read_named(&s->store, CJC_STATS_BY_REASON, &reasons, &nreasons);
+	cjc_stats_read_named(&s->store, CJC_STATS_BY_REMOTE, &remotes, &nremotes);
 	if (s->by_target)
 		cjc_stats_read_named(&s->store, CJC_STATS_BY_TARGET, &targets, &ntargets);
 	if (s->json) {
@@ -269,15 +310,23 @@ static int cmd_stats(struct session *s)
 				    breakdown_json(reasons, nreasons, CJC_STAT_UNCACHEABLE));
 		if (s->by_target)
 			json_object_set_new(o, "targets", breakdown_json(targets, ntargets, CJC_STAT_COUNT));
+		json_object_set_new(o, "remotes", remotes_json(remotes, nremotes));
 		cjc_print_json(o);
 	} else {
 		print_stats(s, v, reasons, nreasons);
+		print_remotes(remotes, nremotes);
 		if (s->by_target)
 			print_targets(targets, ntargets);
 	}
+	cjc_stats_rows_free(remotes, nremotes);
 	cjc_stats_rows_free(reasons, nreasons);
 	cjc_stats_rows_free(targets, ntargets);
 	return 0;
+}
+
+static int cmd_remote(struct session *s)
+{
+	return cjc_remote_command(&s->cfg, &s->store, s->arg, s->json);
 }
 
 static int cmd_why(struct session *s)
@@ -414,8 +463,27 @@ static int cmd_show(struct session *s)
 struct verify_run {
 	struct session *s;
 	json_t *bad;
-	uint64_t checked;
+	uint64_t checked, signed_ok, unsigned_n;
 };
+
+/* With trusted_keys: a false signature is damage; an entry that is unsigned
+ * or signed by another key is only counted (local compiles need no key). */
+static bool verify_signature(struct verify_run *v, const char *key, const struct cjc_entry *e,
+			     struct cjc_buf *why)
+{
+	struct cjc_buf reason = CJC_BUF_INIT;
+	int rc = cjc_sign_verify_entry(e->dfd, v->s->cfg.trusted_keys, &reason);
+	if (!rc)
+		v->signed_ok++;
+	else if (rc == -1)
+		v->unsigned_n++;
+	if (rc == -1 && !v->s->json)
+		printf("%s: %s (not damage: served locally, never from a remote store)\n", key, reason.data);
+	if (rc == -2)
+		cjc_buf_addf(why, "%s", reason.data);
+	cjc_buf_release(&reason);
+	return rc != -2;
+}
 
 static int verify_one(const char *key, const char *dir, void *ctx)
 {
@@ -425,6 +493,8 @@ static int verify_one(const char *key, const char *dir, void *ctx)
 	v->checked++;
 	enum cjc_lookup r = cjc_entry_open_dir(dir, key, &e, &why);
 	bool ok = r == CJC_ENTRY_FOUND && !cjc_entry_verify(&e, &why);
+	if (ok && v->s->cfg.trusted_keys)
+		ok = verify_signature(v, key, &e, &why);
 	if (r == CJC_ENTRY_FOUND)
 		cjc_entry_release(&e);
 	if (!ok) {
@@ -452,11 +522,18 @@ static int cmd_verify(struct session *s)
 	cjc_store_foreach_entry(&s->store, verify_one, &v);
 	size_t nbad = json_array_size(v.bad);
 	if (s->json) {
-		cjc_print_json(json_pack("{s:I, s:I, s:O}", "checked", (json_int_t)v.checked, "bad",
-				     (json_int_t)nbad, "entries", v.bad));
+		json_t *o = json_pack("{s:I, s:I, s:O}", "checked", (json_int_t)v.checked, "bad",
+				      (json_int_t)nbad, "entries", v.bad);
+		if (s->cfg.trusted_keys)
+			json_object_set_new(o, "signatures", json_pack("{s:I, s:I}", "trusted",
+				(json_int_t)v.signed_ok, "unsigned_or_untrusted", (json_int_t)v.unsigned_n));
+		cjc_print_json(o);
 	} else {
 		printf("%llu entries checked, %zu bad%s\n", (unsigned long long)v.checked, nbad,
 		       nbad && !s->fix ? ": run `cjc verify --fix` to quarantine them" : "");
+		if (s->cfg.trusted_keys)
+			printf("signatures: %llu by a trusted key, %llu unsigned or by another key\n",
+			       (unsigned long long)v.signed_ok, (unsigned long long)v.unsigned_n);
 	}
 	json_decref(v.bad);
 	return nbad ? 1 : 0;
@@ -591,6 +668,8 @@ static const struct cjc_command commands[] = {
 	  "caches (other hosts' and unused: older than AGE, default 1d)", gc_flags, NULL, true },
 	{ "help", cmd_help, "show this help", no_flags, NULL, false },
 	{ "ls", cmd_ls, "list the entries", json_only, NULL, true },
+	{ "remote", cmd_remote, "check the remote stores end to end (reach, read, write, read back), or "
+	  "upload every local entry to them", json_only, "check|upload", true },
 	{ "show", cmd_show, "show an entry's metadata (a unique key prefix will do)", json_only, "KEY",
 	  true },
 	{ "stats", cmd_stats, "show the counters", stats_flags, NULL, true },

@@ -39,7 +39,9 @@
 #include "metamemo.h"
 #include "nvcc_args.h"
 #include "place.h"
+#include "remote.h"
 #include "run.h"
+#include "sign.h"
 #include "stats.h"
 #include "store.h"
 #include "util.h"
@@ -66,6 +68,7 @@ struct job {
 	mode_t user_umask;
 	struct cjc_strvec env;        /* the key-relevant variables that are set, NAME=value */
 	struct cjc_diagnostics diag;
+	struct cjc_remotes *remotes; /* the remote stores, or NULL (remote.h) */
 	char *lookup;     /* on a miss: what the lookup found */
 	json_t *record;   /* this compile's journal record (why.h) */
 };
@@ -701,13 +704,26 @@ static void keep_within_limit(struct job *j, const char *key, uint64_t bytes)
 			(unsigned long long)r.evicted, (unsigned long long)r.evicted_bytes);
 }
 
+/* With sign_key, the entry's signature (sign.h); a key that cannot sign is
+ * said once and the entry goes unsigned. */
+static void sign_metadata(const struct job *j, const struct cjc_buf *meta, struct cjc_buf *sig)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	if (j->cfg.sign_key && cjc_sign(j->cfg.sign_key, meta->data, meta->len, sig, &why)) {
+		fprintf(stderr, "cjc: sign_key (%s): %s; the entry is published unsigned\n",
+			cjc_config_env(CJC_SET_SIGN_KEY), why.data);
+		cjc_buf_reset(sig);
+	}
+	cjc_buf_release(&why);
+}
+
 /* Stages, publishes and records the entry; failures are logged, never
  * fatal.  Returns whether the entry is in the store (ours or a winner's). */
 static bool publish(struct job *j, const struct compile_result *r,
 		    const struct cjc_manifest_record *rec)
 {
 	struct cjc_staging st;
-	struct cjc_buf meta = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	char *name = artifact_name(j);
 	bool won = false;
 	int rc = cjc_staging_begin(&j->store, &st);
@@ -724,7 +740,9 @@ static bool publish(struct job *j, const struct compile_result *r,
 		rc = format_metadata(j, r, rec, &st, &meta);
 	uint64_t bytes = staged_bytes(&st, &meta);
 	if (!rc)
-		rc = cjc_staging_publish(&j->store, &st, rec->entry_key, &meta, &won);
+		sign_metadata(j, &meta, &sig);
+	if (!rc)
+		rc = cjc_staging_publish(&j->store, &st, rec->entry_key, &meta, &sig, &won);
 	if (rc) {
 		cjc_log("cannot publish %s: %s", rec->entry_key, why.len ? why.data : strerror(errno));
 		cjc_staging_abort(&st);
@@ -742,6 +760,7 @@ static bool publish(struct job *j, const struct compile_result *r,
 		free(mname);
 	}
 	cjc_buf_release(&meta);
+	cjc_buf_release(&sig);
 	cjc_buf_release(&why);
 	free(name);
 	return rc == 0;
@@ -808,6 +827,8 @@ static int compile_miss(struct job *j)
 		cjc_tempfile_forget(r.tmp_out);
 	replay(&r.out, &r.err);
 	warn_no_sass(j);
+	if (published)
+		(void)cjc_remote_publish(j->remotes, rec.entry_key, j->direct_key, &rec, j->cfg.sign_key);
 	if (!stable)
 		cjc_log("miss for %s, not published: %s", j->c.source, why.data);
 	else
@@ -896,6 +917,14 @@ static const char *missing_directory(const struct job *j)
 }
 
 /* Everything before the lookup; -1 means compile uncached. */
+/* A remote store's settings failed (refused credentials, a bad URL): said
+ * once per store and compile; the build goes on. */
+static void report_remote(const char *store, const char *message)
+{
+	fprintf(stderr, "cjc: remote store %s (setting remote, %s): %s; going on without it\n", store,
+		cjc_config_env(CJC_SET_REMOTE), message);
+}
+
 static int prepare(struct job *j, struct cjc_buf *why)
 {
 	store_umask(j, true);
@@ -937,6 +966,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		cjc_diagnostics_add_key(&j->diag, &j->c);
 		rc = compute_direct_key(j, why);
 	}
+	if (!rc && !j->cfg.readonly)
+		j->remotes = cjc_remote_open(j->cfg.remote, &j->store, j->cfg.trusted_keys, report_remote);
 	if (rc) {
 		count(j, CJC_STAT_ERRORS, 0);
 		record_start(j, "error", why->data);
@@ -944,8 +975,21 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	return rc;
 }
 
+/* After a local miss: an entry from a remote store, published here; 0 when found. */
+static int fetch_remote(struct job *j)
+{
+	char key[CJC_HEX_LEN + 1];
+	uint64_t bytes = 0;
+	if (cjc_remote_fetch(j->remotes, j->direct_key, &j->c.place, key, &bytes))
+		return -1;
+	if (bytes)
+		keep_within_limit(j, key, bytes);
+	return 0;
+}
+
 static void job_release(struct job *j)
 {
+	cjc_remote_close(j->remotes);
 	cjc_compile_release(&j->c);
 	cjc_identity_release(&j->nvcc);
 	cjc_identity_release(&j->host);
@@ -983,6 +1027,8 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 		rc = run_uncached(&j, why.data);
 	} else {
 		rc = try_hit(&j);
+		if (rc < 0 && j.remotes && !fetch_remote(&j))
+			rc = try_hit(&j);
 		if (rc < 0)
 			rc = compile_miss(&j);
 		save_hash_cache(&j);

@@ -52,7 +52,7 @@ static void publish(const char *key, const char *bytes, atomic_int *wins)
 	int rc = cjc_metadata_format(&md, &meta);
 	json_decref(options);
 	pthread_barrier_wait(&barrier);
-	if (rc || cjc_staging_publish(&store, &st, key, &meta, &won))
+	if (rc || cjc_staging_publish(&store, &st, key, &meta, NULL, &won))
 		atomic_fetch_add(&errors, 1);
 	else if (won)
 		atomic_fetch_add(wins, 1);

@@ -1,0 +1,317 @@
+/*
+ * The public calls of <cudajitcache/jit.h>: handles, errors, results, and
+ * what every compile does before its compiler's own path (nvcc.c, nvrtc.c):
+ * check the request, find the arch, and place the source.
+ *
+ * The source is written, when a miss needs it, to
+ *
+ *     <CACHE_DIR>/jit-sources/<hh>/<h>/<name>
+ *
+ * where h is the SHA-256 of the name, a NUL and the code, so the same
+ * source always has the same path and therefore the same key, in every
+ * process (the key binds the source's path: docs/key.md).  A hit does not
+ * need the file: the record's source is compared with the bytes in hand.
+ * Files there can be deleted at any time; `cjc gc` does not look there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "jit_internal.h"
+#include "stats.h"
+
+#define MAX_ERROR 4096
+
+/* How many fork()s this process descends from (pthread_atfork, below): a
+ * handle whose lock was made in an ancestor makes its own, cheaper than
+ * asking getpid() at every lock. */
+static atomic_uint forks;
+
+static void count_fork(void)
+{
+	atomic_fetch_add(&forks, 1);
+}
+
+void jit_lock(struct cjc_jit *h)
+{
+	/* A child of fork() may have inherited the lock held by a thread that
+	 * does not exist there: it makes its own.  Its first call must not race
+	 * with other threads of its own. */
+	unsigned now = atomic_load(&forks);
+	if (h->forks != now) {
+		pthread_mutex_init(&h->lock, NULL);
+		h->forks = now;
+	}
+	pthread_mutex_lock(&h->lock);
+}
+
+void jit_unlock(struct cjc_jit *h)
+{
+	pthread_mutex_unlock(&h->lock);
+}
+
+int jit_fail(struct cjc_jit *h, const char *fmt, ...)
+{
+	char *msg = pthread_getspecific(h->error_key);
+	if (!msg) {
+		msg = cjc_xmalloc(MAX_ERROR);
+		pthread_setspecific(h->error_key, msg);
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, MAX_ERROR, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+const char *cjc_jit_error(const cjc_jit *jit)
+{
+	const char *msg = jit ? pthread_getspecific(jit->error_key) : NULL;
+	return msg ? msg : "";
+}
+
+void jit_note(const struct cjc_jit *h, const char *fmt, ...)
+{
+	if (!h->cfg.log && !h->cfg.debug)
+		return;
+	struct cjc_buf line = CJC_BUF_INIT;
+	char stamp[32], *msg = NULL;
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	cjc_buf_addf(&line, "%s [%ld] jit: %s\n", stamp, (long)getpid(), msg ? msg : fmt);
+	free(msg);
+	int fd = h->cfg.log ? open(h->cfg.log, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC,
+				   0666) : -1;
+	if (fd >= 0) {
+		(void)!cjc_write_all(fd, line.data, line.len);
+		close(fd);
+	}
+	if (h->cfg.debug)
+		(void)!cjc_write_all(2, line.data, line.len);
+	cjc_buf_release(&line);
+}
+
+/*
+ * fs.h's temporary-file registry installs handlers for SIGINT, SIGTERM,
+ * SIGHUP, SIGPIPE and SIGQUIT the first time it is used, which suits the
+ * cjc program but not a library inside someone else's process (Python's
+ * KeyboardInterrupt, say).  So the library makes that first use itself,
+ * once, and puts the program's own handlers back: staging a killed program
+ * leaves is reclaimed by `cjc gc`, as for any killed writer.  It also
+ * counts forks, for jit_lock().
+ */
+static void once_per_process(void)
+{
+	pthread_atfork(NULL, NULL, count_fork);
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT };
+	struct sigaction old[sizeof sigs / sizeof *sigs];
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		sigaction(sigs[i], NULL, &old[i]);
+	cjc_tempfile_add("");
+	cjc_tempfile_forget("");
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		sigaction(sigs[i], &old[i], NULL);
+}
+
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+
+static void fill_err(char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
+}
+
+cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	cjc_jit *h = cjc_xcalloc(1, sizeof *h);
+	pthread_once(&process_once, once_per_process);
+	if (cjc_config_load(&h->cfg, &why) || jit_settings_load(&h->set, prefix, &h->cfg, &why)) {
+		fill_err(err, errlen, why.data ? why.data : "malformed settings");
+		cjc_buf_release(&why);
+		jit_settings_release(&h->set);
+		cjc_config_release(&h->cfg);
+		free(h);
+		return NULL;
+	}
+	cjc_buf_release(&why);
+	pthread_key_create(&h->error_key, free);
+	pthread_mutex_init(&h->lock, NULL);
+	h->forks = atomic_load(&forks);
+	const char *dir = h->set.text[JIT_CACHE_DIR];
+	h->have_store = !cjc_store_open(&h->store, dir);
+	if (!h->have_store)
+		jit_note(h, "cache directory %s is unusable: %s; compiling without the cache", dir,
+			 strerror(errno));
+	h->sources = cjc_path_join(dir, "jit-sources");
+	return h;
+}
+
+void cjc_jit_close(cjc_jit *h)
+{
+	if (!h)
+		return;
+	free(pthread_getspecific(h->error_key));
+	pthread_setspecific(h->error_key, NULL);
+	pthread_key_delete(h->error_key);
+	pthread_mutex_destroy(&h->lock);
+	jit_deps_release(&h->deps);
+	jit_driver_release(h->driver);
+	jit_nvrtc_release(h->nvrtc);
+	free(h->nvrtc_error);
+	if (h->have_store)
+		cjc_store_close(&h->store);
+	jit_settings_release(&h->set);
+	cjc_config_release(&h->cfg);
+	free(h->sources);
+	free(h);
+}
+
+void cjc_jit_result_free(struct cjc_jit_result *res)
+{
+	if (!res)
+		return;
+	free(res->data);
+	free(res->log);
+	memset(res, 0, sizeof *res);
+}
+
+void jit_count(struct jit_job *j, int counter, uint64_t saved_ms)
+{
+	if (j->h->have_store && cjc_stats_bump(&j->h->store, (enum cjc_counter)counter, saved_ms))
+		jit_note(j->h, "cannot update the counters: %s", strerror(errno));
+}
+
+/* Prints an entry's files whose names pass `want` under a heading. */
+static void print_kept(struct jit_job *j, const char *key, bool (*want)(const char *),
+		       const char *what)
+{
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	if (!key || cjc_store_read_entry(&j->h->store, key, &e, &why) != CJC_ENTRY_FOUND) {
+		fprintf(stderr, "cjc jit: %s of %s: not kept (%s)\n", what, j->name,
+			key && why.data ? why.data : "the entry was not published");
+		cjc_buf_release(&why);
+		return;
+	}
+	for (size_t i = 0; i < e.nfiles; i++) {
+		struct cjc_buf text = CJC_BUF_INIT;
+		if (want(e.files[i].name) && !cjc_entry_read(&e, e.files[i].name, &text, &why)) {
+			fprintf(stderr, "== %s of %s (%s/%s)\n", what, j->name, e.dir, e.files[i].name);
+			(void)!cjc_write_all(2, text.data, text.len);
+		}
+		cjc_buf_release(&text);
+	}
+	cjc_entry_release(&e);
+	cjc_buf_release(&why);
+}
+
+static bool kept_ptx(const char *name)
+{
+	return cjc_starts_with(name, "kept-") && cjc_ends_with(name, ".ptx");
+}
+
+static bool kept_sass(const char *name)
+{
+	return !strcmp(name, "sass.txt");
+}
+
+void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const char *key)
+{
+	const struct jit_settings *s = &j->h->set;
+	if (s->flag[JIT_PTXAS_VERBOSE] && err->len)
+		(void)!cjc_write_all(2, err->data, err->len);
+	if (s->flag[JIT_DUMP_PTX])
+		print_kept(j, key, kept_ptx, "PTX");
+	if (s->flag[JIT_DUMP_SASS])
+		print_kept(j, key, kept_sass, "SASS");
+}
+
+int jit_write_source(struct jit_job *j)
+{
+	size_t n = strlen(j->req->code);
+	struct cjc_buf now = CJC_BUF_INIT;
+	int fd = open(j->source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	bool same = fd >= 0 && !cjc_read_regular_and_close(fd, n + 1, &now) && now.len == n &&
+		    !memcmp(now.data, j->req->code, n);
+	cjc_buf_release(&now);
+	if (same)
+		return 0;
+	char *dir = cjc_dirname(j->source);
+	int rc = cjc_mkdirs(dir, 0777) ? -1 : cjc_replace_file(j->source, j->req->code, n, false);
+	if (rc)
+		jit_fail(j->h, "cannot write the source %s: %s", j->source, strerror(errno));
+	free(dir);
+	return rc;
+}
+
+/* A name nvcc takes as a CUDA source and that is safe as a file name. */
+static bool name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	return n && n <= 128 && name[0] != '.' &&
+	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+") == n &&
+	       cjc_ends_with(name, ".cu");
+}
+
+static void place_source(struct jit_job *j)
+{
+	struct cjc_hash hs;
+	char hex[CJC_HEX_LEN + 1];
+	cjc_hash_init(&hs);
+	cjc_hash_str(&hs, j->name);
+	cjc_hash_str(&hs, j->req->code);
+	cjc_hash_final_hex(&hs, hex);
+	j->source = cjc_xasprintf("%s/%.2s/%s/%s", j->h->sources, hex, hex, j->name);
+	cjc_hash_buf(j->req->code, strlen(j->req->code), j->code_sha);
+}
+
+int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_jit_result *out)
+{
+	static const char *const exts[] = { [CJC_JIT_CUBIN] = "cubin", [CJC_JIT_FATBIN] = "fatbin",
+					    [CJC_JIT_PTX] = "ptx" };
+	if (!out)
+		return h ? jit_fail(h, "no result to fill") : -1;
+	memset(out, 0, sizeof *out);
+	if (!h || !req)
+		return h ? jit_fail(h, "no request") : -1;
+	struct jit_job j = { .h = h, .req = req, .out = out,
+			     .name = req->name ? req->name : "kernel.cu" };
+	char arch[32];
+	if (!req->code)
+		return jit_fail(h, "the request has no code");
+	if (!name_ok(j.name))
+		return jit_fail(h, "name %s: expected a file name ending in .cu, of letters, digits "
+			       "and ._-+", j.name);
+	if ((unsigned)req->format > CJC_JIT_PTX)
+		return jit_fail(h, "format %d: expected CJC_JIT_CUBIN, CJC_JIT_FATBIN or CJC_JIT_PTX",
+				(int)req->format);
+	if (!req->arch && jit_driver_arch(h, arch, sizeof arch))
+		return -1;
+	j.arch = req->arch ? req->arch : arch;
+	j.ext = exts[req->format];
+	place_source(&j);
+	int rc = h->set.compiler == JIT_NVRTC ? jit_nvrtc_compile(&j) : jit_nvcc_compile(&j);
+	free(j.source);
+	return rc;
+}
+
+int cjc_jit_device_arch(cjc_jit *h, char *arch, size_t len)
+{
+	return jit_driver_arch(h, arch, len);
+}

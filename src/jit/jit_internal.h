@@ -1,0 +1,139 @@
+/*
+ * jit_internal.h - the JIT library's modules (docs/jit.md), shared by its
+ * files and by nothing else.
+ *
+ *   settings.c  the settings table: PREFIX_JIT_*, CJC_JIT_*, the cjc settings
+ *   jit.c       handles, errors, results, the source file, the public calls
+ *   nvcc.c      a compile with nvcc, keyed and published as `cjc` does it
+ *   deps.c      whether a manifest record's files are unchanged, per handle
+ *   nvrtc.c     a compile with NVRTC (dlopen), keyed by its library and version
+ *   driver.c    the CUDA driver (dlopen): the GPU's arch, loading modules
+ *
+ * Functions return 0 or -1 and set the handle's error (jit_fail) unless a
+ * comment says otherwise.  Nothing here holds h->lock while a compiler,
+ * the driver or the file system works, only while it touches memory.
+ */
+#ifndef CJC_JIT_INTERNAL_H
+#define CJC_JIT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cudajitcache/jit.h"
+#include "config.h"
+#include "hash.h"
+#include "manifest.h"
+#include "store.h"
+#include "util.h"
+
+/* The settings (settings.c): one row each, PREFIX_JIT_<name> beats the
+ * global variable (CJC_JIT_<name>) beats the cjc setting or the default. */
+enum jit_setting {
+	JIT_CACHE_DIR,
+	JIT_NVCC_COMPILER,
+	JIT_NVRTC_LIBRARY,
+	JIT_COMPILER,
+	JIT_PRINT_COMPILER_COMMAND,
+	JIT_PTXAS_VERBOSE,
+	JIT_PRINT_LOAD_TIME,
+	JIT_DUMP_PTX,
+	JIT_DUMP_SASS,
+	JIT_CHECK_NO_SPILLS,
+	JIT_WITH_LINEINFO,
+	JIT_CPP_STANDARD,
+	JIT_DEBUG,
+	JIT_SETTING_COUNT
+};
+
+enum jit_compiler { JIT_NVCC, JIT_NVRTC };
+
+struct jit_settings {
+	char *text[JIT_SETTING_COUNT];   /* each value as text ("" when unset) */
+	const char *origin[JIT_SETTING_COUNT]; /* the variable it came from, or "cjc", "default" */
+	bool flag[JIT_SETTING_COUNT];    /* the booleans */
+	enum jit_compiler compiler;
+};
+
+/* Fills s from the environment and cfg; -1 with the message (naming the
+ * variable) in err. */
+int jit_settings_load(struct jit_settings *s, const char *prefix, const struct cjc_config *cfg,
+		      struct cjc_buf *err);
+void jit_settings_release(struct jit_settings *s);
+int jit_setting_find(const char *name);
+
+/* deps.c: remembered hashes of the files manifest records name, per
+ * handle, each trusted only while its stamp holds (stamp.h). */
+struct jit_deps {
+	struct dep_memo **buckets;
+	size_t n;
+};
+
+struct driver;
+struct nvrtc;
+
+struct cjc_jit {
+	struct jit_settings set;
+	struct cjc_config cfg;
+	struct cjc_store store;
+	bool have_store;
+	char *sources;  /* where sources are written for the compiler */
+	pthread_key_t error_key;
+	pthread_mutex_t lock; /* guards what follows */
+	unsigned forks;       /* the fork generation the lock was made in (jit.c) */
+	struct jit_deps deps;
+	char arch[32];        /* the GPU's, once asked */
+	struct driver *driver;
+	struct nvrtc *nvrtc;
+	char *nvrtc_error;    /* why NVRTC could not be loaded */
+};
+
+/* The handle's lock, made anew in a child after fork() (jit.c). */
+void jit_lock(struct cjc_jit *h);
+void jit_unlock(struct cjc_jit *h);
+
+/* Sets this thread's error on the handle; always returns -1. */
+int jit_fail(struct cjc_jit *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line for the cjc log (the `log` setting), when there is one. */
+void jit_note(const struct cjc_jit *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What one compile works with, whichever the compiler. */
+struct jit_job {
+	struct cjc_jit *h;
+	const struct cjc_jit_request *req;
+	const char *name;
+	const char *arch;
+	const char *ext;           /* "cubin", "fatbin", "ptx" */
+	unsigned char code_sha[CJC_DIGEST_LEN];
+	char *source;              /* the source file's path (written on a miss) */
+	struct cjc_jit_result *out;
+};
+
+/* jit.c: writes the source file when it is not there with these bytes. */
+int jit_write_source(struct jit_job *j);
+/* Counts a hit or a miss in the store (stats.h). */
+void jit_count(struct jit_job *j, int counter, uint64_t saved_ms);
+/* The compiler's messages on a miss, as settings ask (PTXAS_VERBOSE, DUMP_*). */
+/* key: the published entry, whose kept files DUMP_PTX / DUMP_SASS print; or NULL. */
+void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const char *key);
+
+int jit_nvcc_compile(struct jit_job *j);
+int jit_nvrtc_compile(struct jit_job *j);
+
+/* deps.c */
+long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
+		    const struct cjc_place *place, const char *source,
+		    const unsigned char source_sha[CJC_DIGEST_LEN]);
+/* The size and SHA-256 of a file as it is now, remembered by its stamp. */
+int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t *size,
+		  unsigned char sha[CJC_DIGEST_LEN]);
+void jit_deps_release(struct jit_deps *d);
+
+/* driver.c */
+int jit_driver_arch(struct cjc_jit *h, char *arch, size_t len);
+void jit_driver_release(struct driver *d);
+/* nvrtc.c */
+void jit_nvrtc_release(struct nvrtc *n);
+
+#endif

@@ -1,0 +1,579 @@
+/*
+ * A compile with nvcc, keyed exactly as `cjc` keys the command
+ *
+ *     nvcc --cubin|--fatbin|--ptx -arch=ARCH [settings' flags] OPTIONS... SOURCE
+ *
+ * run in the process's working directory (the tool's parser, nvcc_args.h,
+ * and key.h): the direct key names a manifest, whose records name the
+ * entry once every header they list is unchanged (deps.c); a miss runs
+ * nvcc with -MD, hashes what it read, records the include candidates that
+ * must stay absent, and publishes an ordinary entry.  The settings' flags:
+ * WITH_LINEINFO -lineinfo, CPP_STANDARD -std=, DEBUG -G, PTXAS_VERBOSE
+ * -Xptxas=-v; DUMP_PTX, DUMP_SASS and CHECK_NO_SPILLS are cjc's keep_ptx,
+ * keep_sass and check_spills (diagnostics.h), keyed the same way.
+ *
+ * What repeats the launcher (src/tool/launcher.c), to be shared when the
+ * tool's compile path moves into the library: host_compiler(), the include
+ * scan's search path, the changed-during-the-compile rule, and the
+ * staging sequence of publish().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "depfile.h"
+#include "diagnostics.h"
+#include "evict.h"
+#include "fs.h"
+#include "identity.h"
+#include "includescan.h"
+#include "jit_internal.h"
+#include "key.h"
+#include "metadata.h"
+#include "nvcc_args.h"
+#include "run.h"
+#include "sign.h"
+#include "stats.h"
+
+struct nvcc_job {
+	struct jit_job *j;
+	struct cjc_jit *h;
+	struct cjc_strvec argv; /* the command as keyed, without -o */
+	struct cjc_compile c;
+	struct cjc_identity nvcc, host;
+	struct cjc_diagnostics diag;
+	struct cjc_strvec env;
+	char cwd[PATH_MAX];
+	char direct_key[CJC_HEX_LEN + 1];
+	bool cacheable;
+};
+
+/* What one nvcc run produced. */
+struct run {
+	int status;
+	int64_t duration_ms;
+	struct timespec started;
+	char *tmp_out, *tmp_dep, *keep_dir;
+	struct cjc_buf out, err, data;
+};
+
+static void build_command(struct nvcc_job *n)
+{
+	static const char *const modes[] = { "--cubin", "--fatbin", "--ptx" };
+	const struct jit_settings *s = &n->h->set;
+	struct cjc_strvec *a = &n->argv;
+	cjc_strvec_push(a, s->text[JIT_NVCC_COMPILER]);
+	cjc_strvec_push(a, modes[n->j->req->format]);
+	char *arch = cjc_xasprintf("-arch=%s", n->j->arch);
+	cjc_strvec_push(a, arch);
+	free(arch);
+	if (*s->text[JIT_CPP_STANDARD]) {
+		char *std = cjc_xasprintf("-std=%s", s->text[JIT_CPP_STANDARD]);
+		cjc_strvec_push(a, std);
+		free(std);
+	}
+	if (s->flag[JIT_WITH_LINEINFO])
+		cjc_strvec_push(a, "-lineinfo");
+	if (s->flag[JIT_DEBUG])
+		cjc_strvec_push(a, "-G");
+	if (s->flag[JIT_PTXAS_VERBOSE])
+		cjc_strvec_push(a, "-Xptxas=-v");
+	for (size_t i = 0; i < n->j->req->noptions; i++)
+		if (n->j->req->options[i])
+			cjc_strvec_push(a, n->j->req->options[i]);
+	cjc_strvec_push(a, n->j->source);
+}
+
+/* The -ccbin in a variable of flags nvcc reads, or NULL (as the launcher). */
+static char *ccbin_in(const char *variable)
+{
+	const char *flags = getenv(variable);
+	if (!flags || !strstr(flags, "bin"))
+		return NULL;
+	struct cjc_strvec words = CJC_STRVEC_INIT;
+	char *copy = cjc_xstrdup(flags), *save = NULL;
+	for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
+		cjc_strvec_push(&words, w);
+	struct cjc_compile c;
+	cjc_compile_parse((int)words.n, words.v, NULL, &c);
+	char *ccbin = c.ccbin ? cjc_xstrdup(c.ccbin) : NULL;
+	cjc_compile_release(&c);
+	cjc_strvec_clear(&words);
+	free(copy);
+	return ccbin;
+}
+
+/* The host compiler nvcc runs, in nvcc's order (docs/key.md). */
+static char *host_compiler(const struct cjc_compile *c)
+{
+	char *ccbin = ccbin_in("NVCC_APPEND_FLAGS");
+	if (!ccbin && c->ccbin)
+		ccbin = cjc_xstrdup(c->ccbin);
+	if (!ccbin)
+		ccbin = ccbin_in("NVCC_PREPEND_FLAGS");
+	if (!ccbin && getenv("NVCC_CCBIN") && *getenv("NVCC_CCBIN"))
+		ccbin = cjc_xstrdup(getenv("NVCC_CCBIN"));
+	if (!ccbin)
+		return cjc_xstrdup("gcc");
+	if (cjc_is_dir(ccbin)) {
+		char *gcc = cjc_path_join(ccbin, "gcc");
+		free(ccbin);
+		return gcc;
+	}
+	return ccbin;
+}
+
+static void collect_environment(struct cjc_strvec *env)
+{
+	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
+		const char *v = getenv(cjc_key_env[i]);
+		if (v) {
+			char *kv = cjc_xasprintf("%s=%s", cjc_key_env[i], v);
+			cjc_strvec_push(env, kv);
+			free(kv);
+		}
+	}
+}
+
+/* Parse, identities, direct key.  0; or -1 when the compile cannot be
+ * cached (the reason is noted) but may still run. */
+static int prepare(struct nvcc_job *n)
+{
+	struct cjc_jit *h = n->h;
+	if (!h->have_store || h->cfg.disable)
+		return jit_note(h, "%s: compiling without the cache (%s)", n->j->name,
+				h->have_store ? "disable is set" : "the cache directory is unusable"), -1;
+	if (!getcwd(n->cwd, sizeof n->cwd))
+		return jit_note(h, "cannot tell the working directory: %s", strerror(errno)), -1;
+	struct cjc_place where = { .cwd = n->cwd, .base_dir = h->cfg.base_dir };
+	cjc_compile_parse((int)n->argv.n - 1, n->argv.v + 1, &where, &n->c);
+	if (n->c.uncacheable)
+		return jit_note(h, "%s: uncacheable: %s", n->j->name, n->c.uncacheable), -1;
+	char *host = host_compiler(&n->c);
+	int rc = 0;
+	if (cjc_identity_nvcc(&h->store, n->argv.v[0], &n->nvcc))
+		rc = -1, jit_note(h, "cannot identify %s: %s", n->argv.v[0], strerror(errno));
+	else if (cjc_identity_host(&h->store, host, &n->host))
+		rc = -1, jit_note(h, "cannot identify host compiler %s: %s", host, strerror(errno));
+	free(host);
+	if (rc)
+		return -1;
+	const struct jit_settings *s = &h->set;
+	cjc_diagnostics_init(&n->diag, s->flag[JIT_DUMP_PTX],
+			     s->flag[JIT_DUMP_SASS] && n->c.kind != CJC_KIND_PTX,
+			     s->flag[JIT_CHECK_NO_SPILLS], n->nvcc.realpath);
+	cjc_diagnostics_add_key(&n->diag, &n->c);
+	collect_environment(&n->env);
+	struct cjc_key_input in = {
+		.kind = cjc_kind_name(n->c.kind),
+		.nvcc_digest = n->nvcc.digest,
+		.host_digest = n->host.digest,
+		.args = n->c.key_args.v,
+		.nargs = n->c.key_args.n,
+		.env_names = (char *const *)cjc_key_env,
+		.nenv = CJC_KEY_ENV_COUNT,
+		.cwd = n->c.place.keys_cwd ? n->cwd : "",
+	};
+	memcpy(in.source_sha, n->j->code_sha, CJC_DIGEST_LEN);
+	cjc_key_direct(&in, n->direct_key);
+	return 0;
+}
+
+static char *artifact_name(const struct nvcc_job *n)
+{
+	return cjc_xasprintf("output.%s", n->j->ext);
+}
+
+static int spilled(struct nvcc_job *n, const struct cjc_buf *err)
+{
+	return n->diag.check_spills && cjc_diagnostics_spilled(err->data, err->len)
+		? jit_fail(n->h, "%s: ptxas reported spills or local memory use and CHECK_NO_SPILLS "
+			   "is set", n->j->name)
+		: 0;
+}
+
+/* The result's log: nvcc's stdout, then its stderr. */
+static char *log_of(const struct cjc_buf *out, const struct cjc_buf *err)
+{
+	if (!out->len && !err->len)
+		return NULL;
+	struct cjc_buf b = CJC_BUF_INIT;
+	cjc_buf_add(&b, out->data, out->len);
+	cjc_buf_add(&b, err->data, err->len);
+	return cjc_buf_detach(&b);
+}
+
+/* Serves an entry into the result; -1 when it is damaged (not touched). */
+static int serve(struct nvcc_job *n, const struct cjc_entry *e, const char *key,
+		 struct cjc_buf *why)
+{
+	struct cjc_buf data = CJC_BUF_INIT, out = CJC_BUF_INIT, err = CJC_BUF_INIT;
+	char *name = artifact_name(n);
+	int rc = cjc_entry_read(e, name, &data, why);
+	if (!rc && cjc_entry_artifact(e, "stdout"))
+		rc = cjc_entry_read(e, "stdout", &out, why);
+	if (!rc && cjc_entry_artifact(e, "stderr"))
+		rc = cjc_entry_read(e, "stderr", &err, why);
+	if (!rc) {
+		struct cjc_jit_result *r = n->j->out;
+		r->size = data.len;
+		r->data = cjc_buf_detach(&data);
+		r->log = log_of(&out, &err);
+		r->hit = 1;
+		memcpy(r->key, key, CJC_HEX_LEN + 1);
+	}
+	free(name);
+	cjc_buf_release(&data);
+	cjc_buf_release(&out);
+	cjc_buf_release(&err);
+	return rc;
+}
+
+/* 1: a hit, served; 0: a miss. */
+static int try_hit(struct nvcc_job *n)
+{
+	struct cjc_manifest m;
+	char *mname = cjc_store_manifest_name(n->direct_key);
+	int rc = 0;
+	if (cjc_manifest_read(&n->h->store, mname, &m)) {
+		if (errno != ENOENT)
+			jit_note(n->h, "unusable manifest %s: %s; ignored", mname,
+				 errno == EBADMSG ? "damaged" : cjc_untrusted_error(errno));
+		free(mname);
+		return 0;
+	}
+	free(mname);
+	long i = jit_deps_match(n->h, &m, n->direct_key, &n->c.place, n->j->source, n->j->code_sha);
+	if (i >= 0) {
+		const char *key = m.recs[i].entry_key;
+		struct cjc_entry e;
+		struct cjc_buf why = CJC_BUF_INIT;
+		enum cjc_lookup r = cjc_store_open_entry(&n->h->store, key, &e, &why);
+		if (r == CJC_ENTRY_FOUND && !serve(n, &e, key, &why)) {
+			if (!n->h->cfg.readonly)
+				cjc_evict_touch(e.dir);
+			jit_count(n->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
+			rc = 1;
+		} else if (r != CJC_ENTRY_ABSENT) {
+			jit_note(n->h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)",
+				 key, why.data ? why.data : "");
+			jit_count(n->j, CJC_STAT_DAMAGED, 0);
+		}
+		if (r == CJC_ENTRY_FOUND)
+			cjc_entry_release(&e);
+		cjc_buf_release(&why);
+	}
+	cjc_manifest_release(&m);
+	return rc;
+}
+
+/* The file system's clock when nvcc starts, one coarse tick early (as the launcher). */
+static void compile_start(struct timespec *t)
+{
+	struct timespec tick;
+	clock_gettime(CLOCK_REALTIME, t);
+	if (clock_getres(CLOCK_REALTIME_COARSE, &tick))
+		tick = (struct timespec){ 0, 10000000 };
+	t->tv_sec -= tick.tv_sec;
+	t->tv_nsec -= tick.tv_nsec;
+	if (t->tv_nsec < 0)
+		t->tv_sec--, t->tv_nsec += 1000000000;
+}
+
+static void read_memfd(int fd, struct cjc_buf *out)
+{
+	lseek(fd, 0, SEEK_SET);
+	(void)cjc_read_fd(fd, out);
+	close(fd);
+}
+
+/* Runs nvcc; -1 (error set) when it could not run or made nothing. */
+static int run_nvcc(struct nvcc_job *n, struct run *r)
+{
+	r->tmp_out = cjc_unique_name(n->j->source);
+	r->tmp_dep = cjc_xasprintf("%s.d", r->tmp_out);
+	cjc_tempfile_add(r->tmp_out);
+	cjc_tempfile_add(r->tmp_dep);
+	if (n->diag.keep_ptx) {
+		r->keep_dir = cjc_xasprintf("%s.keep", r->tmp_out);
+		cjc_tempfile_add(r->keep_dir);
+		if (mkdir(r->keep_dir, 0700))
+			cjc_tempfile_remove(r->keep_dir), free(r->keep_dir), r->keep_dir = NULL;
+	}
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	if (n->cacheable) {
+		cjc_strvec_push(&argv, n->argv.v[0]);
+		cjc_strvec_pushv(&argv, n->c.nvcc_args.v, n->c.nvcc_args.n);
+	} else {
+		cjc_strvec_pushv(&argv, n->argv.v, n->argv.n);
+	}
+	cjc_diagnostics_add_args(&n->diag, r->keep_dir, &argv);
+	char *extra[] = { "-o", r->tmp_out, "-MD", "-MF", r->tmp_dep };
+	cjc_strvec_pushv(&argv, extra, 5);
+	if (n->h->set.flag[JIT_PRINT_COMPILER_COMMAND])
+		cjc_diagnostics_print_command(argv.v);
+	int out_fd = memfd_create("cjc-jit-stdout", MFD_CLOEXEC);
+	int err_fd = memfd_create("cjc-jit-stderr", MFD_CLOEXEC);
+	compile_start(&r->started);
+	int64_t t0 = cjc_now_ms();
+	struct cjc_child child = CJC_CHILD_INIT(argv.v);
+	child.in_fd = CJC_RUN_NULL;
+	child.out_fd = out_fd;
+	child.err_fd = err_fd;
+	r->status = out_fd < 0 || err_fd < 0 ? -1 : cjc_run_child(&child);
+	int e = errno;
+	r->duration_ms = cjc_now_ms() - t0;
+	if (out_fd >= 0)
+		read_memfd(out_fd, &r->out);
+	if (err_fd >= 0)
+		read_memfd(err_fd, &r->err);
+	int rc = 0;
+	if (r->status < 0)
+		rc = jit_fail(n->h, "cannot run %s: %s", argv.v[0], strerror(e));
+	else if (r->status)
+		rc = jit_fail(n->h, "%s: nvcc failed with status %d", n->j->name, r->status);
+	else if (cjc_read_file(r->tmp_out, &r->data) || !r->data.len)
+		rc = jit_fail(n->h, "%s: nvcc made no output", n->j->name);
+	cjc_strvec_clear(&argv);
+	return rc;
+}
+
+static void run_release(struct run *r)
+{
+	char *tmps[] = { r->tmp_out, r->tmp_dep, r->keep_dir };
+	for (size_t i = 0; i < 3; i++)
+		if (tmps[i])
+			cjc_tempfile_remove(tmps[i]), free(tmps[i]);
+	cjc_buf_release(&r->out);
+	cjc_buf_release(&r->err);
+	cjc_buf_release(&r->data);
+}
+
+static bool newer_than(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+static void push_path_variable(struct cjc_strvec *dirs, const char *name)
+{
+	const char *v = getenv(name);
+	char *copy = cjc_xstrdup(v ? v : ""), *save = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+		cjc_strvec_push(dirs, d);
+	free(copy);
+}
+
+/* The candidates that must stay absent, in nvcc's search order (includescan.h). */
+static void scan_includes(const struct nvcc_job *n, struct cjc_manifest_record *rec)
+{
+	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
+	char *include = NULL;
+	for (size_t i = 0; i < rec->ndeps && !include; i++)
+		if (cjc_ends_with(rec->deps[i].path, "/cuda_runtime.h"))
+			include = cjc_dirname(rec->deps[i].path);
+	cjc_strvec_pushv(&sp.dirs, n->c.search.dirs.v, n->c.search.dirs.n);
+	push_path_variable(&sp.dirs, "CPATH");
+	if (include)
+		cjc_strvec_push(&sp.dirs, include);
+	cjc_strvec_pushv(&sp.dirs, n->c.isystem.v, n->c.isystem.n);
+	push_path_variable(&sp.dirs, "C_INCLUDE_PATH");
+	push_path_variable(&sp.dirs, "CPLUS_INCLUDE_PATH");
+	if (include) {
+		char *cccl = cjc_path_join(include, "cccl");
+		cjc_strvec_push(&sp.dirs, cccl);
+		free(cccl);
+	}
+	for (size_t i = 0; i < rec->ndeps; i++) {
+		struct cjc_buf content = CJC_BUF_INIT;
+		if (!cjc_read_file(rec->deps[i].path, &content))
+			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent);
+		cjc_buf_release(&content);
+	}
+	cjc_strvec_sort_unique(&rec->absent);
+	cjc_strvec_clear(&sp.dirs);
+	free(include);
+}
+
+/*
+ * The record of what nvcc read; false, with the reason, when a file cannot
+ * be hashed or changed after nvcc started (what we hash might not be what
+ * nvcc read; the source counts as unchanged while it holds the bytes keyed).
+ */
+static bool record_dependencies(struct nvcc_job *n, const struct run *r,
+				struct cjc_manifest_record *rec, struct cjc_buf *why)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	struct cjc_strvec deps = CJC_STRVEC_INIT;
+	bool stable = true;
+	if (cjc_read_file(r->tmp_dep, &text) || cjc_depfile_parse(text.data, text.len, &deps)) {
+		cjc_buf_addf(why, "cannot read nvcc's dependency output: %s", strerror(errno));
+		stable = false;
+	}
+	rec->deps = cjc_xcalloc(deps.n + 1, sizeof *rec->deps);
+	for (size_t i = 0; i < deps.n && stable; i++) {
+		struct cjc_dep *d = &rec->deps[rec->ndeps++];
+		struct stat st;
+		d->path = cjc_place_relativize(&n->c.place, deps.v[i]);
+		if (!d->path)
+			d->path = cjc_xstrdup(deps.v[i]);
+		if (stat(d->path, &st) || jit_deps_hash(n->h, d->path, &d->size, d->sha)) {
+			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
+			stable = false;
+		} else if ((newer_than(&st.st_mtim, &r->started) || newer_than(&st.st_ctim, &r->started)) &&
+			   (strcmp(d->path, n->j->source) || memcmp(d->sha, n->j->code_sha, CJC_DIGEST_LEN))) {
+			cjc_buf_addf(why, "%s changed during the compile", d->path);
+			stable = false;
+		}
+	}
+	if (stable)
+		scan_includes(n, rec);
+	cjc_strvec_clear(&deps);
+	cjc_buf_release(&text);
+	return stable;
+}
+
+static int format_metadata(struct nvcc_job *n, const struct run *r,
+			   const struct cjc_manifest_record *rec, const struct cjc_staging *st,
+			   struct cjc_buf *out)
+{
+	struct cjc_metadata md = {
+		.key = rec->entry_key,
+		.argv = n->argv.v,
+		.argc = n->argv.n,
+		.cwd = n->cwd,
+		.base_dir = n->h->cfg.base_dir,
+		.compiler_path = n->nvcc.path,
+		.compiler_realpath = n->nvcc.realpath,
+		.compiler_version = n->nvcc.version,
+		.host_path = n->host.path,
+		.host_version = n->host.version,
+		.options = n->c.options,
+		.inputs = rec->deps,
+		.ninputs = rec->ndeps,
+		.environment = n->env.v,
+		.nenvironment = n->env.n,
+		.diagnostics = cjc_diagnostics_json(&n->diag),
+		.options_files = n->c.options_files,
+		.target = "jit",
+		.duration_ms = r->duration_ms,
+		.files = st->files,
+		.nfiles = st->nfiles,
+	};
+	int rc = cjc_metadata_format(&md, out);
+	json_decref(md.diagnostics);
+	return rc;
+}
+
+/* Stages and publishes; failures are noted, never fatal.  True when the
+ * entry is in the store (ours or a winner's). */
+static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_manifest_record *rec)
+{
+	struct cjc_jit *h = n->h;
+	struct cjc_staging st;
+	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	char *name = artifact_name(n);
+	bool won = false;
+	int rc = cjc_staging_begin(&h->store, &st);
+	if (!rc)
+		rc = cjc_staging_add_data(&st, name, r->data.data, r->data.len);
+	if (!rc && r->out.len)
+		rc = cjc_staging_add_data(&st, "stdout", r->out.data, r->out.len);
+	if (!rc && r->err.len)
+		rc = cjc_staging_add_data(&st, "stderr", r->err.data, r->err.len);
+	if (!rc && cjc_diagnostics_stage(&n->diag, r->keep_dir, r->tmp_out, n->j->ext, &st, &why))
+		rc = -1;
+	if (!rc)
+		rc = format_metadata(n, r, rec, &st, &meta);
+	if (!rc && h->cfg.sign_key && cjc_sign(h->cfg.sign_key, meta.data, meta.len, &sig, &why))
+		rc = -1;
+	uint64_t bytes = meta.len;
+	for (size_t i = 0; i < st.nfiles; i++)
+		bytes += st.files[i].size;
+	if (!rc)
+		rc = cjc_staging_publish(&h->store, &st, rec->entry_key, &meta, &sig, &won);
+	if (rc) {
+		jit_note(h, "cannot publish %s: %s", rec->entry_key, why.len ? why.data : strerror(errno));
+		cjc_staging_abort(&st);
+		jit_count(n->j, CJC_STAT_ERRORS, 0);
+	} else {
+		jit_note(h, "%s %s for %s", won ? "published" : "already published", rec->entry_key,
+			 n->j->name);
+		struct cjc_evict_report report;
+		if (won)
+			cjc_evict_account(&h->store, rec->entry_key, bytes);
+		if (won && cjc_evict_after_publish(&h->store, rec->entry_key, h->cfg.max_size, &report))
+			jit_note(h, "eviction failed: %s", strerror(errno));
+		char *mname = cjc_store_manifest_name(n->direct_key);
+		if (cjc_manifest_add(&h->store, mname, rec))
+			jit_note(h, "cannot update manifest %s: %s", mname, cjc_untrusted_error(errno));
+		free(mname);
+	}
+	cjc_buf_release(&meta);
+	cjc_buf_release(&sig);
+	cjc_buf_release(&why);
+	free(name);
+	return rc == 0;
+}
+
+static int compile_miss(struct nvcc_job *n)
+{
+	struct run r = { 0 };
+	struct cjc_manifest_record rec = { 0 };
+	struct cjc_buf why = CJC_BUF_INIT;
+	struct cjc_jit_result *out = n->j->out;
+	bool published = false;
+	int rc = jit_write_source(n->j);
+	if (!rc)
+		rc = run_nvcc(n, &r);
+	out->log = log_of(&r.out, &r.err);
+	if (rc) {
+		if (r.status > 0)
+			jit_count(n->j, CJC_STAT_COMPILE_FAILED, 0);
+		goto out;
+	}
+	if (n->cacheable && record_dependencies(n, &r, &rec, &why)) {
+		cjc_key_entry(n->direct_key, &rec, &n->c.place, rec.entry_key);
+		published = !n->h->cfg.readonly && publish(n, &r, &rec);
+	} else if (n->cacheable) {
+		jit_note(n->h, "miss for %s, not published: %s", n->j->name, why.data);
+	}
+	if (n->cacheable)
+		jit_count(n->j, CJC_STAT_MISSES, 0);
+	jit_print_miss(n->j, &r.err, published ? rec.entry_key : NULL);
+	if (published)
+		memcpy(out->key, rec.entry_key, CJC_HEX_LEN + 1);
+	out->size = r.data.len;
+	out->data = cjc_buf_detach(&r.data);
+	rc = spilled(n, &r.err);
+out:
+	cjc_manifest_record_release(&rec);
+	run_release(&r);
+	cjc_buf_release(&why);
+	return rc;
+}
+
+int jit_nvcc_compile(struct jit_job *j)
+{
+	struct nvcc_job n = { .j = j, .h = j->h };
+	build_command(&n);
+	n.cacheable = !prepare(&n);
+	int rc = n.cacheable ? try_hit(&n) : 0;
+	if (rc == 1)
+		rc = spilled(&n, &(struct cjc_buf){ j->out->log, j->out->log ? strlen(j->out->log) : 0, 0 });
+	else
+		rc = compile_miss(&n);
+	cjc_strvec_clear(&n.argv);
+	cjc_compile_release(&n.c);
+	cjc_identity_release(&n.nvcc);
+	cjc_identity_release(&n.host);
+	cjc_diagnostics_release(&n.diag);
+	cjc_strvec_clear(&n.env);
+	return rc;
+}

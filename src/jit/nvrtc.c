@@ -1,0 +1,446 @@
+/*
+ * A compile with NVRTC (COMPILER=nvrtc), loaded with dlopen so that the
+ * library has no link-time CUDA dependency.
+ *
+ * The key: the store format, the output kind, the NVRTC library's identity
+ * (the path it was loaded from, its realpath, nvrtcVersion(), and the
+ * SHA-256 of the library and of the libnvrtc-builtins beside it, whose
+ * built-in headers it compiles with; hashed once per handle, when it is
+ * loaded), the code's bytes, the name, the arch and every option.  The
+ * entry key is derived from that alone: there is no manifest, since there
+ * are no dependencies to record.
+ *
+ * NVRTC does not say which files an #include read.  So a compile whose
+ * code has an #include line, or whose options name an include directory
+ * or a file to include (-I, --include-path, -include, --pre-include), is
+ * not cached: it compiles every time, noted in the log, with an empty key.
+ * NVRTC makes cubin and ptx; a fatbin request is an error.  DUMP_PTX and
+ * DUMP_SASS apply to nvcc only.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "diagnostics.h"
+#include "evict.h"
+#include "fs.h"
+#include "jit_internal.h"
+#include "key.h"
+#include "metadata.h"
+#include "stats.h"
+
+typedef int nvrtcResult;
+typedef void *nvrtcProgram;
+
+struct nvrtc {
+	void *lib;
+	char *path, *realpath, *version;
+	char digest[CJC_HEX_LEN + 1];
+	nvrtcResult (*nvrtcVersion)(int *, int *);
+	const char *(*nvrtcGetErrorString)(nvrtcResult);
+	nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
+					  const char *const *, const char *const *);
+	nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
+	nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char *);
+	nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char *);
+	nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
+	nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char *);
+	nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *);
+};
+
+#define SYM(name) { #name, offsetof(struct nvrtc, name) }
+static const struct {
+	const char *name;
+	size_t at;
+} symbols[] = {
+	SYM(nvrtcVersion), SYM(nvrtcGetErrorString), SYM(nvrtcCreateProgram),
+	SYM(nvrtcCompileProgram), SYM(nvrtcGetProgramLogSize), SYM(nvrtcGetProgramLog),
+	SYM(nvrtcGetCUBINSize), SYM(nvrtcGetCUBIN), SYM(nvrtcGetPTXSize), SYM(nvrtcGetPTX),
+	SYM(nvrtcDestroyProgram),
+};
+
+/* The library stays loaded (no dlclose): NVRTC and the C++ runtime it
+ * brings do not expect to be unloaded, and dlopen counts references. */
+void jit_nvrtc_release(struct nvrtc *n)
+{
+	if (!n)
+		return;
+	free(n->path);
+	free(n->realpath);
+	free(n->version);
+	free(n);
+}
+
+/* The library to load: NVRTC_LIBRARY, else beside nvcc's toolkit, else the loader's. */
+static void *open_library(const struct cjc_jit *h, char **tried)
+{
+	const char *set = h->set.text[JIT_NVRTC_LIBRARY];
+	if (*set) {
+		*tried = cjc_xstrdup(set);
+		return dlopen(set, RTLD_NOW | RTLD_LOCAL);
+	}
+	char real[PATH_MAX];
+	char *nvcc = cjc_find_program(h->set.text[JIT_NVCC_COMPILER]);
+	void *lib = NULL;
+	if (nvcc && realpath(nvcc, real)) {
+		char *bin = cjc_dirname(real), *root = cjc_dirname(bin);
+		static const char *const under[] = { "lib64/libnvrtc.so", "lib/libnvrtc.so" };
+		for (size_t i = 0; i < 2 && !lib; i++) {
+			char *p = cjc_path_join(root, under[i]);
+			lib = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+			free(p);
+		}
+		free(bin);
+		free(root);
+	}
+	free(nvcc);
+	if (!lib)
+		lib = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
+	*tried = cjc_xstrdup("libnvrtc.so (beside nvcc, then the loader's path)");
+	return lib;
+}
+
+/* Hashes a file into h; -1 when it cannot be read. */
+static int hash_into(struct cjc_hash *hs, const char *path)
+{
+	unsigned char sha[CJC_DIGEST_LEN];
+	uint64_t n;
+	if (cjc_hash_file(path, sha, &n))
+		return -1;
+	cjc_hash_str(hs, path);
+	cjc_hash_update(hs, sha, sizeof sha);
+	return 0;
+}
+
+/* Path, realpath, version and digest of the loaded library. */
+static int identify(struct nvrtc *n, struct cjc_buf *why)
+{
+	Dl_info info;
+	char real[PATH_MAX];
+	int major = 0, minor = 0;
+	if (!dladdr((void *)n->nvrtcVersion, &info) || !info.dli_fname || !realpath(info.dli_fname, real)) {
+		cjc_buf_addf(why, "cannot tell which file NVRTC was loaded from");
+		return -1;
+	}
+	n->nvrtcVersion(&major, &minor);
+	n->path = cjc_xstrdup(info.dli_fname);
+	n->realpath = cjc_xstrdup(real);
+	n->version = cjc_xasprintf("NVRTC %d.%d", major, minor);
+	struct cjc_hash hs;
+	cjc_hash_init(&hs);
+	cjc_hash_str(&hs, "nvrtc");
+	cjc_hash_str(&hs, n->realpath);
+	cjc_hash_str(&hs, n->version);
+	char *dir = cjc_dirname(real);
+	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
+	int rc = hash_into(&hs, real);
+	if (!rc && !access(builtins, F_OK))
+		rc = hash_into(&hs, builtins);
+	if (rc)
+		cjc_buf_addf(why, "cannot read %s: %s", real, strerror(errno));
+	cjc_hash_final_hex(&hs, n->digest);
+	free(dir);
+	free(builtins);
+	return rc;
+}
+
+static struct nvrtc *nvrtc_of(struct cjc_jit *h)
+{
+	jit_lock(h);
+	struct nvrtc *n = h->nvrtc;
+	jit_unlock(h);
+	if (n)
+		return n;
+	char *tried = NULL;
+	struct cjc_buf why = CJC_BUF_INIT;
+	n = cjc_xcalloc(1, sizeof *n);
+	n->lib = open_library(h, &tried);
+	if (!n->lib)
+		cjc_buf_addf(&why, "cannot load NVRTC (%s): %s", tried, dlerror());
+	for (size_t i = 0; n->lib && !why.len && i < sizeof symbols / sizeof *symbols; i++) {
+		void *fn = dlsym(n->lib, symbols[i].name);
+		if (!fn)
+			cjc_buf_addf(&why, "%s lacks %s", tried, symbols[i].name);
+		memcpy((char *)n + symbols[i].at, &fn, sizeof fn);
+	}
+	if (!why.len)
+		identify(n, &why);
+	free(tried);
+	if (why.len) {
+		jit_fail(h, "%s", why.data);
+		cjc_buf_release(&why);
+		jit_nvrtc_release(n);
+		return NULL;
+	}
+	jit_lock(h);
+	if (h->nvrtc)
+		jit_nvrtc_release(n), n = h->nvrtc;
+	else
+		h->nvrtc = n;
+	jit_unlock(h);
+	return n;
+}
+
+/* Whether the code or the options could make NVRTC read a file. */
+static const char *reads_files(const struct cjc_jit_request *req)
+{
+	static const char *const opts[] = { "-I", "--include-path", "-include", "--pre-include" };
+	for (size_t i = 0; i < req->noptions; i++)
+		for (size_t k = 0; req->options[i] && k < sizeof opts / sizeof *opts; k++)
+			if (cjc_starts_with(req->options[i], opts[k]))
+				return "an option names an include directory or file";
+	for (const char *p = req->code; p && *p;) {
+		p += strspn(p, " \t");
+		if (*p == '#') {
+			p += 1 + strspn(p + 1, " \t");
+			if (cjc_starts_with(p, "include"))
+				return "the code has an #include";
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* NVRTC's options: the arch, the settings', the request's. */
+static void build_options(const struct jit_job *j, struct cjc_strvec *o)
+{
+	const struct jit_settings *s = &j->h->set;
+	const char *arch = j->arch;
+	char *a = j->req->format == CJC_JIT_PTX && cjc_starts_with(arch, "sm_")
+		? cjc_xasprintf("--gpu-architecture=compute_%s", arch + 3)
+		: cjc_xasprintf("--gpu-architecture=%s", arch);
+	cjc_strvec_push(o, a);
+	free(a);
+	if (*s->text[JIT_CPP_STANDARD]) {
+		char *std = cjc_xasprintf("--std=%s", s->text[JIT_CPP_STANDARD]);
+		cjc_strvec_push(o, std);
+		free(std);
+	}
+	if (s->flag[JIT_WITH_LINEINFO])
+		cjc_strvec_push(o, "--generate-line-info");
+	if (s->flag[JIT_DEBUG])
+		cjc_strvec_push(o, "--device-debug");
+	if (s->flag[JIT_PTXAS_VERBOSE])
+		cjc_strvec_push(o, "--ptxas-options=-v");
+	if (s->flag[JIT_CHECK_NO_SPILLS])
+		cjc_strvec_push(o, "--ptxas-options=-warn-spills,-warn-lmem-usage");
+	for (size_t i = 0; i < j->req->noptions; i++)
+		if (j->req->options[i])
+			cjc_strvec_push(o, j->req->options[i]);
+}
+
+struct nvrtc_job {
+	struct jit_job *j;
+	struct nvrtc *n;
+	struct cjc_strvec options;
+	char key[CJC_HEX_LEN + 1];
+	int64_t duration_ms;
+	struct cjc_buf data, log;
+};
+
+static void entry_key(struct nvrtc_job *r)
+{
+	struct cjc_strvec args = CJC_STRVEC_INIT;
+	cjc_strvec_push(&args, "nvrtc");
+	cjc_strvec_push(&args, r->j->name);
+	cjc_strvec_pushv(&args, r->options.v, r->options.n);
+	struct cjc_key_input in = {
+		.kind = r->j->ext,
+		.nvcc_digest = r->n->digest,
+		.host_digest = "nvrtc",
+		.args = args.v,
+		.nargs = args.n,
+		.cwd = "",
+	};
+	memcpy(in.source_sha, r->j->code_sha, CJC_DIGEST_LEN);
+	char direct[CJC_HEX_LEN + 1];
+	cjc_key_direct(&in, direct);
+	struct cjc_hash hs;
+	cjc_hash_init(&hs);
+	cjc_hash_str(&hs, "cudajitcache-nvrtc-entry");
+	cjc_hash_str(&hs, direct);
+	cjc_hash_final_hex(&hs, r->key);
+	cjc_strvec_clear(&args);
+}
+
+static int serve(struct nvrtc_job *r)
+{
+	struct cjc_jit *h = r->j->h;
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	char *name = cjc_xasprintf("output.%s", r->j->ext);
+	enum cjc_lookup found = cjc_store_open_entry(&h->store, r->key, &e, &why);
+	int rc = found == CJC_ENTRY_FOUND ? cjc_entry_read(&e, name, &r->data, &why) : -1;
+	if (!rc && cjc_entry_artifact(&e, "stderr"))
+		rc = cjc_entry_read(&e, "stderr", &r->log, &why);
+	if (!rc) {
+		if (!h->cfg.readonly)
+			cjc_evict_touch(e.dir);
+		jit_count(r->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
+	} else if (found != CJC_ENTRY_ABSENT) {
+		jit_note(h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", r->key,
+			 why.data ? why.data : "");
+		jit_count(r->j, CJC_STAT_DAMAGED, 0);
+	}
+	if (found == CJC_ENTRY_FOUND)
+		cjc_entry_release(&e);
+	cjc_buf_release(&why);
+	free(name);
+	return rc;
+}
+
+static int run_nvrtc(struct nvrtc_job *r)
+{
+	struct nvrtc *n = r->n;
+	struct cjc_jit *h = r->j->h;
+	nvrtcProgram prog = NULL;
+	bool ptx = r->j->req->format == CJC_JIT_PTX;
+	size_t size = 0;
+	if (h->set.flag[JIT_PRINT_COMPILER_COMMAND]) {
+		struct cjc_strvec argv = CJC_STRVEC_INIT;
+		cjc_strvec_push(&argv, "nvrtc");
+		cjc_strvec_pushv(&argv, r->options.v, r->options.n);
+		cjc_strvec_push(&argv, r->j->name);
+		cjc_diagnostics_print_command(argv.v);
+		cjc_strvec_clear(&argv);
+	}
+	int64_t t0 = cjc_now_ms();
+	nvrtcResult e = n->nvrtcCreateProgram(&prog, r->j->req->code, r->j->name, 0, NULL, NULL);
+	if (e)
+		return jit_fail(h, "nvrtcCreateProgram: %s", n->nvrtcGetErrorString(e));
+	nvrtcResult compiled = n->nvrtcCompileProgram(prog, (int)r->options.n,
+						      (const char *const *)r->options.v);
+	r->duration_ms = cjc_now_ms() - t0;
+	if (!n->nvrtcGetProgramLogSize(prog, &size) && size > 1) {
+		cjc_buf_grow(&r->log, size);
+		if (!n->nvrtcGetProgramLog(prog, r->log.data))
+			r->log.len = strlen(r->log.data);
+	}
+	if (!compiled)
+		e = ptx ? n->nvrtcGetPTXSize(prog, &size) : n->nvrtcGetCUBINSize(prog, &size);
+	if (!compiled && !e && size) {
+		cjc_buf_grow(&r->data, size);
+		e = ptx ? n->nvrtcGetPTX(prog, r->data.data) : n->nvrtcGetCUBIN(prog, r->data.data);
+		/* NVRTC counts the ptx's NUL; the artifact is the text */
+		r->data.len = ptx && size ? size - 1 : size;
+		r->data.data[r->data.len] = '\0';
+	}
+	n->nvrtcDestroyProgram(&prog);
+	if (compiled)
+		return jit_fail(h, "%s: NVRTC failed: %s", r->j->name, n->nvrtcGetErrorString(compiled));
+	if (e || !r->data.len)
+		return jit_fail(h, "%s: NVRTC made no output", r->j->name);
+	return 0;
+}
+
+static json_t *options_json(const struct nvrtc_job *r)
+{
+	json_t *extra = json_array();
+	for (size_t i = 0; i < r->options.n; i++)
+		json_array_append_new(extra, cjc_json_bytes(r->options.v[i]));
+	return json_pack("{s:s, s:[s], s:[], s:[], s:n, s:n, s:b, s:b, s:b, s:b, s:o}", "kind",
+			 r->j->ext, "archs", r->j->arch, "defines", "include_dirs", "std", "optimize",
+			 "debug", r->j->h->set.flag[JIT_DEBUG], "line_info",
+			 r->j->h->set.flag[JIT_WITH_LINEINFO], "fast_math", false, "rdc", false,
+			 "extra", extra);
+}
+
+static void publish(struct nvrtc_job *r)
+{
+	struct cjc_jit *h = r->j->h;
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	cjc_strvec_push(&argv, "nvrtc");
+	cjc_strvec_pushv(&argv, r->options.v, r->options.n);
+	cjc_strvec_push(&argv, r->j->source);
+	struct cjc_dep source = { .path = r->j->source, .size = strlen(r->j->req->code) };
+	memcpy(source.sha, r->j->code_sha, CJC_DIGEST_LEN);
+	char cwd[PATH_MAX];
+	struct cjc_staging st;
+	struct cjc_buf meta = CJC_BUF_INIT;
+	bool won = false;
+	char *name = cjc_xasprintf("output.%s", r->j->ext);
+	json_t *options = options_json(r);
+	int rc = cjc_staging_begin(&h->store, &st);
+	if (!rc)
+		rc = cjc_staging_add_data(&st, name, r->data.data, r->data.len);
+	if (!rc && r->log.len)
+		rc = cjc_staging_add_data(&st, "stderr", r->log.data, r->log.len);
+	struct cjc_metadata md = {
+		.key = r->key, .argv = argv.v, .argc = argv.n,
+		.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/",
+		.compiler_path = r->n->path, .compiler_realpath = r->n->realpath,
+		.compiler_version = r->n->version,
+		.host_path = "none", .host_version = "NVRTC runs no host compiler",
+		.options = options, .inputs = &source, .ninputs = 1,
+		.target = "jit", .duration_ms = r->duration_ms,
+		.files = st.files, .nfiles = st.nfiles,
+	};
+	if (!rc)
+		rc = cjc_metadata_format(&md, &meta);
+	if (!rc)
+		rc = cjc_staging_publish(&h->store, &st, r->key, &meta, NULL, &won);
+	if (rc) {
+		jit_note(h, "cannot publish %s: %s", r->key, strerror(errno));
+		cjc_staging_abort(&st);
+		r->key[0] = '\0';
+	} else if (won) {
+		cjc_evict_account(&h->store, r->key, meta.len + r->data.len + r->log.len);
+	}
+	json_decref(options);
+	cjc_buf_release(&meta);
+	cjc_strvec_clear(&argv);
+	free(name);
+}
+
+int jit_nvrtc_compile(struct jit_job *j)
+{
+	struct cjc_jit *h = j->h;
+	if (j->req->format == CJC_JIT_FATBIN)
+		return jit_fail(h, "NVRTC makes cubin or ptx, not fatbin");
+	struct nvrtc_job r = { .j = j, .n = nvrtc_of(h) };
+	if (!r.n)
+		return -1;
+	build_options(j, &r.options);
+	const char *uncached = reads_files(j->req);
+	bool cached = h->have_store && !h->cfg.disable && !uncached;
+	if (uncached)
+		jit_note(h, "%s: not cached: %s, and NVRTC does not say which files it read", j->name,
+			 uncached);
+	if (cached)
+		entry_key(&r);
+	int rc = 0;
+	if (cached && !serve(&r)) {
+		j->out->hit = 1;
+	} else {
+		cjc_buf_reset(&r.data);
+		cjc_buf_reset(&r.log);
+		rc = run_nvrtc(&r);
+		if (!rc && cached)
+			jit_count(j, CJC_STAT_MISSES, 0);
+		if (!rc && cached && !h->cfg.readonly)
+			publish(&r);
+		else
+			r.key[0] = '\0';
+		if (!rc)
+			jit_print_miss(j, &r.log, NULL);
+	}
+	if (!rc && h->set.flag[JIT_CHECK_NO_SPILLS] && cjc_diagnostics_spilled(r.log.data, r.log.len))
+		rc = jit_fail(h, "%s: ptxas reported spills or local memory use and CHECK_NO_SPILLS is set",
+			      j->name);
+	memcpy(j->out->key, r.key, CJC_HEX_LEN + 1);
+	j->out->size = r.data.len;
+	j->out->data = r.data.len ? cjc_buf_detach(&r.data) : NULL;
+	j->out->log = r.log.len ? cjc_buf_detach(&r.log) : NULL;
+	cjc_buf_release(&r.data);
+	cjc_buf_release(&r.log);
+	cjc_strvec_clear(&r.options);
+	return rc;
+}

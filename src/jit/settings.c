@@ -1,0 +1,204 @@
+/*
+ * The JIT's settings, DeepJIT's way: for each row, PREFIX_JIT_<NAME> (the
+ * prefix given to cjc_jit_open), then the global variable (CJC_JIT_<NAME>,
+ * or the row's own name for it), then the cjc setting the row falls back to,
+ * then the default.  An empty variable counts as unset; a set one, "0"
+ * included, wins over every weaker source.  Unprefixed JIT_* variables are
+ * never read.  A malformed value fails cjc_jit_open with a message naming
+ * the variable.  docs/jit.md has the table for users.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "jit_internal.h"
+
+enum kind { BOOL, PATH, COMPILER, STD };
+
+/* Where a row falls back to in the cjc settings (config.h). */
+enum from_cjc { NONE, CJC_DIR, CJC_PRINT_COMMANDS, CJC_KEEP_PTX, CJC_KEEP_SASS, CJC_CHECK_SPILLS };
+
+struct row {
+	const char *name;
+	const char *global; /* NULL: CJC_JIT_<name> */
+	enum kind kind;
+	enum from_cjc from;
+	const char *fallback; /* the default when nothing sets it */
+};
+
+static const struct row rows[JIT_SETTING_COUNT] = {
+	[JIT_CACHE_DIR] = { "CACHE_DIR", NULL, PATH, CJC_DIR, "" },
+	[JIT_NVCC_COMPILER] = { "NVCC_COMPILER", "CJC_JIT_NVCC", PATH, NONE, "" },
+	[JIT_NVRTC_LIBRARY] = { "NVRTC_LIBRARY", NULL, PATH, NONE, "" },
+	[JIT_COMPILER] = { "COMPILER", NULL, COMPILER, NONE, "nvcc" },
+	[JIT_PRINT_COMPILER_COMMAND] = { "PRINT_COMPILER_COMMAND", NULL, BOOL, CJC_PRINT_COMMANDS, "0" },
+	[JIT_PTXAS_VERBOSE] = { "PTXAS_VERBOSE", NULL, BOOL, NONE, "0" },
+	[JIT_PRINT_LOAD_TIME] = { "PRINT_LOAD_TIME", NULL, BOOL, NONE, "0" },
+	[JIT_DUMP_PTX] = { "DUMP_PTX", NULL, BOOL, CJC_KEEP_PTX, "0" },
+	[JIT_DUMP_SASS] = { "DUMP_SASS", NULL, BOOL, CJC_KEEP_SASS, "0" },
+	[JIT_CHECK_NO_SPILLS] = { "CHECK_NO_SPILLS", NULL, BOOL, CJC_CHECK_SPILLS, "0" },
+	[JIT_WITH_LINEINFO] = { "WITH_LINEINFO", NULL, BOOL, NONE, "0" },
+	[JIT_CPP_STANDARD] = { "CPP_STANDARD", NULL, STD, NONE, "" },
+	[JIT_DEBUG] = { "DEBUG", NULL, BOOL, NONE, "0" },
+};
+
+int jit_setting_find(const char *name)
+{
+	for (int i = 0; i < JIT_SETTING_COUNT; i++)
+		if (!strcmp(rows[i].name, name))
+			return i;
+	return -1;
+}
+
+static int parse_bool(const char *text, bool *out)
+{
+	static const char *const words[][2] = {
+		{ "1", "0" }, { "true", "false" }, { "yes", "no" }, { "on", "off" },
+	};
+	for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+		for (int v = 0; v < 2; v++)
+			if (!strcasecmp(text, words[i][v])) {
+				*out = v == 0;
+				return 0;
+			}
+	return -1;
+}
+
+/* "17", "c++17", "gnu++20" -> "c++17" / "gnu++20" (nvcc's -std). */
+static char *parse_std(const char *text)
+{
+	const char *digits = text;
+	if (cjc_starts_with(text, "c++"))
+		digits = text + 3;
+	else if (cjc_starts_with(text, "gnu++"))
+		digits = text + 5;
+	if (strlen(digits) != 2 || strspn(digits, "0123456789") != 2)
+		return NULL;
+	return digits == text ? cjc_xasprintf("c++%s", text) : cjc_xstrdup(text);
+}
+
+static const char *cjc_fallback(const struct row *r, const struct cjc_config *cfg)
+{
+	switch (r->from) {
+	case CJC_DIR: return cfg->dir;
+	case CJC_PRINT_COMMANDS: return cfg->print_commands ? "1" : "0";
+	case CJC_KEEP_PTX: return cfg->keep_ptx ? "1" : "0";
+	case CJC_KEEP_SASS: return cfg->keep_sass ? "1" : "0";
+	case CJC_CHECK_SPILLS: return cfg->check_spills ? "1" : "0";
+	case NONE: break;
+	}
+	return NULL;
+}
+
+/* The compiler when no variable names it: CUDA_HOME's, PATH's, the usual place. */
+static char *default_nvcc(void)
+{
+	const char *home = getenv("CUDA_HOME");
+	if (home && *home) {
+		char *p = cjc_xasprintf("%s/bin/nvcc", home);
+		if (!access(p, X_OK))
+			return p;
+		free(p);
+	}
+	char *p = cjc_find_program("nvcc");
+	return p ? p : cjc_xstrdup("/usr/local/cuda/bin/nvcc");
+}
+
+/* Checks and stores one value; -1 with the message in err. */
+static int take(struct jit_settings *s, int i, const char *text, const char *origin,
+		struct cjc_buf *err)
+{
+	const struct row *r = &rows[i];
+	char *value = NULL;
+	bool flag = false;
+	switch (r->kind) {
+	case BOOL:
+		if (parse_bool(text, &flag))
+			break;
+		value = cjc_xstrdup(flag ? "1" : "0");
+		break;
+	case PATH:
+		value = cjc_xstrdup(text);
+		break;
+	case COMPILER:
+		if (!strcmp(text, "nvcc") || !strcmp(text, "nvrtc"))
+			value = cjc_xstrdup(text);
+		break;
+	case STD:
+		value = *text ? parse_std(text) : cjc_xstrdup("");
+		break;
+	}
+	if (!value) {
+		static const char *const expected[] = {
+			[BOOL] = "1 or 0 (true/false, yes/no, on/off)",
+			[PATH] = "a path",
+			[COMPILER] = "nvcc or nvrtc",
+			[STD] = "a C++ standard such as 17 or c++20",
+		};
+		cjc_buf_addf(err, "%s%s=%s: expected %s", err->len ? "; " : "", origin, text,
+			     expected[r->kind]);
+		return -1;
+	}
+	free(s->text[i]);
+	s->text[i] = value;
+	s->flag[i] = flag;
+	return 0;
+}
+
+static int load_row(struct jit_settings *s, int i, const char *prefix,
+		    const struct cjc_config *cfg, struct cjc_buf *err)
+{
+	const struct row *r = &rows[i];
+	char *names[2] = {
+		prefix && *prefix ? cjc_xasprintf("%s_JIT_%s", prefix, r->name) : NULL,
+		r->global ? cjc_xstrdup(r->global) : cjc_xasprintf("CJC_JIT_%s", r->name),
+	};
+	int rc = 1;
+	for (int k = 0; k < 2 && rc == 1; k++) {
+		const char *v = names[k] ? getenv(names[k]) : NULL;
+		if (v && *v) {
+			rc = take(s, i, v, names[k], err);
+			s->origin[i] = rc ? NULL : k ? r->global ? r->global : "CJC_JIT_*" : "PREFIX_JIT_*";
+		}
+	}
+	if (rc == 1) {
+		const char *v = cjc_fallback(r, cfg);
+		rc = take(s, i, v ? v : r->fallback, "default", err);
+		s->origin[i] = v ? "cjc" : "default";
+	}
+	free(names[0]);
+	free(names[1]);
+	return rc;
+}
+
+int jit_settings_load(struct jit_settings *s, const char *prefix, const struct cjc_config *cfg,
+		      struct cjc_buf *err)
+{
+	memset(s, 0, sizeof *s);
+	int rc = 0;
+	for (int i = 0; i < JIT_SETTING_COUNT; i++)
+		if (load_row(s, i, prefix, cfg, err))
+			rc = -1;
+	if (rc)
+		return -1;
+	if (!*s->text[JIT_NVCC_COMPILER]) {
+		free(s->text[JIT_NVCC_COMPILER]);
+		s->text[JIT_NVCC_COMPILER] = default_nvcc();
+	}
+	s->compiler = !strcmp(s->text[JIT_COMPILER], "nvrtc") ? JIT_NVRTC : JIT_NVCC;
+	return 0;
+}
+
+void jit_settings_release(struct jit_settings *s)
+{
+	for (int i = 0; i < JIT_SETTING_COUNT; i++)
+		free(s->text[i]);
+	memset(s, 0, sizeof *s);
+}
+
+const char *cjc_jit_setting(const cjc_jit *jit, const char *name)
+{
+	int i = jit_setting_find(name);
+	return i < 0 ? NULL : jit->set.text[i];
+}

@@ -1,0 +1,127 @@
+/*
+ * remote.h - remote stores (docs/remote.md): the backend seam, the remote
+ * layout, and fetching and publishing whole entries.
+ *
+ * The `remote` setting holds store URLs separated by spaces, each with
+ * attributes after `|` (read-only, connect-timeout=T, operation-timeout=T,
+ * shards=A,B(2),..., bearer-token-file=F, ca-file=F).  cjc_remote_open()
+ * parses them without connecting; a backend connects on its first request.
+ *
+ * The seam: a backend answers get, put-if-absent, put (replace) and exists
+ * for a name, each bounded by the store's timeouts, with one result:
+ *
+ *     CJC_REMOTE_OK, CJC_REMOTE_ABSENT, CJC_REMOTE_ERROR, CJC_REMOTE_TIMEOUT
+ *
+ * and, on an error, a message in `why` that names no secret.  One file per
+ * backend: remote_redis.c (hiredis), remote_http.c (libcurl: http, https and
+ * s3 through libcurl's SigV4 signing); each is built when its library is.
+ *
+ * The layout on every backend, under the store's prefix (NS is the local
+ * namespace, e.g. v1/linux-x86_64, so platforms never mix):
+ *
+ *     NS/c/<sha256>     an artifact, content-addressed: whoever fetches it
+ *                       checks its SHA-256 and size against the entry record,
+ *                       so a tampered or truncated one is only a miss
+ *     NS/e/<entry key>  the entry record: a blob (blob.h, magic "CJCE") of
+ *                       two strings, metadata.json's exact bytes and the
+ *                       signature file's (empty when unsigned, sign.h)
+ *     NS/m/<direct key> the manifest (manifest.h), a hint merged by writers
+ *
+ * Why a poisoned manifest or entry record can only cause a miss: the
+ * fetcher recomputes the entry key from the manifest record's files as they
+ * are on its own disk (cjc_manifest_match), so a record can only name the
+ * entry those files give; the entry record's metadata must parse strictly
+ * and name that same key, and every artifact it lists is fetched by its
+ * SHA-256 and checked.  With trusted_keys set, the metadata must also carry
+ * a signature of a trusted key (sign.h).  What a remote store returns is
+ * read up to a bound: the manifest and record caps of store.h, and each
+ * artifact's listed size.
+ *
+ * Failure policy: the first error or timeout of a store marks it failed for
+ * the rest of this handle (one compile), so a dead store costs at most its
+ * timeout once.  Every outcome is counted per store (stats.h); nothing here
+ * fails a build.  Authentication and configuration failures are reported
+ * through the `report` callback once per store (the tool prints them).
+ */
+#ifndef CJC_REMOTE_H
+#define CJC_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "manifest.h"
+#include "place.h"
+#include "store.h"
+#include "util.h"
+
+enum cjc_remote_result { CJC_REMOTE_OK, CJC_REMOTE_ABSENT, CJC_REMOTE_ERROR, CJC_REMOTE_TIMEOUT };
+
+/* What a backend was asked to reach, parsed from one URL and its attributes. */
+struct cjc_remote_url {
+	char *url;      /* as written, shard name substituted */
+	char *shown;    /* with any password as *** (for messages, stats, logs) */
+	bool read_only;
+	long connect_ms, operation_ms;
+	char *bearer_token_file; /* http(s) */
+	char *ca_file;           /* https, s3 */
+};
+
+/* The seam.  A backend's functions return an enum cjc_remote_result; `why`
+ * gets a message on CJC_REMOTE_ERROR/TIMEOUT; `auth` is set when the error is
+ * one of the settings (refused credentials, bad URL) rather than the server's
+ * state, so the tool can say so once. */
+struct cjc_remote_backend;
+struct cjc_remote_ops {
+	struct cjc_remote_backend *(*open)(const struct cjc_remote_url *u, struct cjc_buf *why);
+	int (*get)(struct cjc_remote_backend *b, const char *name, size_t max, struct cjc_buf *out,
+		   struct cjc_buf *why);
+	/* only_if_absent: leave an existing value (first writer wins). */
+	int (*put)(struct cjc_remote_backend *b, const char *name, const void *p, size_t n,
+		   bool only_if_absent, struct cjc_buf *why);
+	int (*exists)(struct cjc_remote_backend *b, const char *name, struct cjc_buf *why);
+	void (*close)(struct cjc_remote_backend *b);
+};
+
+extern const struct cjc_remote_ops cjc_remote_redis_ops; /* redis://, redis+unix: */
+extern const struct cjc_remote_ops cjc_remote_http_ops;  /* http://, https://, s3:// */
+
+/* The setting with any password in a URL as *** (malloc'd). */
+char *cjc_remote_redact(const char *text);
+/* Checks the `remote` setting's syntax: 0, or -1 with a message. */
+int cjc_remote_check_setting(const char *text, struct cjc_buf *why);
+
+struct cjc_remotes;
+typedef void (*cjc_remote_report_fn)(const char *store, const char *message);
+
+/* NULL when text names no store.  sign_key / trusted_keys may be NULL. */
+struct cjc_remotes *cjc_remote_open(const char *text, const struct cjc_store *local,
+				    const char *trusted_keys, cjc_remote_report_fn report);
+void cjc_remote_close(struct cjc_remotes *r);
+size_t cjc_remote_count(const struct cjc_remotes *r);
+const char *cjc_remote_shown(const struct cjc_remotes *r, size_t i);
+
+/*
+ * Looks for the compile's entry in each store in order; the first that has
+ * one, verified, is published into the local store (and its record added to
+ * the local manifest).  0: it is there now, as key; new_bytes is its size
+ * when this call published it (0 when another writer had); -1: no store
+ * had it.
+ */
+int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, const struct cjc_place *place,
+		     char key[CJC_HEX_LEN + 1], uint64_t *new_bytes);
+
+/* Sends a local entry (and the manifest record naming it) to every store
+ * that is not read-only.  rec may be NULL (no manifest update).  Returns the
+ * number of stores that now hold it. */
+int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
+		       const struct cjc_manifest_record *rec, const char *sign_key);
+
+/* An entry record (the layout above): 0, or -1 when it is not one. */
+int cjc_remote_decode_record(const void *p, size_t n, struct cjc_buf *meta, struct cjc_buf *sig);
+void cjc_remote_encode_record(const struct cjc_buf *meta, const struct cjc_buf *sig, struct cjc_buf *out);
+
+/* `cjc remote check`: reach, write, read back, for store i; 0 or -1 with why. */
+int cjc_remote_check(struct cjc_remotes *r, size_t i, struct cjc_buf *report);
+
+#endif

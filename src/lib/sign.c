@@ -1,0 +1,194 @@
+#include "sign.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <string.h>
+
+#include "fs.h"
+#include "hash.h"
+#include "store.h"
+
+#define KEY_FILE_MAX (64 << 10)
+#define PUBLIC_LEN 32
+#define SIGNATURE_LEN 64
+#define MAX_TRUSTED 64
+
+static const char sig_magic[] = "cudajitcache.sig.v1 ed25519 ";
+
+static BIO *key_file_bio(const char *path, struct cjc_buf *data, struct cjc_buf *why)
+{
+	if (cjc_read_bounded(AT_FDCWD, path, 0, KEY_FILE_MAX, data)) {
+		cjc_buf_addf(why, "cannot read key file %s: %s", path, cjc_untrusted_error(errno));
+		return NULL;
+	}
+	return BIO_new_mem_buf(data->data, (int)data->len);
+}
+
+static EVP_PKEY *read_private(const char *path, struct cjc_buf *why)
+{
+	struct cjc_buf data = CJC_BUF_INIT;
+	BIO *bio = key_file_bio(path, &data, why);
+	EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+	if (bio && (!key || EVP_PKEY_get_base_id(key) != EVP_PKEY_ED25519)) {
+		cjc_buf_addf(why, "%s holds no Ed25519 private key in PEM form "
+			     "(make one with `openssl genpkey -algorithm ed25519`)", path);
+		EVP_PKEY_free(key);
+		key = NULL;
+	}
+	BIO_free(bio);
+	cjc_buf_release(&data);
+	return key;
+}
+
+/* The raw public keys in a file of PEM public keys (at most MAX_TRUSTED). */
+static int read_trusted(const char *path, unsigned char keys[][PUBLIC_LEN], size_t *n,
+			struct cjc_buf *why)
+{
+	struct cjc_buf data = CJC_BUF_INIT;
+	BIO *bio = key_file_bio(path, &data, why);
+	EVP_PKEY *key;
+	*n = 0;
+	while (bio && *n < MAX_TRUSTED && (key = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL))) {
+		size_t len = PUBLIC_LEN;
+		if (EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519 &&
+		    EVP_PKEY_get_raw_public_key(key, keys[*n], &len) == 1 && len == PUBLIC_LEN)
+			(*n)++;
+		EVP_PKEY_free(key);
+	}
+	if (bio && !*n)
+		cjc_buf_addf(why, "%s holds no Ed25519 public key in PEM form "
+			     "(make one with `openssl pkey -pubout`)", path);
+	BIO_free(bio);
+	cjc_buf_release(&data);
+	return *n ? 0 : -1;
+}
+
+int cjc_sign(const char *key_file, const void *data, size_t len, struct cjc_buf *out,
+	     struct cjc_buf *why)
+{
+	EVP_PKEY *key = read_private(key_file, why);
+	if (!key)
+		return -1;
+	unsigned char pub[PUBLIC_LEN], sig[SIGNATURE_LEN];
+	size_t publen = sizeof pub, siglen = sizeof sig;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int ok = ctx && EVP_PKEY_get_raw_public_key(key, pub, &publen) == 1 &&
+		 EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) == 1 &&
+		 EVP_DigestSign(ctx, sig, &siglen, data, len) == 1 && siglen == SIGNATURE_LEN;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(key);
+	if (!ok) {
+		cjc_buf_addf(why, "cannot sign with %s", key_file);
+		return -1;
+	}
+	char pubhex[2 * PUBLIC_LEN + 1], sighex[2 * SIGNATURE_LEN + 1];
+	cjc_hex(pub, sizeof pub, pubhex);
+	cjc_hex(sig, sizeof sig, sighex);
+	cjc_buf_addf(out, "%s%s %s\n", sig_magic, pubhex, sighex);
+	return 0;
+}
+
+static int unhex(const char *s, unsigned char *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = s[2 * i + k];
+			if (c >= '0' && c <= '9')
+				v = v * 16 + (unsigned)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				v = v * 16 + (unsigned)(c - 'a' + 10);
+			else
+				return -1;
+		}
+		out[i] = (unsigned char)v;
+	}
+	return 0;
+}
+
+/* Splits a signature file into its public key and signature. */
+static int parse_signature(const char *s, size_t n, unsigned char pub[PUBLIC_LEN],
+			   unsigned char sig[SIGNATURE_LEN])
+{
+	size_t m = sizeof sig_magic - 1;
+	size_t want = m + 2 * PUBLIC_LEN + 1 + 2 * SIGNATURE_LEN + 1;
+	if (n != want || memcmp(s, sig_magic, m) || s[m + 2 * PUBLIC_LEN] != ' ' || s[n - 1] != '\n')
+		return -1;
+	return unhex(s + m, pub, PUBLIC_LEN) || unhex(s + m + 2 * PUBLIC_LEN + 1, sig, SIGNATURE_LEN);
+}
+
+static bool signature_holds(const unsigned char pub[PUBLIC_LEN], const unsigned char sig[SIGNATURE_LEN],
+			    const void *data, size_t len)
+{
+	EVP_PKEY *key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, PUBLIC_LEN);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	bool ok = key && ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) == 1 &&
+		  EVP_DigestVerify(ctx, sig, SIGNATURE_LEN, data, len) == 1;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(key);
+	return ok;
+}
+
+/* cjc_sign_verify, with -2 for a signature that is malformed or false. */
+static int verify(const char *trusted_file, const void *data, size_t len, const void *sig,
+		  size_t siglen, struct cjc_buf *why)
+{
+	unsigned char keys[MAX_TRUSTED][PUBLIC_LEN], pub[PUBLIC_LEN], raw[SIGNATURE_LEN];
+	size_t n;
+	if (!siglen) {
+		cjc_buf_adds(why, "not signed");
+		return -1;
+	}
+	if (parse_signature(sig, siglen, pub, raw)) {
+		cjc_buf_adds(why, "malformed signature");
+		return -2;
+	}
+	if (read_trusted(trusted_file, keys, &n, why))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(keys[i], pub, PUBLIC_LEN))
+			continue;
+		if (signature_holds(pub, raw, data, len))
+			return 0;
+		cjc_buf_adds(why, "signature does not match the metadata");
+		return -2;
+	}
+	cjc_buf_adds(why, "signed by a key that is not in trusted_keys");
+	return -1;
+}
+
+int cjc_sign_verify(const char *trusted_file, const void *data, size_t len, const void *sig,
+		    size_t siglen, struct cjc_buf *why)
+{
+	return verify(trusted_file, data, len, sig, siglen, why) ? -1 : 0;
+}
+
+int cjc_sign_verify_entry(int dfd, const char *trusted_file, struct cjc_buf *why)
+{
+	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT;
+	int rc = cjc_read_bounded(dfd, "metadata.json", O_NOFOLLOW, CJC_STORE_MAX_METADATA, &meta);
+	if (rc)
+		cjc_buf_addf(why, "cannot read metadata.json: %s", cjc_untrusted_error(errno));
+	else if (cjc_read_bounded(dfd, CJC_SIGN_FILE, O_NOFOLLOW, CJC_SIGN_MAX, &sig) && errno != ENOENT)
+		rc = -2, cjc_buf_addf(why, "cannot read %s: %s", CJC_SIGN_FILE, cjc_untrusted_error(errno));
+	else
+		rc = verify(trusted_file, meta.data, meta.len, sig.data, sig.len, why);
+	cjc_buf_release(&meta);
+	cjc_buf_release(&sig);
+	return rc;
+}
+
+int cjc_sign_check_private(const char *key_file, struct cjc_buf *why)
+{
+	EVP_PKEY *key = read_private(key_file, why);
+	EVP_PKEY_free(key);
+	return key ? 0 : -1;
+}
+
+int cjc_sign_check_trusted(const char *trusted_file, size_t *nkeys, struct cjc_buf *why)
+{
+	unsigned char keys[MAX_TRUSTED][PUBLIC_LEN];
+	return read_trusted(trusted_file, keys, nkeys, why);
+}

@@ -1,0 +1,115 @@
+/*
+ * jit_cli - drives libcudajitcache from the shell suite (tests/jit_test.sh)
+ * and the benchmark: compiles one source file's text through the library.
+ *
+ *     jit_cli [--prefix P] [--arch A] [--format cubin|fatbin|ptx] [--name N]
+ *             [--out FILE] [--repeat N] [--setting NAME] SOURCE [OPTION...]
+ *
+ * Prints "hit KEY" or "miss KEY" per compile (KEY "-" when not cached) on
+ * stdout; --setting prints one effective setting instead; --repeat N compiles
+ * N times and prints the mean time per compile after the first, in ms.
+ * Exit 0, or 1 with the library's error on stderr (and the compiler's log).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cudajitcache/jit.h"
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	rewind(f);
+	char *s = malloc((size_t)n + 1);
+	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+		free(s);
+		s = NULL;
+	}
+	if (s)
+		s[n] = '\0';
+	fclose(f);
+	return s;
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	const char *prefix = NULL, *out = NULL, *setting = NULL;
+	struct cjc_jit_request req = { .arch = "sm_80", .format = CJC_JIT_CUBIN };
+	int repeat = 1, i = 1;
+	for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
+		const char *v = argv[i + 1];
+		if (!strcmp(argv[i], "--prefix"))
+			prefix = v;
+		else if (!strcmp(argv[i], "--arch"))
+			req.arch = strcmp(v, "gpu") ? v : NULL;
+		else if (!strcmp(argv[i], "--format"))
+			req.format = !strcmp(v, "ptx") ? CJC_JIT_PTX : !strcmp(v, "fatbin") ? CJC_JIT_FATBIN
+											  : CJC_JIT_CUBIN;
+		else if (!strcmp(argv[i], "--name"))
+			req.name = v;
+		else if (!strcmp(argv[i], "--out"))
+			out = v;
+		else if (!strcmp(argv[i], "--repeat"))
+			repeat = atoi(v);
+		else if (!strcmp(argv[i], "--setting"))
+			setting = v;
+		else
+			return fprintf(stderr, "jit_cli: unknown option %s\n", argv[i]), 2;
+	}
+	char err[1024];
+	cjc_jit *jit = cjc_jit_open(prefix, err, sizeof err);
+	if (!jit)
+		return fprintf(stderr, "jit_cli: %s\n", err), 1;
+	if (setting) {
+		const char *v = cjc_jit_setting(jit, setting);
+		printf("%s\n", v ? v : "(unknown)");
+		cjc_jit_close(jit);
+		return 0;
+	}
+	if (i >= argc)
+		return fprintf(stderr, "jit_cli: no source\n"), 2;
+	char *code = slurp(argv[i]);
+	if (!code)
+		return fprintf(stderr, "jit_cli: cannot read %s\n", argv[i]), 1;
+	req.code = code;
+	req.options = (const char *const *)argv + i + 1;
+	req.noptions = (size_t)(argc - i - 1);
+	int rc = 0;
+	double t0 = 0;
+	for (int r = 0; r < repeat && !rc; r++) {
+		struct cjc_jit_result res;
+		if (r == 1)
+			t0 = now_ms();
+		rc = cjc_jit_compile(jit, &req, &res);
+		if (rc) {
+			fprintf(stderr, "jit_cli: %s\n%s", cjc_jit_error(jit), res.log ? res.log : "");
+		} else if (repeat == 1) {
+			printf("%s %s\n", res.hit ? "hit" : "miss", res.key[0] ? res.key : "-");
+			if (res.log)
+				fputs(res.log, stderr);
+		}
+		if (!rc && out) {
+			FILE *f = fopen(out, "wb");
+			if (!f || fwrite(res.data, 1, res.size, f) != res.size || fclose(f))
+				rc = 1, fprintf(stderr, "jit_cli: cannot write %s\n", out);
+		}
+		cjc_jit_result_free(&res);
+	}
+	if (!rc && repeat > 1)
+		printf("%.4f\n", (now_ms() - t0) / (repeat - 1));
+	free(code);
+	cjc_jit_close(jit);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,335 @@
+#!/bin/bash
+# remote_test.sh - docs/remote.md: remote stores on real servers (redis-server,
+# nginx's WebDAV over http and https, s3rver), started on 127.0.0.1 by this
+# suite.  Two local stores stand for two machines: what A compiled, B is
+# served with no nvcc run and the same bytes.  Whatever a server holds may be
+# damaged, stale, unsigned or absent, and the server may hang, refuse or die:
+# each is a miss (and a compile), never a wrong or failed build.
+
+. "$(dirname "$0")/helpers.sh"
+. "$(dirname "$0")/servers.sh"
+
+for tool in redis-server redis-cli nginx openssl curl; do
+	command -v $tool >/dev/null || { echo "$tool not found: skipping" >&2; exit 125; }
+done
+[ -x "$S3RVER" ] || { echo "s3rver not found (scripts/install-deps): skipping" >&2; exit 125; }
+
+oneTimeSetUp() {
+	use_suite_dir remote
+	setUp() { case_setup; } # use_suite_dir's own setUp is not enough here
+	start_redis "$SUITE_DIR/redis" || exit 1
+	start_nginx "$SUITE_DIR/nginx" || exit 1
+	start_s3 "$SUITE_DIR/s3" || exit 1
+	start_blackhole "$SUITE_DIR/blackhole" || exit 1
+	openssl genpkey -algorithm ed25519 -out "$SUITE_DIR/sign.pem" 2>/dev/null &&
+		openssl pkey -in "$SUITE_DIR/sign.pem" -pubout -out "$SUITE_DIR/trusted.pem" &&
+		openssl genpkey -algorithm ed25519 -out "$SUITE_DIR/other.pem" 2>/dev/null &&
+		openssl pkey -in "$SUITE_DIR/other.pem" -pubout -out "$SUITE_DIR/other.pub" || exit 1
+	# The template: what machine A compiled, signed; uploaded where a case needs it.
+	CJC_DIR="$SUITE_DIR/template" CJC_SIGN_KEY="$SUITE_DIR/sign.pem" NVCC_LOG=/dev/null \
+		"$CJC" "$NVCC" -c k.cu -o a.o -arch=$ARCH || exit 1
+}
+
+oneTimeTearDown() {
+	servers_stop_all
+	rm -rf "$SUITE_DIR"
+}
+
+case_setup() {
+	cd "$SUITE_DIR/src" || return 1
+	CASE=$(mktemp -d "$SUITE_DIR/case.XXXXXX")
+	export CJC_LOG="$CASE/cjc.log" NVCC_LOG="$CASE/nvcc.log"
+	unset CJC_REMOTE CJC_SIGN_KEY CJC_TRUSTED_KEYS
+	redis_cli FLUSHALL >/dev/null
+	rm -rf "${NGINX_ROOT:?}"/*/v1
+}
+
+# on A|B|... CMD...: runs cjc with that machine's local store.
+on() {
+	local machine=$1
+	shift
+	CJC_DIR="$CASE/$machine" "$@"
+}
+
+# compile_on MACHINE: the suite's compile through the cache on MACHINE.
+compile_on() {
+	on "$1" "$CJC" "$NVCC" -c k.cu -o "$CASE/$1.o" -arch=$ARCH 2>"$CASE/$1.err"
+}
+
+remote_stat() {
+	on "$1" "$CJC" stats --json | jq -r ".$2"
+}
+
+# upload_template [URL]: what A compiled, on the server (default: Redis).
+upload_template() {
+	CJC_REMOTE=${1:-$REDIS_URL} CJC_DIR="$SUITE_DIR/template" "$CJC" remote upload >/dev/null
+}
+
+# expect_shared URL: A compiles and publishes to URL; B hits with no nvcc.
+expect_shared() {
+	export CJC_REMOTE=$1
+	compile_on A
+	assertEquals "A compiled" 1 "$(nvcc_compiles)"
+	compile_on B
+	assertEquals "B compiled nothing" 1 "$(nvcc_compiles)"
+	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
+	assertEquals "B's hits" 1 "$(remote_stat B hits)"
+	assertTrue "B got A's bytes" "cmp -s '$CASE/A.o' '$CASE/B.o'"
+	assertTrue "B's store verifies" "on B '$CJC' verify >/dev/null"
+}
+
+testRedisSharesBetweenMachines() {
+	expect_shared "$REDIS_URL"
+	assertEquals "A's bytes written" true "$(on A "$CJC" stats --json | jq '.remote_bytes_written > 0')"
+	# a third machine, with the entry on B's disk already counted as B's
+	assertEquals "B's store holds the entry" 1 "$(on B "$CJC" ls --json | grep -c '"key"')"
+}
+
+testRedisUnixSocket() {
+	expect_shared "redis+unix://:$REDIS_PASSWORD@$REDIS_SOCKET"
+}
+
+testHttpWebDav() {
+	expect_shared "$NGINX_URL"
+}
+
+# with_user URL [PASSWORD]: the URL with nginx's user and password in it.
+with_user() {
+	echo "$1" | sed "s#://#://$NGINX_USER:${2:-$NGINX_PASSWORD}@#"
+}
+
+testHttpBasicAuth() {
+	expect_shared "$(with_user "$NGINX_AUTH_URL")"
+}
+
+testHttpsWithCaFile() {
+	expect_shared "$(with_user "$NGINX_HTTPS_AUTH_URL")|ca-file=$NGINX_CA"
+}
+
+testBearerToken() {
+	expect_shared "$NGINX_BEARER_URL|bearer-token-file=$NGINX_TOKEN_FILE"
+}
+
+testS3() {
+	expect_shared "s3://$S3_BUCKET/ci?endpoint=$S3_ENDPOINT&region=$S3_REGION"
+	assertTrue "objects under the prefix" "find '$S3_ROOT' -path '*ci/v1/*/c/*' | grep -q ."
+}
+
+testShardsSpreadKeysOverServers() {
+	# a second server, on a unix socket only, with the first one's password
+	local second=$CASE/second.sock i
+	redis-server --port 0 --unixsocket "$second" --unixsocketperm 700 --save '' --appendonly no \
+		--requirepass "$REDIS_PASSWORD" --dir "$CASE" </dev/null >"$CASE/second.log" 2>&1 &
+	local pid=$!
+	for i in $(seq 300); do
+		[ "$(redis-cli -s "$second" -a "$REDIS_PASSWORD" --no-auth-warning ping 2>/dev/null)" = PONG ] && break
+		kill -0 $pid || break
+		redis-cli -s "$second" ping >/dev/null 2>&1 || true # a real request bounds each turn
+	done
+	# fixed shard names (relative paths), so where each key goes is the same every run
+	ln -sf "$REDIS_SOCKET" s1.sock && ln -sf "$second" s2.sock
+	expect_shared "redis+unix://:$REDIS_PASSWORD@*|shards=s1.sock,s2.sock"
+	for i in 1 2 3; do # more keys: 4 manifests, 4 records, artifacts
+		on A "$CJC" "$NVCC" -c k.cu -o "$CASE/v$i.o" -arch=$ARCH -DVARIANT=$i
+	done
+	rm -f s1.sock s2.sock
+	local one two
+	one=$(redis_cli DBSIZE)
+	two=$(redis-cli -s "$second" -a "$REDIS_PASSWORD" --no-auth-warning DBSIZE)
+	assertTrue "at least nine keys in all: $one + $two" "[ $((one + two)) -ge 9 ]"
+	assertTrue "both servers hold some: $one and $two" "[ $one -gt 0 ] && [ $two -gt 0 ]"
+	kill $pid
+	wait $pid 2>/dev/null
+}
+
+testEveryDamagedValueIsAMissNeverServed() {
+	upload_template
+	local keys key how
+	keys=$(redis_cli --raw KEYS 'cjc/*')
+	assertEquals "manifest, record, artifact" 3 "$(echo "$keys" | wc -l)"
+	export CJC_REMOTE=$REDIS_URL
+	for key in $keys; do
+		for how in tampered truncated deleted; do
+			upload_template
+			damage_value "$key" $how
+			rm -rf "$CASE/B"
+			: >"$NVCC_LOG"
+			compile_on B || fail "$how $key: the build failed"
+			assertEquals "$how $key: compiled" 1 "$(nvcc_compiles)"
+			assertEquals "$how $key: no hit" 0 "$(remote_stat B remote_hits)"
+			assert_same_devcode "$SUITE_DIR/src/a.o" "$CASE/B.o"
+			assertTrue "$how $key: store verifies" "on B '$CJC' verify >/dev/null"
+			redis_cli FLUSHALL >/dev/null
+		done
+	done
+}
+
+# damage_value KEY tampered|truncated|deleted
+damage_value() {
+	local value
+	case $2 in
+	deleted) redis_cli DEL "$1" >/dev/null ;;
+	truncated)
+		value=$(redis_cli STRLEN "$1")
+		redis_cli --raw GETRANGE "$1" 0 $((value / 2 - 1)) | head -c -1 | redis_cli -x SET "$1" >/dev/null ;;
+	tampered)
+		# same length, other bytes: one byte in the middle flipped
+		redis_cli SETRANGE "$1" $(($(redis_cli STRLEN "$1") / 2)) "#" >/dev/null ;;
+	esac
+}
+
+testServerThatNeverAnswersCostsOneTimeout() {
+	export CJC_REMOTE="redis://127.0.0.1:$BLACKHOLE_PORT|operation-timeout=300ms"
+	compile_on A || fail "the build failed"
+	assertEquals "compiled" 1 "$(nvcc_compiles)"
+	assertEquals "one timeout, not one per request" 1 "$(remote_stat A remote_timeouts)"
+	assertEquals "no error besides" 0 "$(remote_stat A remote_errors)"
+	assertEquals "published locally" 1 "$(on A "$CJC" ls --json | grep -c '"key"')"
+	export CJC_REMOTE="http://127.0.0.1:$BLACKHOLE_PORT/cache|operation-timeout=300ms"
+	compile_on C || fail "the build failed"
+	assertEquals "one http timeout" 1 "$(remote_stat C remote_timeouts)"
+}
+
+# A server that dies in the middle of a value: it promises 100000 bytes,
+# sends 10 and closes.
+testServerDyingMidTransferIsAnError() {
+	printf '$100000\r\n0123456789' >"$CASE/redis-reply"
+	printf 'HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789' >"$CASE/http-reply"
+	local kind
+	for kind in redis http; do
+		start_partial "$CASE/$kind-partial" "$CASE/$kind-reply" || fail "partial server"
+		if [ $kind = redis ]; then
+			export CJC_REMOTE="redis://127.0.0.1:$PARTIAL_PORT"
+		else
+			export CJC_REMOTE="http://127.0.0.1:$PARTIAL_PORT/cache"
+		fi
+		compile_on $kind || fail "$kind: the build failed"
+		assertEquals "$kind: an error" 1 "$(remote_stat $kind remote_errors)"
+		assertEquals "$kind: no hit" 0 "$(remote_stat $kind remote_hits)"
+		assert_same_devcode "$SUITE_DIR/src/a.o" "$CASE/$kind.o"
+		kill_server partial
+	done
+}
+
+testRefusedConnectionIsAnErrorAndTheBuildGoesOn() {
+	export CJC_REMOTE="redis://127.0.0.1:1 http://127.0.0.1:1/cache"
+	compile_on A || fail "the build failed"
+	assertEquals "two stores, one error each" 2 "$(remote_stat A remote_errors)"
+	assertEquals "counted per store" 2 "$(on A "$CJC" stats --json | jq '.remotes | length')"
+}
+
+testWrongPasswordIsOneClearMessage() {
+	export CJC_REMOTE="redis://:wrong@127.0.0.1:$REDIS_PORT"
+	compile_on A || fail "the build failed"
+	assertEquals "one message" 1 "$(grep -c 'CJC_REMOTE' "$CASE/A.err")"
+	assertContains "$(cat "$CASE/A.err")" "authentication refused"
+	assertNotContains "no password shown" "$(cat "$CASE/A.err")" wrong
+	assertEquals "an error" 1 "$(remote_stat A remote_errors)"
+	CJC_REMOTE=$(with_user "$NGINX_AUTH_URL" wrong)
+	compile_on C || fail "the build failed"
+	assertContains "$(cat "$CASE/C.err")" "authentication refused (HTTP 401)"
+}
+
+testMalformedUrlNamesTheSettingAndCompiles() {
+	export CJC_REMOTE="redis://:secret@127.0.0.1:$REDIS_PORT|shards"
+	compile_on A || fail "the build failed"
+	assertContains "$(cat "$CASE/A.err")" "CJC_REMOTE"
+	assertNotContains "$(cat "$CASE/A.err")" "secret"
+	assertEquals "compiled" 1 "$(nvcc_compiles)"
+}
+
+testFullServerIsAnErrorAndTheBuildGoesOn() {
+	redis_limit_memory 1mb
+	head -c 200000 /dev/zero | redis_cli -x SET filler >/dev/null || true
+	export CJC_REMOTE=$REDIS_URL
+	compile_on A || fail "the build failed"
+	assertEquals "refused write counted" 1 "$(remote_stat A remote_errors)"
+	assertEquals "published locally" 1 "$(on A "$CJC" ls --json | grep -c '"key"')"
+	redis_cli CONFIG SET maxmemory 0 >/dev/null
+}
+
+testReadOnlyStoreIsNeverWritten() {
+	export CJC_REMOTE="$REDIS_URL|read-only"
+	compile_on A
+	assertEquals "nothing written" 0 "$(redis_cli DBSIZE)"
+	upload_template
+	compile_on B
+	assertEquals "but read" 1 "$(remote_stat B remote_hits)"
+}
+
+testUntrustedEntriesAreMisses() {
+	upload_template # signed by sign.pem
+	export CJC_REMOTE=$REDIS_URL CJC_TRUSTED_KEYS="$SUITE_DIR/other.pub"
+	compile_on B
+	assertEquals "compiled" 1 "$(nvcc_compiles)"
+	assertEquals "untrusted" 1 "$(remote_stat B untrusted)"
+	assertEquals "no remote hit" 0 "$(remote_stat B remote_hits)"
+	export CJC_TRUSTED_KEYS="$SUITE_DIR/trusted.pem"
+	compile_on C
+	assertEquals "a trusted key's entry is served" 1 "$(remote_stat C remote_hits)"
+	assertEquals "still one compile" 1 "$(nvcc_compiles)"
+	assertTrue "verify checks the signature" "on C '$CJC' verify | grep -q '1 by a trusted key'"
+}
+
+testUnsignedEntryIsUntrustedWhereKeysAreSet() {
+	export CJC_REMOTE=$REDIS_URL
+	compile_on A # no sign_key
+	export CJC_TRUSTED_KEYS="$SUITE_DIR/trusted.pem"
+	compile_on B
+	assertEquals "untrusted" 1 "$(remote_stat B untrusted)"
+	assertEquals "compiled twice" 2 "$(nvcc_compiles)"
+}
+
+testForgedSignatureIsDamageToVerify() {
+	export CJC_REMOTE=$REDIS_URL CJC_TRUSTED_KEYS="$SUITE_DIR/trusted.pem"
+	upload_template
+	compile_on B
+	local sig
+	sig=$(echo "$CASE"/B/v1/*/entries/*/*/metadata.sig)
+	chmod u+w "$(dirname "$sig")" "$sig"
+	# the signature's last hex digit changed: still well formed, now false
+	local last
+	last=$(tail -c 2 "$sig" | head -c 1)
+	sed -i "s/.\$/$([ "$last" = 0 ] && echo 1 || echo 0)/" "$sig"
+	assertFalse "verify fails" "on B '$CJC' verify >/dev/null"
+}
+
+testSecretsAppearNowhere() {
+	export CJC_REMOTE="$REDIS_URL $NGINX_BEARER_URL|bearer-token-file=$NGINX_TOKEN_FILE"
+	export CJC_SIGN_KEY="$SUITE_DIR/sign.pem" CJC_DEBUG=1
+	compile_on A 2>>"$CASE/A.err"
+	compile_on B 2>>"$CASE/B.err"
+	on A "$CJC" config >"$CASE/config.txt"
+	on A "$CJC" config --json >>"$CASE/config.txt"
+	on A "$CJC" stats >>"$CASE/config.txt"
+	local secret
+	for secret in "$REDIS_PASSWORD" "$NGINX_TOKEN" "$(sed -n 2p "$SUITE_DIR/sign.pem")"; do
+		assertFalse "a secret in the store or output" \
+			"grep -rqF -- '$secret' '$CASE/A' '$CASE/B' '$CASE/config.txt' '$CASE/A.err' '$CASE/B.err' '$CJC_LOG'"
+	done
+	unset CJC_DEBUG
+}
+
+testRemoteCheckSaysWhatWorks() {
+	export CJC_REMOTE="$REDIS_URL $(with_user "$NGINX_HTTPS_AUTH_URL")|ca-file=$NGINX_CA"
+	local out
+	out=$(on A "$CJC" remote check)
+	assertEquals "check passes" 0 $?
+	assertEquals "both read back" 2 "$(echo "$out" | grep -c 'wrote and read back')"
+	export CJC_REMOTE=$NGINX_HTTPS_URL # no CA file: the certificate is not trusted
+	out=$(on A "$CJC" remote check)
+	assertNotEquals "check fails" 0 $?
+	assertContains "$out" "cannot"
+}
+
+testUploadSeedsAnotherMachine() {
+	export CJC_REMOTE="s3://$S3_BUCKET/seed?endpoint=$S3_ENDPOINT&region=$S3_REGION"
+	local out
+	out=$(CJC_DIR="$SUITE_DIR/template" "$CJC" remote upload)
+	assertContains "$out" "1 now held"
+	compile_on B
+	assertEquals "no compile" 0 "$(nvcc_compiles)"
+	assertTrue "same bytes" "cmp -s '$SUITE_DIR/src/a.o' '$CASE/B.o'"
+}
+
+. "$SHUNIT2"
