@@ -178,6 +178,41 @@ damage_value() {
 	esac
 }
 
+# An artifact evicted while its record stayed: the next miss replaces the
+# record with its own, artifact and all (nvcc's bytes differ from run to
+# run), so the entry does not stay a miss for everyone.
+testEvictedArtifactIsReplaced() {
+	upload_template
+	local artifact
+	artifact=$(redis_cli --raw KEYS 'cjc/*/c/*')
+	redis_cli DEL "$artifact" >/dev/null
+	export CJC_REMOTE=$REDIS_URL
+	compile_on B
+	assertEquals "B compiled" 1 "$(nvcc_compiles)"
+	assertEquals "B's artifact is there" 1 "$(redis_cli --raw KEYS 'cjc/*/c/*' | grep -c .)"
+	compile_on C
+	assertEquals "C hit" 1 "$(remote_stat C remote_hits)"
+	assertEquals "C compiled nothing" 1 "$(nvcc_compiles)"
+}
+
+# While nvcc runs, cjc holds no connection: a server's idle timeout cannot
+# cut it, and compiling runners do not use up the server's clients.
+testNoConnectionIsHeldWhileNvccRuns() {
+	cat >"$CASE/nvcc" <<WRAP
+#!/bin/sh
+case " \$* " in *" --version "*) ;; *)
+	redis-cli -p $REDIS_PORT -a $REDIS_PASSWORD --no-auth-warning CLIENT LIST >>"$CASE/clients" ;;
+esac
+exec "$NVCC" "\$@"
+WRAP
+	chmod +x "$CASE/nvcc"
+	export CJC_REMOTE=$REDIS_URL
+	on A "$CJC" "$CASE/nvcc" -c k.cu -o "$CASE/A.o" -arch=$ARCH || fail "the build failed"
+	assertEquals "only the wrapper's own connection" 1 "$(grep -c 'cmd=client' "$CASE/clients")"
+	assertEquals "no other" 1 "$(grep -c . "$CASE/clients")"
+	assertEquals "and the miss was published after" 1 "$(redis_cli --raw KEYS 'cjc/*/e/*' | grep -c .)"
+}
+
 testServerThatNeverAnswersCostsOneTimeout() {
 	export CJC_REMOTE="redis://127.0.0.1:$BLACKHOLE_PORT|operation-timeout=300ms"
 	compile_on A || fail "the build failed"

@@ -40,6 +40,7 @@ struct group {
 	struct server *servers;
 	size_t n;
 	uint64_t counts[CJC_STAT_COUNT];
+	char broken[CJC_HEX_LEN + 1]; /* an entry whose record is here but an artifact is not */
 };
 
 struct cjc_remotes {
@@ -559,7 +560,10 @@ static int fetch_artifacts(struct cjc_remotes *r, struct group *g, const char *k
 	for (size_t i = 0; !rc && i < f->nfiles; i++) {
 		const struct cjc_artifact *a = &f->files[i];
 		char sha[CJC_HEX_LEN + 1];
-		if (get(r, g, 'c', a->sha256, a->size, &data) != CJC_REMOTE_OK) {
+		int got = get(r, g, 'c', a->sha256, a->size, &data);
+		if (got == CJC_REMOTE_ABSENT)
+			snprintf(g->broken, sizeof g->broken, "%s", key); /* evicted: see send_entry */
+		if (got != CJC_REMOTE_OK) {
 			rc = -1;
 			break;
 		}
@@ -619,6 +623,17 @@ static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct
 	return rc;
 }
 
+void cjc_remote_hang_up(struct cjc_remotes *r)
+{
+	for (size_t i = 0; r && i < r->n; i++)
+		for (size_t k = 0; k < r->groups[i].n; k++) {
+			struct server *sv = &r->groups[i].servers[k];
+			if (sv->b)
+				sv->ops->close(sv->b);
+			sv->b = NULL;
+		}
+}
+
 int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, const struct cjc_place *place,
 		     char key[CJC_HEX_LEN + 1], uint64_t *new_bytes)
 {
@@ -672,10 +687,14 @@ static int outgoing_open(struct cjc_remotes *r, const char *key, const char *sig
 	return rc;
 }
 
-/* Sends the artifacts the store lacks, then the record: first writer wins. */
+/* Sends the artifacts the store lacks, then the record: first writer wins.
+ * But a record whose artifact this compile found evicted is replaced by
+ * ours (nvcc's bytes differ from run to run, so the lost artifact cannot be
+ * sent again): else the entry would stay a miss for everyone. */
 static int send_entry(struct cjc_remotes *r, struct group *g, const char *key, struct outgoing *o)
 {
-	int rc = exists(r, g, 'e', key);
+	bool repair = !strcmp(g->broken, key);
+	int rc = repair ? CJC_REMOTE_ABSENT : exists(r, g, 'e', key);
 	if (rc == CJC_REMOTE_OK)
 		return 0;
 	for (size_t i = 0; rc == CJC_REMOTE_ABSENT && i < o->e.nfiles; i++) {
@@ -693,7 +712,7 @@ static int send_entry(struct cjc_remotes *r, struct group *g, const char *key, s
 		cjc_buf_release(&why);
 	}
 	if (rc == CJC_REMOTE_OK || rc == CJC_REMOTE_ABSENT)
-		rc = put(r, g, 'e', key, true, &o->record);
+		rc = put(r, g, 'e', key, !repair, &o->record);
 	return rc == CJC_REMOTE_OK ? 0 : -1;
 }
 

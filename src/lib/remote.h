@@ -111,6 +111,11 @@ const char *cjc_remote_shown(const struct cjc_remotes *r, size_t i);
 int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, const struct cjc_place *place,
 		     char key[CJC_HEX_LEN + 1], uint64_t *new_bytes);
 
+/* Closes the open connections (a failed store stays failed): before nvcc
+ * runs, so a server's idle timeout cannot close one under a long compile,
+ * and a fleet of compiling runners holds no connections it does not use. */
+void cjc_remote_hang_up(struct cjc_remotes *r);
+
 /* Sends a local entry (and the manifest record naming it) to every store
  * that is not read-only.  rec may be NULL (no manifest update).  Returns the
  * number of stores that now hold it. */

@@ -1029,6 +1029,7 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 		rc = try_hit(&j);
 		if (rc < 0 && j.remotes && !fetch_remote(&j))
 			rc = try_hit(&j);
+		cjc_remote_hang_up(j.remotes);
 		if (rc < 0)
 			rc = compile_miss(&j);
 		save_hash_cache(&j);
