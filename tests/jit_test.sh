@@ -90,6 +90,23 @@ testAHeaderChangeOrAShadowingHeaderMisses() {
 	expect_nvcc_runs 3
 }
 
+# One handle remembers headers' hashes and directory listings: a change
+# made between two compiles of one handle must still be seen.
+testOneHandleSeesAChangeBetweenCompiles() {
+	write_kernel
+	local dirs=(-I"$PWD/inc0" -I"$PWD/inc" -I"$PWD/inc2")
+	mkdir -p inc0 inc2
+	jit kernel.cu "${dirs[@]}" >/dev/null || fail
+	local said
+	said=$(jit --between "echo '#define FACTOR 5.0f' >inc0/tile.h" kernel.cu "${dirs[@]}" | cut -d' ' -f1)
+	assertEquals "a header planted earlier in the search path" "hit miss" "$(echo $said)"
+	said=$(jit --between "rm inc0/tile.h" kernel.cu "${dirs[@]}" | cut -d' ' -f1)
+	assertEquals "and taken away again" "hit hit" "$(echo $said)"
+	said=$(jit --between "echo '#define FACTOR 6.0f' >inc/tile.h" kernel.cu "${dirs[@]}" | cut -d' ' -f1)
+	assertEquals "a header changed in place" "hit miss" "$(echo $said)"
+	expect_nvcc_runs 3
+}
+
 testEveryOptionAndSettingIsANewEntry() {
 	write_kernel
 	local i

@@ -57,6 +57,32 @@ testStatsStayRightUnderParallelBuilds() {
 	expect_stat hits 24
 }
 
+# cjc ls reads the index publishers keep (index.h), and never trusts it over
+# the entries: a missing, damaged or stale index gives the same rows.
+testLsIndexIsNeverTrustedOverTheEntries() {
+	populate
+	"$CJC" ls --json >expected.json || fail
+	local index
+	index=$(echo "$CJC_DIR"/v1/*/index)
+	assertTrue "publishers keep an index" "ls '$index' | grep -q ."
+	rm -rf "$index"
+	assertTrue "no index" "\"$CJC\" ls --json | cmp -s - expected.json"
+	assertTrue "ls wrote it again" "ls '$index' | grep -q ."
+	local f
+	for f in "$index"/*; do head -c 100 /dev/urandom >"$f"; done
+	assertTrue "a damaged index" "\"$CJC\" ls --json | cmp -s - expected.json"
+	# a row that names another document (the entry published again): read anew
+	local entry
+	entry=$("$CJC" ls --json | jq -r '.[] | select(.kind == "fatbin") | .path')
+	cp -a "$entry" "$entry.new" && rm -rf "$entry" && mv "$entry.new" "$entry"
+	sed -i 's/"target": null/"target": "relabelled"/' "$entry/metadata.json" 2>/dev/null ||
+		{ chmod u+w "$entry/metadata.json"; sed -i 's/"target": null/"target": "relabelled"/' "$entry/metadata.json"; }
+	assertEquals "the entry's own metadata wins" relabelled \
+		"$("$CJC" ls --json | jq -r '.[] | select(.kind == "fatbin") | .target')"
+	rm -rf "$entry"
+	assertEquals "a removed entry's row is gone" 1 "$("$CJC" ls --json | jq length)"
+}
+
 testLsAndShow() {
 	populate
 	assertEquals "rows" 2 "$("$CJC" ls | wc -l)"

@@ -5,9 +5,15 @@
  * handle remembers, per path, the SHA-256 and the stamp the file had when
  * it was read, and every lookup stats the file: the hash is reused only
  * while the stamp holds (stamp.h, git's racy-clean rule).  Candidates that
- * must stay absent are stat'ed every time.  The lock guards the table
- * alone; files are read and stat'ed outside it.
+ * must stay absent are looked up in a listing of their directory, kept
+ * while the directory's own stamp holds (a name added or removed changes
+ * its mtime), so a lookup stats each directory once instead of every
+ * candidate (hundreds for a kernel that includes CUB).  A name in the
+ * listing counts as present, even a dangling link: at worst a miss.  The
+ * lock guards the tables alone; files are read, listed and stat'ed outside
+ * it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -21,6 +27,7 @@
 
 #define BUCKETS 1024
 #define MAX_PATHS 65536 /* past this, files are hashed each time */
+#define MAX_DIRS 4096   /* past this, candidates are stat'ed each time */
 
 struct dep_memo {
 	struct dep_memo *next;
@@ -110,10 +117,134 @@ int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t *size,
 	return 0;
 }
 
-static bool absent(const char *path)
+struct dir_memo {
+	struct dir_memo *next;
+	char *path;
+	struct cjc_stamp st; /* the directory's, when it was listed */
+	int64_t taken_ns;
+	struct cjc_strvec names; /* sorted */
+};
+
+static int by_name(const void *a, const void *b)
 {
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The listing of dir that its stamp now still vouches for: whether name is
+ * in it (1), not (0), or no such listing (-1). */
+static int listed(struct cjc_jit *h, const char *dir, const struct cjc_stamp *now, const char *name)
+{
+	int found = -1;
+	jit_lock(h);
+	struct dir_memo *m = h->deps.dirs ? h->deps.dirs[bucket_of(dir)] : NULL;
+	for (; m && strcmp(m->path, dir); m = m->next)
+		;
+	if (m && cjc_stamp_holds(&m->st, now, m->taken_ns))
+		found = bsearch(&name, m->names.v, m->names.n, sizeof *m->names.v, by_name) != NULL;
+	jit_unlock(h);
+	return found;
+}
+
+static void remember_dir(struct cjc_jit *h, const char *dir, const struct cjc_stamp *st,
+			 int64_t taken_ns, struct cjc_strvec *names)
+{
+	jit_lock(h);
+	if (!h->deps.dirs)
+		h->deps.dirs = cjc_xcalloc(BUCKETS, sizeof *h->deps.dirs);
+	unsigned b = bucket_of(dir);
+	struct dir_memo *m = h->deps.dirs[b];
+	for (; m && strcmp(m->path, dir); m = m->next)
+		;
+	if (!m && h->deps.ndirs < MAX_DIRS) {
+		m = cjc_xcalloc(1, sizeof *m);
+		m->path = cjc_xstrdup(dir);
+		m->next = h->deps.dirs[b];
+		h->deps.dirs[b] = m;
+		h->deps.ndirs++;
+	}
+	if (m) {
+		cjc_strvec_clear(&m->names);
+		m->names = *names;
+		*names = (struct cjc_strvec)CJC_STRVEC_INIT;
+		m->st = *st;
+		m->taken_ns = taken_ns;
+	}
+	jit_unlock(h);
+}
+
+/* Lists dir (stamped st just before) and says whether name is in it. */
+static bool list_dir(struct cjc_jit *h, const char *dir, const struct cjc_stamp *st, const char *name)
+{
+	int64_t taken = cjc_wall_ns();
+	DIR *d = opendir(dir);
+	if (!d)
+		return true; /* cannot tell: present */
+	struct cjc_strvec names = CJC_STRVEC_INIT;
+	struct dirent *de;
+	bool found = false;
+	while ((de = readdir(d))) {
+		cjc_strvec_push(&names, de->d_name);
+		found = found || !strcmp(de->d_name, name);
+	}
+	closedir(d);
+	qsort(names.v, names.n, sizeof *names.v, by_name);
+	remember_dir(h, dir, st, taken, &names);
+	cjc_strvec_clear(&names);
+	return found;
+}
+
+/* The directories one lookup has stat'ed, each once (a candidate's
+ * directory is met again and again: /a/x.h, /a/b/y.h, /a/z.h). */
+#define SEEN_DIRS 64
+
+struct seen_dir {
+	char *path;
+	int state; /* 0: a directory (stamp in st); 1: nothing there; -1: other */
+	struct cjc_stamp st;
+};
+
+struct seen_dirs {
+	struct seen_dir d[SEEN_DIRS];
+	size_t n, next; /* next: the slot reused once all are taken */
+};
+
+static void seen_release(struct seen_dirs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->d[i].path);
+}
+
+static const struct seen_dir *look_at_dir(struct seen_dirs *s, const char *dir, size_t len)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strlen(s->d[i].path) == len && !strncmp(s->d[i].path, dir, len))
+			return &s->d[i];
+	struct seen_dir *l = s->n < SEEN_DIRS ? &s->d[s->n++] : &s->d[s->next++ % SEEN_DIRS];
+	free(l->path);
+	l->path = cjc_xstrndup(dir, len);
 	struct stat st;
-	return stat(path, &st) && (errno == ENOENT || errno == ENOTDIR);
+	if (stat(l->path, &st))
+		l->state = errno == ENOENT || errno == ENOTDIR ? 1 : -1;
+	else if (!S_ISDIR(st.st_mode))
+		l->state = 1;
+	else
+		l->state = 0, cjc_stamp_of(&st, &l->st);
+	return l;
+}
+
+/* Whether nothing is at path now, as stat(2) would say (ENOENT, ENOTDIR),
+ * through the listing of its directory. */
+static bool absent(struct cjc_jit *h, const char *path, struct seen_dirs *seen)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat s;
+	if (!slash || !slash[1] || slash == path)
+		return stat(path, &s) && (errno == ENOENT || errno == ENOTDIR);
+	const struct seen_dir *l = look_at_dir(seen, path, (size_t)(slash - path));
+	if (l->state)
+		return l->state > 0;
+	int in = listed(h, l->path, &l->st, slash + 1);
+	return in < 0 ? !list_dir(h, l->path, &l->st, slash + 1) : !in;
 }
 
 /* Every file as recorded (the source compared with the bytes in hand),
@@ -133,10 +264,12 @@ static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r, co
 			return false;
 		}
 	}
-	for (size_t i = 0; i < r->absent.n; i++)
-		if (!absent(r->absent.v[i]))
-			return false;
-	return true;
+	struct seen_dirs seen = { .n = 0 };
+	bool none = true;
+	for (size_t i = 0; i < r->absent.n && none; i++)
+		none = absent(h, r->absent.v[i], &seen);
+	seen_release(&seen);
+	return none;
 }
 
 long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
@@ -163,5 +296,14 @@ void jit_deps_release(struct jit_deps *d)
 			free(m);
 		}
 	free(d->buckets);
+	for (size_t b = 0; d->dirs && b < BUCKETS; b++)
+		while (d->dirs[b]) {
+			struct dir_memo *m = d->dirs[b];
+			d->dirs[b] = m->next;
+			free(m->path);
+			cjc_strvec_clear(&m->names);
+			free(m);
+		}
+	free(d->dirs);
 	memset(d, 0, sizeof *d);
 }

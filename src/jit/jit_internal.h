@@ -63,11 +63,14 @@ int jit_settings_load(struct jit_settings *s, const char *prefix, const struct c
 void jit_settings_release(struct jit_settings *s);
 int jit_setting_find(const char *name);
 
-/* deps.c: remembered hashes of the files manifest records name, per
+/* deps.c: remembered hashes of the files manifest records name, and
+ * listings of the directories of the candidates that must stay absent, per
  * handle, each trusted only while its stamp holds (stamp.h). */
 struct jit_deps {
 	struct dep_memo **buckets;
 	size_t n;
+	struct dir_memo **dirs;
+	size_t ndirs;
 };
 
 struct driver;

@@ -3,8 +3,8 @@
  *
  *     nvcc --cubin|--fatbin|--ptx -arch=ARCH [settings' flags] OPTIONS... SOURCE
  *
- * run in the process's working directory (the tool's parser, nvcc_args.h,
- * and key.h): the direct key names a manifest, whose records name the
+ * run in the process's working directory (the parser, nvcc_args.h, and
+ * key.h): the direct key names a manifest, whose records name the
  * entry once every header they list is unchanged (deps.c); a miss runs
  * nvcc with -MD, hashes what it read, records the include candidates that
  * must stay absent, and publishes an ordinary entry.  The settings' flags:
@@ -12,10 +12,8 @@
  * -Xptxas=-v; DUMP_PTX, DUMP_SASS and CHECK_NO_SPILLS are cjc's keep_ptx,
  * keep_sass and check_spills (diagnostics.h), keyed the same way.
  *
- * What repeats the launcher (src/tool/launcher.c), to be shared when the
- * tool's compile path moves into the library: host_compiler(), the include
- * scan's search path, the changed-during-the-compile rule, and the
- * staging sequence of publish().
+ * The steps a miss shares with cjc's launcher are miss.h's: the start
+ * time, and the record of what nvcc read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +34,7 @@
 #include "includescan.h"
 #include "jit_internal.h"
 #include "key.h"
+#include "miss.h"
 #include "metadata.h"
 #include "nvcc_args.h"
 #include "run.h"
@@ -91,57 +90,6 @@ static void build_command(struct nvcc_job *n)
 	cjc_strvec_push(a, n->j->source);
 }
 
-/* The -ccbin in a variable of flags nvcc reads, or NULL (as the launcher). */
-static char *ccbin_in(const char *variable)
-{
-	const char *flags = getenv(variable);
-	if (!flags || !strstr(flags, "bin"))
-		return NULL;
-	struct cjc_strvec words = CJC_STRVEC_INIT;
-	char *copy = cjc_xstrdup(flags), *save = NULL;
-	for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
-		cjc_strvec_push(&words, w);
-	struct cjc_compile c;
-	cjc_compile_parse((int)words.n, words.v, NULL, &c);
-	char *ccbin = c.ccbin ? cjc_xstrdup(c.ccbin) : NULL;
-	cjc_compile_release(&c);
-	cjc_strvec_clear(&words);
-	free(copy);
-	return ccbin;
-}
-
-/* The host compiler nvcc runs, in nvcc's order (docs/key.md). */
-static char *host_compiler(const struct cjc_compile *c)
-{
-	char *ccbin = ccbin_in("NVCC_APPEND_FLAGS");
-	if (!ccbin && c->ccbin)
-		ccbin = cjc_xstrdup(c->ccbin);
-	if (!ccbin)
-		ccbin = ccbin_in("NVCC_PREPEND_FLAGS");
-	if (!ccbin && getenv("NVCC_CCBIN") && *getenv("NVCC_CCBIN"))
-		ccbin = cjc_xstrdup(getenv("NVCC_CCBIN"));
-	if (!ccbin)
-		return cjc_xstrdup("gcc");
-	if (cjc_is_dir(ccbin)) {
-		char *gcc = cjc_path_join(ccbin, "gcc");
-		free(ccbin);
-		return gcc;
-	}
-	return ccbin;
-}
-
-static void collect_environment(struct cjc_strvec *env)
-{
-	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
-		const char *v = getenv(cjc_key_env[i]);
-		if (v) {
-			char *kv = cjc_xasprintf("%s=%s", cjc_key_env[i], v);
-			cjc_strvec_push(env, kv);
-			free(kv);
-		}
-	}
-}
-
 /* Parse, identities, direct key.  0; or -1 when the compile cannot be
  * cached (the reason is noted) but may still run. */
 static int prepare(struct nvcc_job *n)
@@ -156,7 +104,7 @@ static int prepare(struct nvcc_job *n)
 	cjc_compile_parse((int)n->argv.n - 1, n->argv.v + 1, &where, &n->c);
 	if (n->c.uncacheable)
 		return jit_note(h, "%s: uncacheable: %s", n->j->name, n->c.uncacheable), -1;
-	char *host = host_compiler(&n->c);
+	char *host = cjc_compile_host(&n->c);
 	int rc = 0;
 	if (cjc_identity_nvcc(&h->store, n->argv.v[0], &n->nvcc))
 		rc = -1, jit_note(h, "cannot identify %s: %s", n->argv.v[0], strerror(errno));
@@ -170,7 +118,7 @@ static int prepare(struct nvcc_job *n)
 			     s->flag[JIT_DUMP_SASS] && n->c.kind != CJC_KIND_PTX,
 			     s->flag[JIT_CHECK_NO_SPILLS], n->nvcc.realpath);
 	cjc_diagnostics_add_key(&n->diag, &n->c);
-	collect_environment(&n->env);
+	cjc_key_environment(&n->env);
 	struct cjc_key_input in = {
 		.kind = cjc_kind_name(n->c.kind),
 		.nvcc_digest = n->nvcc.digest,
@@ -274,26 +222,6 @@ static int try_hit(struct nvcc_job *n)
 	return rc;
 }
 
-/* The file system's clock when nvcc starts, one coarse tick early (as the launcher). */
-static void compile_start(struct timespec *t)
-{
-	struct timespec tick;
-	clock_gettime(CLOCK_REALTIME, t);
-	if (clock_getres(CLOCK_REALTIME_COARSE, &tick))
-		tick = (struct timespec){ 0, 10000000 };
-	t->tv_sec -= tick.tv_sec;
-	t->tv_nsec -= tick.tv_nsec;
-	if (t->tv_nsec < 0)
-		t->tv_sec--, t->tv_nsec += 1000000000;
-}
-
-static void read_memfd(int fd, struct cjc_buf *out)
-{
-	lseek(fd, 0, SEEK_SET);
-	(void)cjc_read_fd(fd, out);
-	close(fd);
-}
-
 /* Runs nvcc; -1 (error set) when it could not run or made nothing. */
 static int run_nvcc(struct nvcc_job *n, struct run *r)
 {
@@ -321,7 +249,7 @@ static int run_nvcc(struct nvcc_job *n, struct run *r)
 		cjc_diagnostics_print_command(argv.v);
 	int out_fd = memfd_create("cjc-jit-stdout", MFD_CLOEXEC);
 	int err_fd = memfd_create("cjc-jit-stderr", MFD_CLOEXEC);
-	compile_start(&r->started);
+	cjc_miss_start(&r->started);
 	int64_t t0 = cjc_now_ms();
 	struct cjc_child child = CJC_CHILD_INIT(argv.v);
 	child.in_fd = CJC_RUN_NULL;
@@ -331,9 +259,9 @@ static int run_nvcc(struct nvcc_job *n, struct run *r)
 	int e = errno;
 	r->duration_ms = cjc_now_ms() - t0;
 	if (out_fd >= 0)
-		read_memfd(out_fd, &r->out);
+		cjc_read_memfd(out_fd, &r->out);
 	if (err_fd >= 0)
-		read_memfd(err_fd, &r->err);
+		cjc_read_memfd(err_fd, &r->err);
 	int rc = 0;
 	if (r->status < 0)
 		rc = jit_fail(n->h, "cannot run %s: %s", argv.v[0], strerror(e));
@@ -356,87 +284,20 @@ static void run_release(struct run *r)
 	cjc_buf_release(&r->data);
 }
 
-static bool newer_than(const struct timespec *a, const struct timespec *b)
+static int hash_dependency(void *ctx, const char *path, uint64_t *size,
+			   unsigned char sha[CJC_DIGEST_LEN])
 {
-	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+	return jit_deps_hash(ctx, path, size, sha);
 }
 
-static void push_path_variable(struct cjc_strvec *dirs, const char *name)
-{
-	const char *v = getenv(name);
-	char *copy = cjc_xstrdup(v ? v : ""), *save = NULL;
-	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
-		cjc_strvec_push(dirs, d);
-	free(copy);
-}
-
-/* The candidates that must stay absent, in nvcc's search order (includescan.h). */
-static void scan_includes(const struct nvcc_job *n, struct cjc_manifest_record *rec)
-{
-	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
-	char *include = NULL;
-	for (size_t i = 0; i < rec->ndeps && !include; i++)
-		if (cjc_ends_with(rec->deps[i].path, "/cuda_runtime.h"))
-			include = cjc_dirname(rec->deps[i].path);
-	cjc_strvec_pushv(&sp.dirs, n->c.search.dirs.v, n->c.search.dirs.n);
-	push_path_variable(&sp.dirs, "CPATH");
-	if (include)
-		cjc_strvec_push(&sp.dirs, include);
-	cjc_strvec_pushv(&sp.dirs, n->c.isystem.v, n->c.isystem.n);
-	push_path_variable(&sp.dirs, "C_INCLUDE_PATH");
-	push_path_variable(&sp.dirs, "CPLUS_INCLUDE_PATH");
-	if (include) {
-		char *cccl = cjc_path_join(include, "cccl");
-		cjc_strvec_push(&sp.dirs, cccl);
-		free(cccl);
-	}
-	for (size_t i = 0; i < rec->ndeps; i++) {
-		struct cjc_buf content = CJC_BUF_INIT;
-		if (!cjc_read_file(rec->deps[i].path, &content))
-			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent);
-		cjc_buf_release(&content);
-	}
-	cjc_strvec_sort_unique(&rec->absent);
-	cjc_strvec_clear(&sp.dirs);
-	free(include);
-}
-
-/*
- * The record of what nvcc read; false, with the reason, when a file cannot
- * be hashed or changed after nvcc started (what we hash might not be what
- * nvcc read; the source counts as unchanged while it holds the bytes keyed).
- */
+/* The manifest record of what nvcc read (miss.h); false, with the reason,
+ * when it cannot be trusted to be what nvcc read. */
 static bool record_dependencies(struct nvcc_job *n, const struct run *r,
 				struct cjc_manifest_record *rec, struct cjc_buf *why)
 {
-	struct cjc_buf text = CJC_BUF_INIT;
-	struct cjc_strvec deps = CJC_STRVEC_INIT;
-	bool stable = true;
-	if (cjc_read_file(r->tmp_dep, &text) || cjc_depfile_parse(text.data, text.len, &deps)) {
-		cjc_buf_addf(why, "cannot read nvcc's dependency output: %s", strerror(errno));
-		stable = false;
-	}
-	rec->deps = cjc_xcalloc(deps.n + 1, sizeof *rec->deps);
-	for (size_t i = 0; i < deps.n && stable; i++) {
-		struct cjc_dep *d = &rec->deps[rec->ndeps++];
-		struct stat st;
-		d->path = cjc_place_relativize(&n->c.place, deps.v[i]);
-		if (!d->path)
-			d->path = cjc_xstrdup(deps.v[i]);
-		if (stat(d->path, &st) || jit_deps_hash(n->h, d->path, &d->size, d->sha)) {
-			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
-			stable = false;
-		} else if ((newer_than(&st.st_mtim, &r->started) || newer_than(&st.st_ctim, &r->started)) &&
-			   (strcmp(d->path, n->j->source) || memcmp(d->sha, n->j->code_sha, CJC_DIGEST_LEN))) {
-			cjc_buf_addf(why, "%s changed during the compile", d->path);
-			stable = false;
-		}
-	}
-	if (stable)
-		scan_includes(n, rec);
-	cjc_strvec_clear(&deps);
-	cjc_buf_release(&text);
-	return stable;
+	struct cjc_miss m = { &n->c, r->started, n->j->code_sha, hash_dependency, n->h };
+	bool stable = false;
+	return !cjc_miss_record(&m, r->tmp_dep, rec, &stable, why) && stable;
 }
 
 static int format_metadata(struct nvcc_job *n, const struct run *r,

@@ -23,6 +23,10 @@
  *   place.h       where a compile happens: relative paths and base_dir
  *   key.h         the direct key and the entry key
  *   journal.h     the record of recent compiles
+ *   index.h       what `cjc ls` shows of each entry, kept beside them
+ *   miss.h        the steps of a miss that cjc and the JIT library share
+ *   nvcc_args.h   nvcc's options: the table and the parser
+ *   diagnostics.h print_commands, keep_ptx, keep_sass, check_spills
  *   remote.h      remote stores: the backend seam, fetching and publishing
  *   sign.h        signed entries (Ed25519)
  */
@@ -32,12 +36,14 @@
 #include "blob.h"
 #include "config.h"
 #include "depfile.h"
+#include "diagnostics.h"
 #include "evict.h"
 #include "filehash.h"
 #include "fs.h"
 #include "hash.h"
 #include "identity.h"
 #include "includescan.h"
+#include "index.h"
 #include "journal.h"
 #include "key.h"
 #include "maintain.h"
@@ -45,6 +51,8 @@
 #include "manifest.h"
 #include "metadata.h"
 #include "metamemo.h"
+#include "miss.h"
+#include "nvcc_args.h"
 #include "place.h"
 #include "remote.h"
 #include "run.h"

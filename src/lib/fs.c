@@ -378,3 +378,10 @@ void cjc_tempfile_forget(const char *path)
 {
 	drop(path, false);
 }
+
+void cjc_read_memfd(int fd, struct cjc_buf *out)
+{
+	lseek(fd, 0, SEEK_SET);
+	(void)cjc_read_fd(fd, out);
+	close(fd);
+}

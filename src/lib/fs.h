@@ -23,6 +23,8 @@
 #include "util.h"
 
 int cjc_read_fd(int fd, struct cjc_buf *out);
+/* Reads a memfd (or any file) from its start into out, and closes it. */
+void cjc_read_memfd(int fd, struct cjc_buf *out);
 int cjc_read_file(const char *path, struct cjc_buf *out);
 /*
  * For files anyone else may have written (docs/store.md, trust): reads a regular file of

@@ -62,3 +62,15 @@ void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec
 		cjc_hash_str(&h, rec->absent.v[i]);
 	cjc_hash_final_hex(&h, out);
 }
+
+void cjc_key_environment(struct cjc_strvec *env)
+{
+	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
+		const char *v = getenv(cjc_key_env[i]);
+		if (v) {
+			char *kv = cjc_xasprintf("%s=%s", cjc_key_env[i], v);
+			cjc_strvec_push(env, kv);
+			free(kv);
+		}
+	}
+}

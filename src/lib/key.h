@@ -33,6 +33,8 @@ extern const char *const cjc_key_env[CJC_KEY_ENV_COUNT];
 /* Whether a variable's value may hold a secret (flags, such as -DTOKEN=...):
  * metadata and the journal record it by SHA-256 only (metadata.h). */
 bool cjc_key_env_private(const char *name);
+/* Those of cjc_key_env that are set, as NAME=value, pushed onto env. */
+void cjc_key_environment(struct cjc_strvec *env);
 
 struct cjc_key_input {
 	const char *kind;

@@ -14,6 +14,7 @@
 
 #include "fs.h"
 #include "hash.h"
+#include "index.h"
 #include "metamemo.h"
 #include "sign.h"
 
@@ -477,6 +478,16 @@ static int write_staged(const struct cjc_staging *st, const char *name, const st
 	return rc;
 }
 
+/* Adds the new entry's row to the index `cjc ls` reads (index.h). */
+static void index_entry(const struct cjc_store *s, const struct cjc_staging *st, const char *key,
+			const struct cjc_buf *metadata)
+{
+	json_t *doc = json_loadb(metadata->data, metadata->len, 0, NULL);
+	if (doc)
+		cjc_index_add(s, key, doc, st->files, st->nfiles);
+	json_decref(doc);
+}
+
 int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
 			const struct cjc_buf *metadata, const struct cjc_buf *signature, bool *won)
 {
@@ -497,6 +508,7 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 			*won = true;
 			cjc_tempfile_forget(st->dir);
 			(void)cjc_fsync_path(parent);
+			index_entry(s, st, key, metadata);
 		} else if (errno != EEXIST && errno != ENOTEMPTY) {
 			rc = -1;
 		}

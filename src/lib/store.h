@@ -21,6 +21,9 @@
  *   staging/s.<host>.<pid>.<random>/  entries being written; a crashed
  *                           writer's staging is left for `cjc gc`
  *   quarantine/<key>.<host>.<pid>.<random>/  what `cjc verify --fix` moved aside
+ *   index/<kk>              what `cjc ls` shows of each entry (index.h): a
+ *                           publication appends a row; never trusted over
+ *                           the entries
  *
  * Publication (cjc_staging_*): a writer creates its own staging directory,
  * writes every artifact with O_EXCL, fsyncs each file, writes metadata.json

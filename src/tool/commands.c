@@ -15,6 +15,7 @@
 #include "diagnostics.h"
 #include "evict.h"
 #include "fs.h"
+#include "index.h"
 #include "key.h"
 #include "maintain.h"
 #include "metadata.h"
@@ -340,46 +341,32 @@ static int cmd_audit(struct session *s)
 	return cjc_audit(&s->store, &opt);
 }
 
-/* One row of `cjc ls`, from an entry's metadata (NULL when damaged). */
-static json_t *entry_row(const char *key, const char *dir)
+/* One row of `cjc ls` (index.h). */
+static int add_row(const struct cjc_index_row *r, const char *dir, void *ctx)
 {
-	struct cjc_entry e;
-	struct cjc_buf why = CJC_BUF_INIT;
 	json_t *row = json_object();
-	json_object_set_new(row, "key", json_string(key));
+	json_object_set_new(row, "key", json_string(r->key));
 	json_object_set_new(row, "path", cjc_json_bytes(dir));
-	if (cjc_entry_open_dir(dir, key, &e, &why) != CJC_ENTRY_FOUND) {
-		json_object_set_new(row, "damaged", cjc_json_bytes(why.data ? why.data : "unreadable"));
-		cjc_buf_release(&why);
-		return row;
+	if (r->damaged) {
+		json_object_set_new(row, "damaged", cjc_json_bytes(r->damaged));
+	} else {
+		json_t *files = json_array();
+		for (size_t i = 0; i < r->files.n; i++)
+			json_array_append_new(files, json_string(r->files.v[i]));
+		json_object_set_new(row, "kind", json_string(r->kind));
+		json_object_set(row, "target", r->target);
+		json_object_set_new(row, "size", json_integer((json_int_t)r->size));
+		json_object_set(row, "created", r->created);
+		json_object_set_new(row, "files", files);
 	}
-	json_t *opts = json_object_get(e.meta, "options");
-	json_t *kind = json_object_get(opts, "kind");
-	uint64_t size = 0;
-	json_t *files = json_array();
-	for (size_t i = 0; i < e.nfiles; i++) {
-		size += e.files[i].size;
-		json_array_append_new(files, json_string(e.files[i].name));
-	}
-	json_object_set_new(row, "kind", json_is_string(kind) ? json_copy(kind) : json_string("unknown"));
-	json_object_set(row, "target", json_object_get(e.meta, "target"));
-	json_object_set_new(row, "size", json_integer((json_int_t)size));
-	json_object_set(row, "created", json_object_get(e.meta, "created"));
-	json_object_set_new(row, "files", files);
-	cjc_entry_release(&e);
-	return row;
-}
-
-static int add_row(const char *key, const char *dir, void *ctx)
-{
-	json_array_append_new(ctx, entry_row(key, dir));
+	json_array_append_new(ctx, row);
 	return 0;
 }
 
 static int cmd_ls(struct session *s)
 {
 	json_t *rows = json_array();
-	cjc_store_foreach_entry(&s->store, add_row, rows);
+	cjc_index_foreach(&s->store, add_row, rows);
 	if (s->json) {
 		cjc_print_json(rows);
 	} else {

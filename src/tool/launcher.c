@@ -37,6 +37,7 @@
 #include "manifest.h"
 #include "metadata.h"
 #include "metamemo.h"
+#include "miss.h"
 #include "nvcc_args.h"
 #include "place.h"
 #include "remote.h"
@@ -144,46 +145,6 @@ static int run_uncached(struct job *j, const char *why)
 	return 127;
 }
 
-/* The -ccbin in a variable of flags nvcc reads (NVCC_APPEND_FLAGS, ...), or NULL. */
-static char *ccbin_in(const char *variable)
-{
-	const char *flags = getenv(variable);
-	if (!flags || !strstr(flags, "bin"))
-		return NULL;
-	struct cjc_strvec words = CJC_STRVEC_INIT;
-	char *copy = cjc_xstrdup(flags), *save = NULL;
-	for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
-		cjc_strvec_push(&words, w);
-	struct cjc_compile c;
-	cjc_compile_parse((int)words.n, words.v, NULL, &c);
-	char *ccbin = c.ccbin ? cjc_xstrdup(c.ccbin) : NULL;
-	cjc_compile_release(&c);
-	cjc_strvec_clear(&words);
-	free(copy);
-	return ccbin;
-}
-
-/* The host compiler nvcc runs: the last -ccbin of NVCC_PREPEND_FLAGS, the
- * command and NVCC_APPEND_FLAGS, in nvcc's order, else NVCC_CCBIN, else gcc. */
-static char *host_compiler_name(const struct cjc_compile *c)
-{
-	char *ccbin = ccbin_in("NVCC_APPEND_FLAGS");
-	if (!ccbin && c->ccbin)
-		ccbin = cjc_xstrdup(c->ccbin);
-	if (!ccbin)
-		ccbin = ccbin_in("NVCC_PREPEND_FLAGS");
-	if (!ccbin && getenv("NVCC_CCBIN") && *getenv("NVCC_CCBIN"))
-		ccbin = cjc_xstrdup(getenv("NVCC_CCBIN"));
-	if (!ccbin)
-		return cjc_xstrdup("gcc");
-	if (cjc_is_dir(ccbin)) {
-		char *gcc = cjc_path_join(ccbin, "gcc");
-		free(ccbin);
-		return gcc;
-	}
-	return ccbin;
-}
-
 static int compute_direct_key(struct job *j, struct cjc_buf *why)
 {
 	struct cjc_key_input in = {
@@ -225,34 +186,13 @@ static bool is_system_header(const struct job *j, const char *path, const char *
 }
 
 /* The toolkit's include directories, as nvcc named them in the dependency list. */
-struct toolkit_dirs {
-	char *include; /* .../targets/<arch>/include, or NULL */
-	char *cccl;    /* its cccl/ subdirectory (an -isystem of nvcc's own), or NULL */
-};
-
-static void find_toolkit_dirs(const struct cjc_dep *deps, size_t n, struct toolkit_dirs *t)
-{
-	t->include = t->cccl = NULL;
-	for (size_t i = 0; i < n && !t->include; i++)
-		if (cjc_ends_with(deps[i].path, "/cuda_runtime.h"))
-			t->include = cjc_dirname(deps[i].path);
-	if (t->include)
-		t->cccl = cjc_path_join(t->include, "cccl");
-}
-
-static void toolkit_dirs_release(struct toolkit_dirs *t)
-{
-	free(t->include);
-	free(t->cccl);
-}
-
 /* Writes the user's dependency file, the same on a hit as on a miss. */
 static int write_depfile(const struct job *j, const struct cjc_dep *deps, size_t n)
 {
 	if (!j->c.dep_requested)
 		return 0;
-	struct toolkit_dirs t;
-	find_toolkit_dirs(deps, n, &t);
+	struct cjc_toolkit_dirs t;
+	cjc_toolkit_dirs_find(deps, n, &t);
 	struct cjc_strvec names = CJC_STRVEC_INIT;
 	for (size_t i = 0; i < n; i++)
 		if (!j->c.dep_nonsystem || i == 0 || !is_system_header(j, deps[i].path, t.cccl))
@@ -263,7 +203,7 @@ static int write_depfile(const struct job *j, const struct cjc_dep *deps, size_t
 	int e = errno;
 	cjc_buf_release(&text);
 	cjc_strvec_clear(&names);
-	toolkit_dirs_release(&t);
+	cjc_toolkit_dirs_release(&t);
 	errno = e;
 	return rc;
 }
@@ -434,13 +374,6 @@ static int try_hit(struct job *j)
 	return rc;
 }
 
-static void read_memfd(int fd, struct cjc_buf *out)
-{
-	lseek(fd, 0, SEEK_SET);
-	(void)cjc_read_fd(fd, out);
-	close(fd);
-}
-
 /* What one nvcc run produced. */
 struct compile_result {
 	int status;
@@ -451,26 +384,6 @@ struct compile_result {
 	char *keep_dir; /* keep_ptx: where nvcc -keep writes */
 	struct cjc_buf out, err;
 };
-
-/*
- * When nvcc starts, as a file's mtime or ctime would say it: a file changed
- * after this was maybe changed while nvcc read it.  The kernel stamps files
- * with its coarse clock (one tick behind at most) or, since Linux 6.13, with
- * the fine clock once the file was looked at: so the fine clock, less one
- * tick of the coarse one.  Reading the coarse clock instead made files
- * written just before the compile look changed during it.
- */
-static void compile_start(struct timespec *t)
-{
-	struct timespec tick;
-	clock_gettime(CLOCK_REALTIME, t);
-	if (clock_getres(CLOCK_REALTIME_COARSE, &tick))
-		tick = (struct timespec){ 0, 10000000 };
-	t->tv_sec -= tick.tv_sec;
-	t->tv_nsec -= tick.tv_nsec;
-	if (t->tv_nsec < 0)
-		t->tv_sec--, t->tv_nsec += 1000000000;
-}
 
 static int run_nvcc(struct job *j, struct compile_result *r)
 {
@@ -496,16 +409,16 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 		cjc_diagnostics_print_command(argv.v);
 	int out_fd = memfd_create("cjc-stdout", MFD_CLOEXEC);
 	int err_fd = memfd_create("cjc-stderr", MFD_CLOEXEC);
-	compile_start(&r->started);
+	cjc_miss_start(&r->started);
 	int64_t t0 = cjc_now_ms();
 	store_umask(j, false);
 	r->status = out_fd < 0 || err_fd < 0 ? -1 : cjc_run(argv.v, out_fd, err_fd);
 	store_umask(j, true);
 	r->duration_ms = cjc_now_ms() - t0;
 	if (out_fd >= 0)
-		read_memfd(out_fd, &r->out);
+		cjc_read_memfd(out_fd, &r->out);
 	if (err_fd >= 0)
-		read_memfd(err_fd, &r->err);
+		cjc_read_memfd(err_fd, &r->err);
 	cjc_strvec_clear(&argv);
 	return r->status < 0 ? -1 : 0;
 }
@@ -525,116 +438,19 @@ static void result_release(struct compile_result *r)
 	cjc_buf_release(&r->err);
 }
 
-static bool newer_than(const struct timespec *a, const struct timespec *b)
+static int hash_dependency(void *ctx, const char *path, uint64_t *size,
+			   unsigned char sha[CJC_DIGEST_LEN])
 {
-	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+	(void)ctx;
+	return cjc_filehash_get(path, size, sha);
 }
 
-/* The directories of a search-path variable (CPATH, ...), in order. */
-static void push_path_variable(struct cjc_strvec *dirs, const char *name)
-{
-	const char *v = getenv(name);
-	char *copy = cjc_xstrdup(v ? v : ""), *save = NULL;
-	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
-		cjc_strvec_push(dirs, d);
-	free(copy);
-}
-
-/* Records the include candidates that must stay absent (includescan.h). */
-static void scan_includes(const struct job *j, struct cjc_manifest_record *rec)
-{
-	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
-	struct toolkit_dirs t;
-	find_toolkit_dirs(rec->deps, rec->ndeps, &t);
-	/* nvcc's order: -I, CPATH (as -I), the toolkit's include, -isystem,
-	 * C_INCLUDE_PATH and CPLUS_INCLUDE_PATH (as -isystem), the toolkit's cccl. */
-	cjc_strvec_pushv(&sp.dirs, j->c.search.dirs.v, j->c.search.dirs.n);
-	push_path_variable(&sp.dirs, "CPATH");
-	if (t.include)
-		cjc_strvec_push(&sp.dirs, t.include);
-	cjc_strvec_pushv(&sp.dirs, j->c.isystem.v, j->c.isystem.n);
-	push_path_variable(&sp.dirs, "C_INCLUDE_PATH");
-	push_path_variable(&sp.dirs, "CPLUS_INCLUDE_PATH");
-	if (t.cccl)
-		cjc_strvec_push(&sp.dirs, t.cccl);
-	for (size_t i = 0; i < rec->ndeps; i++) {
-		struct cjc_buf content = CJC_BUF_INIT;
-		if (!cjc_read_file(rec->deps[i].path, &content))
-			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent);
-		cjc_buf_release(&content);
-	}
-	cjc_strvec_sort_unique(&rec->absent);
-	cjc_strvec_clear(&sp.dirs);
-	toolkit_dirs_release(&t);
-}
-
-/*
- * Whether path is the source and holds, read again now, the bytes that were
- * hashed for the key before nvcc ran: then nvcc read those bytes, however
- * recent its stamp (a build that writes or copies a source and compiles it
- * at once would otherwise never publish it).
- */
-static bool source_as_keyed(const struct job *j, const char *path)
-{
-	unsigned char now[CJC_DIGEST_LEN];
-	uint64_t n;
-	return !strcmp(path, j->c.source) && !cjc_hash_file(path, now, &n) &&
-	       !memcmp(now, j->source_sha, CJC_DIGEST_LEN);
-}
-
-/*
- * Fills a manifest record from nvcc's dependency file: each file's size and
- * hash, and the include candidates that were absent.  Returns -1 when the
- * dependency file cannot be read.  Sets *stable to false, with the reason,
- * when a file cannot be hashed or was modified after nvcc started: what we
- * hash might not be what nvcc read, so the result must not be published.
- */
+/* The manifest record of what nvcc read (miss.h). */
 static int record_dependencies(struct job *j, const struct compile_result *r,
 			       struct cjc_manifest_record *rec, bool *stable, struct cjc_buf *why)
 {
-	struct cjc_buf text = CJC_BUF_INIT;
-	struct cjc_strvec deps = CJC_STRVEC_INIT;
-	*stable = true;
-	if (cjc_read_file(r->tmp_dep, &text) || cjc_depfile_parse(text.data, text.len, &deps)) {
-		cjc_buf_addf(why, "cannot read nvcc's dependency output: %s", strerror(errno));
-		cjc_buf_release(&text);
-		return -1;
-	}
-	rec->deps = cjc_xcalloc(deps.n + 1, sizeof *rec->deps);
-	for (size_t i = 0; i < deps.n; i++) {
-		struct cjc_dep *d = &rec->deps[rec->ndeps++];
-		struct stat st;
-		/* base_dir: as the arguments, so another checkout finds its own files */
-		d->path = cjc_place_relativize(&j->c.place, deps.v[i]);
-		if (!d->path)
-			d->path = cjc_xstrdup(deps.v[i]);
-		if (*stable && (stat(d->path, &st) || cjc_filehash_get(d->path, &d->size, d->sha))) {
-			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
-			*stable = false;
-		} else if (*stable && (newer_than(&st.st_mtim, &r->started) ||
-				       newer_than(&st.st_ctim, &r->started)) &&
-			   !source_as_keyed(j, d->path)) {
-			cjc_buf_addf(why, "%s changed during the compile", d->path);
-			*stable = false;
-		}
-	}
-	if (*stable)
-		scan_includes(j, rec);
-	cjc_strvec_clear(&deps);
-	cjc_buf_release(&text);
-	return 0;
-}
-
-static void collect_environment(struct cjc_strvec *env)
-{
-	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
-		const char *v = getenv(cjc_key_env[i]);
-		if (v) {
-			char *kv = cjc_xasprintf("%s=%s", cjc_key_env[i], v);
-			cjc_strvec_push(env, kv);
-			free(kv);
-		}
-	}
+	struct cjc_miss m = { &j->c, r->started, j->source_sha, hash_dependency, NULL };
+	return cjc_miss_record(&m, r->tmp_dep, rec, stable, why);
 }
 
 /* What nvcc ran when base_dir rewrote it: as given, paths relative. */
@@ -866,7 +682,7 @@ static void save_hash_cache(struct job *j)
 /* nvcc's and the host compiler's identities (identity.h); 0 or -1 with why. */
 static int identify_compilers(struct job *j, struct cjc_buf *why)
 {
-	char *host = host_compiler_name(&j->c);
+	char *host = cjc_compile_host(&j->c);
 	int rc = 0;
 	if (cjc_identity_nvcc(&j->store, j->argv[0], &j->nvcc))
 		rc = -1, cjc_buf_addf(why, "cannot identify %s: %s", j->argv[0], strerror(errno));
@@ -955,7 +771,7 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		record_start(j, "uncacheable", j->c.uncacheable);
 		return -1;
 	}
-	collect_environment(&j->env);
+	cjc_key_environment(&j->env);
 	load_hash_cache(j);
 	int rc = identify_compilers(j, why);
 	if (!rc) {

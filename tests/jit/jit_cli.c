@@ -3,11 +3,14 @@
  * and the benchmark: compiles one source file's text through the library.
  *
  *     jit_cli [--prefix P] [--arch A] [--format cubin|fatbin|ptx] [--name N]
- *             [--out FILE] [--repeat N] [--setting NAME] SOURCE [OPTION...]
+ *             [--out FILE] [--repeat N] [--setting NAME] [--between CMD] SOURCE [OPTION...]
  *
  * Prints "hit KEY" or "miss KEY" per compile (KEY "-" when not cached) on
  * stdout; --setting prints one effective setting instead; --repeat N compiles
- * N times and prints the mean time per compile after the first, in ms.
+ * N times and prints the mean time per compile after the first, in ms;
+ * --between CMD compiles, runs CMD (sh -c), and compiles again with the same
+ * handle, printing both results (what one handle remembers must not outlive
+ * a change).
  * Exit 0, or 1 with the library's error on stderr (and the compiler's log).
  */
 #include <stdio.h>
@@ -45,7 +48,7 @@ static double now_ms(void)
 
 int main(int argc, char **argv)
 {
-	const char *prefix = NULL, *out = NULL, *setting = NULL;
+	const char *prefix = NULL, *out = NULL, *setting = NULL, *between = NULL;
 	struct cjc_jit_request req = { .arch = "sm_80", .format = CJC_JIT_CUBIN };
 	int repeat = 1, i = 1;
 	for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
@@ -65,6 +68,8 @@ int main(int argc, char **argv)
 			repeat = atoi(v);
 		else if (!strcmp(argv[i], "--setting"))
 			setting = v;
+		else if (!strcmp(argv[i], "--between"))
+			between = v, repeat = 2;
 		else
 			return fprintf(stderr, "jit_cli: unknown option %s\n", argv[i]), 2;
 	}
@@ -90,12 +95,16 @@ int main(int argc, char **argv)
 	double t0 = 0;
 	for (int r = 0; r < repeat && !rc; r++) {
 		struct cjc_jit_result res;
+		if (r == 1 && between && system(between))
+			rc = 1, fprintf(stderr, "jit_cli: %s failed\n", between);
 		if (r == 1)
 			t0 = now_ms();
+		if (rc)
+			break;
 		rc = cjc_jit_compile(jit, &req, &res);
 		if (rc) {
 			fprintf(stderr, "jit_cli: %s\n%s", cjc_jit_error(jit), res.log ? res.log : "");
-		} else if (repeat == 1) {
+		} else if (repeat == 1 || between) {
 			printf("%s %s\n", res.hit ? "hit" : "miss", res.key[0] ? res.key : "-");
 			if (res.log)
 				fputs(res.log, stderr);
@@ -107,7 +116,7 @@ int main(int argc, char **argv)
 		}
 		cjc_jit_result_free(&res);
 	}
-	if (!rc && repeat > 1)
+	if (!rc && repeat > 1 && !between)
 		printf("%.4f\n", (now_ms() - t0) / (repeat - 1));
 	free(code);
 	cjc_jit_close(jit);

@@ -69,6 +69,10 @@ struct cjc_compile {
 void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *where,
 		       struct cjc_compile *c);
 void cjc_compile_release(struct cjc_compile *c);
+/* The host compiler nvcc runs for c, in nvcc's order (docs/key.md): the
+ * last -ccbin of NVCC_PREPEND_FLAGS, the command and NVCC_APPEND_FLAGS,
+ * else NVCC_CCBIN, else gcc; a directory means its gcc.  malloc'd. */
+char *cjc_compile_host(const struct cjc_compile *c);
 const char *cjc_kind_name(enum cjc_kind k);
 /* The file name extension of the kind's artifact, e.g. "o" or "fatbin". */
 const char *cjc_kind_ext(enum cjc_kind k);

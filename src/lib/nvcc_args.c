@@ -825,3 +825,43 @@ void cjc_compile_release(struct cjc_compile *c)
 	json_decref(c->options_files);
 	memset(c, 0, sizeof *c);
 }
+
+/* The -ccbin in a variable of flags nvcc reads (NVCC_APPEND_FLAGS, ...), or NULL. */
+static char *ccbin_in(const char *variable)
+{
+	const char *flags = getenv(variable);
+	if (!flags || !strstr(flags, "bin"))
+		return NULL;
+	struct cjc_strvec words = CJC_STRVEC_INIT;
+	char *copy = cjc_xstrdup(flags), *save = NULL;
+	for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
+		cjc_strvec_push(&words, w);
+	struct cjc_compile c;
+	cjc_compile_parse((int)words.n, words.v, NULL, &c);
+	char *ccbin = c.ccbin ? cjc_xstrdup(c.ccbin) : NULL;
+	cjc_compile_release(&c);
+	cjc_strvec_clear(&words);
+	free(copy);
+	return ccbin;
+}
+
+/* The host compiler nvcc runs: the last -ccbin of NVCC_PREPEND_FLAGS, the
+ * command and NVCC_APPEND_FLAGS, in nvcc's order, else NVCC_CCBIN, else gcc. */
+char *cjc_compile_host(const struct cjc_compile *c)
+{
+	char *ccbin = ccbin_in("NVCC_APPEND_FLAGS");
+	if (!ccbin && c->ccbin)
+		ccbin = cjc_xstrdup(c->ccbin);
+	if (!ccbin)
+		ccbin = ccbin_in("NVCC_PREPEND_FLAGS");
+	if (!ccbin && getenv("NVCC_CCBIN") && *getenv("NVCC_CCBIN"))
+		ccbin = cjc_xstrdup(getenv("NVCC_CCBIN"));
+	if (!ccbin)
+		return cjc_xstrdup("gcc");
+	if (cjc_is_dir(ccbin)) {
+		char *gcc = cjc_path_join(ccbin, "gcc");
+		free(ccbin);
+		return gcc;
+	}
+	return ccbin;
+}
