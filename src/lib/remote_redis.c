@@ -9,11 +9,16 @@
  * value both read as absent; no valid value is empty); put-if-absent is
  * SET NX, exists is EXISTS.  The connection waits at most connect_ms, and
  * each reply at most operation_ms; a timed-out context is not used again.
+ *
+ * hiredis is loaded with dlopen when a store first needs it (as libcurl in
+ * remote_http.c), so a cjc process that uses no Redis store never loads it.
  */
 #include "remote.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -21,6 +26,33 @@
 struct cjc_remote_backend {
 	redisContext *c;
 };
+
+/* The hiredis functions used, from the library loaded at run time. */
+static struct {
+	redisContext *(*connect)(const char *ip, int port, const struct timeval tv);
+	redisContext *(*connect_unix)(const char *path, const struct timeval tv);
+	int (*set_timeout)(redisContext *c, const struct timeval tv);
+	void *(*command_argv)(redisContext *c, int argc, const char **argv, const size_t *lens);
+	void (*free_reply)(void *reply);
+	void (*free_context)(redisContext *c);
+} api;
+static const char *load_error;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load(void)
+{
+	static const char *const names[] = {
+		"redisConnectWithTimeout", "redisConnectUnixWithTimeout", "redisSetTimeout",
+		"redisCommandArgv", "freeReplyObject", "redisFree",
+	};
+	void *lib = dlopen(CJC_HIREDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	void **slot = (void **)&api;
+	for (size_t i = 0; lib && i < sizeof names / sizeof *names; i++)
+		if (!(slot[i] = dlsym(lib, names[i])))
+			lib = NULL;
+	if (!lib)
+		load_error = "cannot load " CJC_HIREDIS_SONAME " (install libhiredis)";
+}
 
 struct redis_url {
 	char *host, *socket, *user, *password;
@@ -115,7 +147,7 @@ static redisReply *command(redisContext *c, int argc, const char **argv, const s
 			   int *result, struct cjc_buf *why)
 {
 	errno = 0;
-	redisReply *reply = redisCommandArgv(c, argc, argv, lens);
+	redisReply *reply = api.command_argv(c, argc, argv, lens);
 	if (!reply) {
 		*result = io_failure(c, errno, why);
 		return NULL;
@@ -127,7 +159,7 @@ static redisReply *command(redisContext *c, int argc, const char **argv, const s
 		while (n && (reply->str[n - 1] == '.' || reply->str[n - 1] == ' '))
 			n--;
 		cjc_buf_addf(why, "%s%.*s", auth ? "setting: authentication refused: " : "", (int)n, reply->str);
-		freeReplyObject(reply);
+		api.free_reply(reply);
 		*result = CJC_REMOTE_ERROR;
 		return NULL;
 	}
@@ -138,7 +170,7 @@ static int simple(redisContext *c, int argc, const char **argv, struct cjc_buf *
 {
 	int result = CJC_REMOTE_OK;
 	redisReply *reply = command(c, argc, argv, NULL, &result, why);
-	freeReplyObject(reply);
+	api.free_reply(reply);
 	return result;
 }
 
@@ -157,6 +189,12 @@ static int authenticate(redisContext *c, const struct redis_url *u, struct cjc_b
 
 static struct cjc_remote_backend *redis_open(const struct cjc_remote_url *url, struct cjc_buf *why)
 {
+	pthread_once(&once, load);
+	if (load_error) {
+		cjc_buf_addf(why, "setting: %s", load_error);
+		errno = ENOSYS;
+		return NULL;
+	}
 	struct redis_url u;
 	if (parse_url(url->url, &u)) {
 		cjc_buf_addf(why, "setting: malformed Redis URL %s", url->shown);
@@ -166,10 +204,10 @@ static struct cjc_remote_backend *redis_open(const struct cjc_remote_url *url, s
 	}
 	struct timeval connect = timeval_ms(url->connect_ms), op = timeval_ms(url->operation_ms);
 	errno = 0;
-	redisContext *c = u.socket ? redisConnectUnixWithTimeout(u.socket, connect)
-				   : redisConnectWithTimeout(u.host, u.port, connect);
+	redisContext *c = u.socket ? api.connect_unix(u.socket, connect)
+				   : api.connect(u.host, u.port, connect);
 	int rc = !c ? -1 : c->err ? (io_failure(c, errno, why), -1) : 0;
-	if (!rc && redisSetTimeout(c, op) != REDIS_OK)
+	if (!rc && api.set_timeout(c, op) != REDIS_OK)
 		rc = -1, cjc_buf_adds(why, "cannot set the operation timeout");
 	if (!rc && authenticate(c, &u, why))
 		rc = -1;
@@ -177,7 +215,7 @@ static struct cjc_remote_backend *redis_open(const struct cjc_remote_url *url, s
 	if (rc) {
 		int e = errno == ETIMEDOUT ? ETIMEDOUT : EIO;
 		if (c)
-			redisFree(c);
+			api.free_context(c);
 		errno = e;
 		return NULL;
 	}
@@ -210,7 +248,7 @@ static int redis_get(struct cjc_remote_backend *b, const char *name, size_t max,
 		result = CJC_REMOTE_ERROR, cjc_buf_addf(why, "value %s is larger than %zu bytes", name, max);
 	else
 		cjc_buf_add(out, reply->str, reply->len);
-	freeReplyObject(reply);
+	api.free_reply(reply);
 	return result;
 }
 
@@ -223,7 +261,7 @@ static int redis_put(struct cjc_remote_backend *b, const char *name, const void 
 	int result = CJC_REMOTE_OK;
 	redisReply *reply = command(b->c, only_if_absent ? 4 : 3, argv, lens, &result, why);
 	free(key);
-	freeReplyObject(reply);
+	api.free_reply(reply);
 	return result; /* a nil reply: the value was there already */
 }
 
@@ -238,13 +276,13 @@ static int redis_exists(struct cjc_remote_backend *b, const char *name, struct c
 		result = CJC_REMOTE_ERROR, cjc_buf_adds(why, "unexpected reply to EXISTS");
 	else if (reply)
 		result = reply->integer ? CJC_REMOTE_OK : CJC_REMOTE_ABSENT;
-	freeReplyObject(reply);
+	api.free_reply(reply);
 	return result;
 }
 
 static void redis_close(struct cjc_remote_backend *b)
 {
-	redisFree(b->c);
+	api.free_context(b->c);
 	free(b);
 }
 
