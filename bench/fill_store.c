@@ -37,12 +37,14 @@ static int publish_one(const struct cjc_store *s, unsigned long i, size_t bytes)
 		.files = st.files, .nfiles = st.nfiles, .duration_ms = 1000,
 	};
 	if (!rc)
-		rc = cjc_metadata_format(&md, &meta);
+		rc = cjc_metadata_format(&md, &meta, &st.index_doc);
 	uint64_t total = meta.len + bytes;
+	json_t *doc = st.index_doc;
 	if (!rc)
 		rc = cjc_staging_publish(s, &st, key, &meta, NULL, &won);
 	else
 		cjc_staging_abort(&st);
+	json_decref(doc);
 	if (!rc && won)
 		cjc_evict_account(s, key, total);
 	json_decref(options);

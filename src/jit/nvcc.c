@@ -301,7 +301,7 @@ static bool record_dependencies(struct nvcc_job *n, const struct run *r,
 }
 
 static int format_metadata(struct nvcc_job *n, const struct run *r,
-			   const struct cjc_manifest_record *rec, const struct cjc_staging *st,
+			   const struct cjc_manifest_record *rec, struct cjc_staging *st,
 			   struct cjc_buf *out)
 {
 	struct cjc_metadata md = {
@@ -327,7 +327,7 @@ static int format_metadata(struct nvcc_job *n, const struct run *r,
 		.files = st->files,
 		.nfiles = st->nfiles,
 	};
-	int rc = cjc_metadata_format(&md, out);
+	int rc = cjc_metadata_format(&md, out, &st->index_doc); /* the caller releases it */
 	json_decref(md.diagnostics);
 	return rc;
 }
@@ -352,13 +352,18 @@ static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_ma
 		rc = -1;
 	if (!rc)
 		rc = format_metadata(n, r, rec, &st, &meta);
-	if (!rc && h->cfg.sign_key && cjc_sign(h->cfg.sign_key, meta.data, meta.len, &sig, &why))
-		rc = -1;
+	if (!rc && h->cfg.sign_key && cjc_sign(h->cfg.sign_key, meta.data, meta.len, &sig, &why)) {
+		jit_note(h, "sign_key: %s; the entry is published unsigned", why.data); /* as cjc does */
+		cjc_buf_reset(&sig);
+		cjc_buf_reset(&why);
+	}
 	uint64_t bytes = meta.len;
 	for (size_t i = 0; i < st.nfiles; i++)
 		bytes += st.files[i].size;
+	json_t *doc = st.index_doc;
 	if (!rc)
 		rc = cjc_staging_publish(&h->store, &st, rec->entry_key, &meta, &sig, &won);
+	json_decref(doc);
 	if (rc) {
 		jit_note(h, "cannot publish %s: %s", rec->entry_key, why.len ? why.data : strerror(errno));
 		cjc_staging_abort(&st);

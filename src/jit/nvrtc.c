@@ -384,9 +384,11 @@ static void publish(struct nvrtc_job *r)
 		.files = st.files, .nfiles = st.nfiles,
 	};
 	if (!rc)
-		rc = cjc_metadata_format(&md, &meta);
+		rc = cjc_metadata_format(&md, &meta, &st.index_doc);
+	json_t *doc = st.index_doc;
 	if (!rc)
 		rc = cjc_staging_publish(&h->store, &st, r->key, &meta, NULL, &won);
+	json_decref(doc);
 	if (rc) {
 		jit_note(h, "cannot publish %s: %s", r->key, strerror(errno));
 		cjc_staging_abort(&st);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +16,8 @@
 
 #define FILEHASH_VERSION 1
 #define FILEHASH_MAX 16384
+#define PREFETCH_MIN 64    /* fewer files are not worth a thread */
+#define PREFETCH_THREADS 4
 
 struct memo {
 	struct memo *next;
@@ -108,13 +111,18 @@ static int dir_fd(const char *path, const char **base)
 	return d->fd;
 }
 
-/* stat(2) through the remembered directory (lock held). */
+/* stat(2) through the remembered directory: the directory is found under
+ * the lock, the stat is made outside it (so threads stat in parallel). */
 static int stat_fast(const char *path, struct stat *st)
 {
 	const char *base;
+	pthread_mutex_lock(&memo_lock);
 	int fd = dir_fd(path, &base);
+	int e = errno;
+	pthread_mutex_unlock(&memo_lock);
 	if (!base || !*base)
 		return stat(path, st);
+	errno = e;
 	return fd < 0 ? -1 : fstatat(fd, base, st, 0);
 }
 
@@ -132,50 +140,81 @@ static void forget_dirs(void)
 	ndirs = 0;
 }
 
-/* Whether a remembered hash still holds for the file as it is now. */
-static bool stamp_holds(const struct memo *m)
-{
-	struct stat s;
-	struct cjc_stamp now;
-	if (!m->stamped || stat_fast(m->path, &s))
-		return false;
-	cjc_stamp_of(&s, &now);
-	return cjc_stamp_holds(&m->st, &now, m->taken_ns);
-}
+/* What a lookup needs of a memo, copied under the lock. */
+struct seen {
+	bool known, stamped;
+	struct cjc_stamp st;
+	int64_t taken_ns;
+};
 
-/* Reads and hashes a file, noting its stamp from the descriptor it read. */
-static void hash_now(struct memo *m)
+/* Reads and hashes a file, noting its stamp from the descriptor it read
+ * (no lock held). */
+static void hash_now(const char *path, struct memo *out)
 {
-	m->stamped = false;
-	m->taken_ns = cjc_wall_ns();
-	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	out->stamped = false;
+	out->taken_ns = cjc_wall_ns();
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat s;
-	if (fd < 0 || fstat(fd, &s) || cjc_hash_fd(fd, m->sha, &m->size)) {
-		m->err = errno ? errno : EIO;
+	errno = 0;
+	if (fd < 0 || fstat(fd, &s) || cjc_hash_fd(fd, out->sha, &out->size)) {
+		out->err = errno ? errno : EIO;
 	} else {
-		m->err = 0;
-		cjc_stamp_of(&s, &m->st);
-		m->stamped = m->st.size == m->size;
+		out->err = 0;
+		cjc_stamp_of(&s, &out->st);
+		out->stamped = out->st.size == out->size;
 	}
 	if (fd >= 0)
 		close(fd);
 }
 
-int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
+/* What a lookup found, into the memo (lock held): the remembered hash
+ * holds, or the fresh one replaces it.  A memo another thread settled first
+ * is left as it is. */
+static void settle(struct memo *m, bool holds, const struct memo *fresh)
 {
-	pthread_mutex_lock(&memo_lock);
-	struct memo *m = memo_of(path);
-	if (!m->known && stamp_holds(m)) {
-		m->known = true;
+	if (m->known)
+		return;
+	if (holds) {
 		m->size = m->st.size;
 		reused++;
-	}
-	if (!m->known) {
-		hash_now(m);
-		m->known = true;
+	} else {
+		m->stamped = fresh->stamped;
+		m->taken_ns = fresh->taken_ns;
+		m->err = fresh->err;
+		m->size = fresh->size;
+		m->st = fresh->st;
+		memcpy(m->sha, fresh->sha, CJC_DIGEST_LEN);
 		dirty = true;
 		hashed++;
 	}
+	m->known = true;
+}
+
+/* The lookup: the memo is read and written under the lock; the stat and
+ * the hashing, which are the time, are not, so that threads working
+ * through a manifest's files (cjc_filehash_prefetch) run side by side.
+ * Two threads on one path both hash it; the results are the same. */
+int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
+{
+	struct seen seen;
+	pthread_mutex_lock(&memo_lock);
+	struct memo *m = memo_of(path);
+	seen = (struct seen){ m->known, m->stamped, m->st, m->taken_ns };
+	pthread_mutex_unlock(&memo_lock);
+	bool holds = false;
+	struct memo fresh = { 0 };
+	if (!seen.known && seen.stamped) {
+		struct stat s;
+		struct cjc_stamp now;
+		if (!stat_fast(path, &s)) {
+			cjc_stamp_of(&s, &now);
+			holds = cjc_stamp_holds(&seen.st, &now, seen.taken_ns);
+		}
+	}
+	if (!seen.known && !holds)
+		hash_now(path, &fresh);
+	pthread_mutex_lock(&memo_lock);
+	settle(m, holds, &fresh);
 	int err = m->err;
 	*size = m->size;
 	memcpy(sha, m->sha, CJC_DIGEST_LEN);
@@ -185,6 +224,94 @@ int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIG
 		return -1;
 	}
 	return 0;
+}
+
+struct prefetch {
+	char *const *paths;
+	size_t n, first, step;
+};
+
+/* One item of a thread's share: the memo, what it held, what was found. */
+struct work {
+	struct memo *m;
+	struct seen seen;
+	int dirfd;
+	const char *base;
+	bool holds;
+	struct memo fresh;
+};
+
+/* A thread's share of the files: the memos are taken under the lock once,
+ * the files stat'ed or hashed without it, the results put back under it
+ * once (a lock per file made the threads queue on it). */
+static void *prefetch_some(void *arg)
+{
+	const struct prefetch *p = arg;
+	size_t n = p->first < p->n ? (p->n - p->first + p->step - 1) / p->step : 0;
+	struct work *w = cjc_xcalloc(n + 1, sizeof *w);
+	pthread_mutex_lock(&memo_lock);
+	for (size_t k = 0; k < n; k++) {
+		const char *path = p->paths[p->first + k * p->step];
+		struct memo *m = memo_of(path);
+		w[k].m = m;
+		w[k].seen = (struct seen){ m->known, m->stamped, m->st, m->taken_ns };
+		w[k].dirfd = m->known ? -1 : dir_fd(m->path, &w[k].base);
+	}
+	pthread_mutex_unlock(&memo_lock);
+	for (size_t k = 0; k < n; k++) {
+		struct stat s;
+		struct cjc_stamp now;
+		if (w[k].seen.known)
+			continue;
+		if (w[k].seen.stamped && w[k].dirfd >= 0 && w[k].base && *w[k].base &&
+		    !fstatat(w[k].dirfd, w[k].base, &s, 0)) {
+			cjc_stamp_of(&s, &now);
+			w[k].holds = cjc_stamp_holds(&w[k].seen.st, &now, w[k].seen.taken_ns);
+		}
+		if (!w[k].holds)
+			hash_now(w[k].m->path, &w[k].fresh); /* the path never changes */
+	}
+	pthread_mutex_lock(&memo_lock);
+	for (size_t k = 0; k < n; k++)
+		if (!w[k].seen.known)
+			settle(w[k].m, w[k].holds, &w[k].fresh);
+	pthread_mutex_unlock(&memo_lock);
+	free(w);
+	return NULL;
+}
+
+/* How many of the files have no remembered hash: those a lookup must read. */
+static size_t to_hash(char *const *paths, size_t n)
+{
+	size_t count = 0;
+	pthread_mutex_lock(&memo_lock);
+	for (size_t i = 0; i < n; i++) {
+		const struct memo *m = memo_of(paths[i]);
+		count += !m->known && !m->stamped;
+	}
+	pthread_mutex_unlock(&memo_lock);
+	return count;
+}
+
+void cjc_filehash_prefetch(char *const *paths, size_t n)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t threads = cpus < 2 ? 1 : cpus > PREFETCH_THREADS ? PREFETCH_THREADS : (size_t)cpus;
+	if (n < PREFETCH_MIN || threads < 2 || to_hash(paths, n) < PREFETCH_MIN)
+		return; /* a stat each is not worth a thread: measured slower */
+	pthread_t t[PREFETCH_THREADS];
+	struct prefetch p[PREFETCH_THREADS];
+	size_t started = 1;
+	for (size_t k = 0; k < threads; k++)
+		p[k] = (struct prefetch){ paths, n, k, threads };
+	for (size_t k = 1; k < threads; k++)
+		if (!pthread_create(&t[started], NULL, prefetch_some, &p[k]))
+			started++;
+		else
+			break; /* no thread: the caller does the rest as it goes */
+	prefetch_some(&p[0]);
+	for (size_t k = 1; k < started; k++)
+		pthread_join(t[k], NULL);
 }
 
 void cjc_filehash_forget(void)
@@ -207,11 +334,7 @@ void cjc_filehash_forget(void)
 bool cjc_filehash_absent(const char *path)
 {
 	struct stat st;
-	pthread_mutex_lock(&memo_lock);
-	int rc = stat_fast(path, &st);
-	int e = errno;
-	pthread_mutex_unlock(&memo_lock);
-	return rc && (e == ENOENT || e == ENOTDIR);
+	return stat_fast(path, &st) && (errno == ENOENT || errno == ENOTDIR);
 }
 
 void cjc_filehash_counts(uint64_t *r, uint64_t *h)

@@ -24,12 +24,18 @@
 #define CJC_FILEHASH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hash.h"
 
 int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN]);
 void cjc_filehash_forget(void);
+/* Hashes many files at once, on up to one thread per CPU (4 at most), when
+ * enough of them have no remembered hash (a fresh store, a new checkout), so
+ * that a later cjc_filehash_get of each is answered from memory.  Otherwise
+ * it does nothing: checking stamps is not worth a thread. */
+void cjc_filehash_prefetch(char *const *paths, size_t n);
 /* Whether no file is at path now (ENOENT or ENOTDIR), as stat(2) would say.
  * Directories are opened once per process, so checking many names in one
  * directory walks its path once; cjc_filehash_forget() closes them. */

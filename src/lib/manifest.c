@@ -170,6 +170,11 @@ void cjc_manifest_encode_file_with(const struct cjc_manifest *old,
 
 static bool record_matches(const struct cjc_manifest_record *r)
 {
+	char **paths = cjc_xcalloc(r->ndeps + 1, sizeof *paths);
+	for (size_t i = 0; i < r->ndeps; i++)
+		paths[i] = r->deps[i].path;
+	cjc_filehash_prefetch(paths, r->ndeps); /* in parallel; then from memory */
+	free(paths);
 	for (size_t i = 0; i < r->ndeps; i++) {
 		uint64_t size;
 		unsigned char sha[CJC_DIGEST_LEN];

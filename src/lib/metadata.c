@@ -143,7 +143,7 @@ static json_t *files_json(const struct cjc_artifact *files, size_t n)
 	return o;
 }
 
-int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out)
+int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out, json_t **doc)
 {
 	char created[32];
 	struct cjc_buf command = CJC_BUF_INIT;
@@ -183,7 +183,10 @@ int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out)
 		json_object_set(root, "diagnostics", md->diagnostics);
 	cjc_buf_release(&command);
 	char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(root);
+	if (doc && text)
+		*doc = root;
+	else
+		json_decref(root);
 	if (!text)
 		return -1;
 	cjc_buf_adds(out, text);

@@ -88,7 +88,8 @@ struct cjc_metadata {
 	json_t *options_files; /* borrowed, or NULL */
 };
 
-int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out);
+/* doc, when not NULL, gets the document itself (json_decref it). */
+int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out, json_t **doc);
 /* expected_key may be NULL to skip the key comparison. */
 json_t *cjc_metadata_parse(const char *text, size_t len, const char *expected_key,
 			   struct cjc_buf *why);

@@ -13,6 +13,7 @@
 #include "hash.h"
 #include "log.h"
 #include "metadata.h"
+#include "metamemo.h"
 #include "sign.h"
 #include "stats.h"
 
@@ -547,6 +548,12 @@ static int fetch_record(struct cjc_remotes *r, struct group *g, const char *key,
 	if (f->doc)
 		f->files = cjc_metadata_artifacts(f->doc, &f->nfiles);
 	rc = f->doc && f->files ? 0 : bad_data(r, g, "metadata", key, why.len ? why.data : "no files");
+	if (!rc) { /* checked: the local read that serves it need not parse it again */
+		unsigned char sha[CJC_DIGEST_LEN];
+		cjc_hash_buf(f->meta.data, f->meta.len, sha);
+		cjc_metamemo_add(key, sha, f->files, f->nfiles,
+				 json_integer_value(json_object_get(f->doc, "duration_ms")));
+	}
 	cjc_buf_release(&why);
 	return rc;
 }
@@ -596,6 +603,7 @@ static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct
 		rc = cjc_staging_begin(r->local, &st);
 	if (!rc)
 		rc = fetch_artifacts(r, g, key, &f, &st);
+	st.index_doc = f.doc;
 	bool won = false;
 	uint64_t bytes = f.meta.len;
 	for (size_t k = 0; k < st.nfiles; k++)

@@ -478,14 +478,12 @@ static int write_staged(const struct cjc_staging *st, const char *name, const st
 	return rc;
 }
 
-/* Adds the new entry's row to the index `cjc ls` reads (index.h). */
-static void index_entry(const struct cjc_store *s, const struct cjc_staging *st, const char *key,
-			const struct cjc_buf *metadata)
+/* Adds the new entry's row to the index `cjc ls` reads (index.h), when the
+ * writer gave the document (parsing it again would cost a heavy entry ms). */
+static void index_entry(const struct cjc_store *s, const struct cjc_staging *st, const char *key)
 {
-	json_t *doc = json_loadb(metadata->data, metadata->len, 0, NULL);
-	if (doc)
-		cjc_index_add(s, key, doc, st->files, st->nfiles);
-	json_decref(doc);
+	if (st->index_doc)
+		cjc_index_add(s, key, st->index_doc, st->files, st->nfiles);
 }
 
 int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
@@ -508,7 +506,7 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 			*won = true;
 			cjc_tempfile_forget(st->dir);
 			(void)cjc_fsync_path(parent);
-			index_entry(s, st, key, metadata);
+			index_entry(s, st, key);
 		} else if (errno != EEXIST && errno != ENOTEMPTY) {
 			rc = -1;
 		}

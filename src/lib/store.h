@@ -123,6 +123,7 @@ struct cjc_staging {
 	char *dir;
 	struct cjc_artifact files[16];
 	size_t nfiles;
+	json_t *index_doc; /* borrowed: the metadata as a document, for the index (index.h); or NULL */
 };
 
 int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st);

@@ -463,7 +463,7 @@ static void command_run(const struct job *j, struct cjc_strvec *argv)
 }
 
 static int format_metadata(struct job *j, const struct compile_result *r,
-			   const struct cjc_manifest_record *rec, const struct cjc_staging *st,
+			   const struct cjc_manifest_record *rec, struct cjc_staging *st,
 			   struct cjc_buf *out)
 {
 	struct cjc_strvec run = CJC_STRVEC_INIT;
@@ -494,7 +494,7 @@ static int format_metadata(struct job *j, const struct compile_result *r,
 		.files = st->files,
 		.nfiles = st->nfiles,
 	};
-	int rc = cjc_metadata_format(&md, out);
+	int rc = cjc_metadata_format(&md, out, &st->index_doc); /* the caller releases it */
 	json_decref(md.diagnostics);
 	cjc_strvec_clear(&run);
 	return rc;
@@ -557,8 +557,10 @@ static bool publish(struct job *j, const struct compile_result *r,
 	uint64_t bytes = staged_bytes(&st, &meta);
 	if (!rc)
 		sign_metadata(j, &meta, &sig);
+	json_t *doc = st.index_doc;
 	if (!rc)
 		rc = cjc_staging_publish(&j->store, &st, rec->entry_key, &meta, &sig, &won);
+	json_decref(doc);
 	if (rc) {
 		cjc_log("cannot publish %s: %s", rec->entry_key, why.len ? why.data : strerror(errno));
 		cjc_staging_abort(&st);

@@ -49,7 +49,7 @@ static void publish(const char *key, const char *bytes, atomic_int *wins)
 	};
 	json_t *options = json_pack("{s:s}", "kind", "object");
 	md.options = options;
-	int rc = cjc_metadata_format(&md, &meta);
+	int rc = cjc_metadata_format(&md, &meta, NULL);
 	json_decref(options);
 	pthread_barrier_wait(&barrier);
 	if (rc || cjc_staging_publish(&store, &st, key, &meta, NULL, &won))
