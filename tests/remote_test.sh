@@ -266,11 +266,44 @@ testWrongPasswordIsOneClearMessage() {
 }
 
 testMalformedUrlNamesTheSettingAndCompiles() {
-	export CJC_REMOTE="redis://:secret@127.0.0.1:$REDIS_PORT|shards"
-	compile_on A || fail "the build failed"
-	assertContains "$(cat "$CASE/A.err")" "CJC_REMOTE"
-	assertNotContains "$(cat "$CASE/A.err")" "secret"
-	assertEquals "compiled" 1 "$(nvcc_compiles)"
+	local bad
+	for bad in "redis://:secret@127.0.0.1:$REDIS_PORT|shards" \
+		"redis://:secret@127.0.0.1:$REDIS_PORT|operation-timeout=0"; do
+		export CJC_REMOTE=$bad
+		compile_on A || fail "the build failed"
+		assertContains "$bad" "$(cat "$CASE/A.err")" "CJC_REMOTE"
+		assertNotContains "$bad" "$(cat "$CASE/A.err")" "secret"
+	done
+	assertEquals "compiled, uncached" 2 "$(nvcc_compiles)"
+}
+
+# An entry of several artifacts (the object and nvcc's warnings) travels
+# whole: every artifact before the record that names them.
+testEveryArtifactOfAnEntryIsSent() {
+	printf '#warning "a warning to replay"\n__global__ void w(int *p) { *p = 2; }\n' >warn.cu
+	export CJC_REMOTE=$REDIS_URL
+	on A "$CJC" "$NVCC" -c warn.cu -o "$CASE/A.o" -arch=$ARCH 2>"$CASE/A.err" || fail "A"
+	assertContains "$(cat "$CASE/A.err")" "a warning to replay"
+	assertEquals "two artifacts on the server" 2 "$(redis_cli --raw KEYS 'cjc/*/c/*' | grep -c .)"
+	on B "$CJC" "$NVCC" -c warn.cu -o "$CASE/B.o" -arch=$ARCH 2>"$CASE/B.err" || fail "B"
+	assertEquals "B hit" 1 "$(remote_stat B remote_hits)"
+	assertContains "the warning replayed" "$(cat "$CASE/B.err")" "a warning to replay"
+	rm -f warn.cu
+}
+
+# A password may hold '/', ':' and '@': the user info runs to the last '@',
+# for the connection and for what is shown.
+testPasswordWithSlashesAndAts() {
+	local odd='s/e:c@r/t'
+	redis_cli CONFIG SET requirepass "$odd" >/dev/null
+	export CJC_REMOTE="redis://:$odd@127.0.0.1:$REDIS_PORT"
+	compile_on A
+	compile_on B
+	on A "$CJC" config >"$CASE/config.txt"
+	redis-cli -p "$REDIS_PORT" -a "$odd" --no-auth-warning CONFIG SET requirepass "$REDIS_PASSWORD" >/dev/null
+	assertEquals "B hit" 1 "$(remote_stat B remote_hits)"
+	assertFalse "no part of it shown" "grep -q 'e:c\|r/t' '$CASE/config.txt' '$CASE/A.err' '$CASE/B.err' '$CJC_LOG'"
+	assertTrue "shown as ***" "grep -q 'redis://\*\*\*@127.0.0.1' '$CASE/config.txt'"
 }
 
 testFullServerIsAnErrorAndTheBuildGoesOn() {

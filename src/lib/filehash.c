@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "fs.h"
 #include "stamp.h"
 #include "util.h"
 
@@ -153,9 +154,10 @@ static void hash_now(const char *path, struct memo *out)
 {
 	out->stamped = false;
 	out->taken_ns = cjc_wall_ns();
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a path may come from a manifest someone else wrote: never block on a
+	 * FIFO or read a device (cjc_open_regular) */
+	int fd = cjc_open_regular(AT_FDCWD, path, O_RDONLY, 0);
 	struct stat s;
-	errno = 0;
 	if (fd < 0 || fstat(fd, &s) || cjc_hash_fd(fd, out->sha, &out->size)) {
 		out->err = errno ? errno : EIO;
 	} else {

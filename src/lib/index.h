@@ -10,9 +10,12 @@
  * inode, mtime and size.  A row is used only when the entry's metadata.json,
  * stat'ed now, has exactly those; entries never change once visible, so the
  * row was made from that very document.  Any other entry is read from its
- * metadata as before.  So the index is never trusted over the entries: a
- * missing, damaged, stale or planted file costs only the slow path.  Only
- * `cjc ls` reads it; lookups, verify, gc and audit use the entries.
+ * metadata as before.  So a missing, damaged or stale file costs only the
+ * slow path.  A row planted with the stamp of a real metadata.json (anyone
+ * who can read the store can stat it) would be shown: the rows are for
+ * display, as is an entry's own metadata, which such a writer could forge
+ * as well.  Only `cjc ls` reads the index; lookups, verify, gc, show and
+ * audit use the entries.
  *
  * The file is a sequence of rows, each a blob (blob.h, magic "CJCX")
  * preceded by its u32 length, so appends need no rewrite and a torn or

@@ -55,23 +55,29 @@ struct cjc_remotes {
 
 /* --- the setting ------------------------------------------------------ */
 
+/* The user info of a URL is everything between "://" and the URL's last
+ * '@' (a password may hold '/', ':' or '@'); the backends parse the same
+ * span.  A URL ends at a space or a '|'. */
 char *cjc_remote_redact(const char *text)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	cjc_buf_adds(&b, "");
 	for (const char *p = text; *p;) {
 		const char *scheme = strstr(p, "://");
-		const char *end = scheme ? scheme + 3 + strcspn(scheme + 3, "/ |") : NULL;
-		const char *at = scheme ? memrchr(scheme + 3, '@', (size_t)(end - scheme - 3)) : NULL;
-		const char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
-		if (!colon) {
-			cjc_buf_add(&b, p, scheme ? (size_t)(scheme + 3 - p) : strlen(p));
-			p = scheme ? scheme + 3 : p + strlen(p);
-			continue;
+		if (!scheme) {
+			cjc_buf_adds(&b, p);
+			break;
 		}
-		cjc_buf_add(&b, p, (size_t)(colon + 1 - p));
-		cjc_buf_adds(&b, "***");
-		p = at;
+		const char *start = scheme + 3;
+		const char *end = start + strcspn(start, " \t\n|");
+		const char *at = memrchr(start, '@', (size_t)(end - start));
+		cjc_buf_add(&b, p, (size_t)(start - p));
+		if (at) {
+			cjc_buf_adds(&b, "***");
+			p = at;
+		} else {
+			p = start;
+		}
 	}
 	return cjc_buf_detach(&b);
 }
@@ -106,7 +112,7 @@ static int parse_duration(const char *text, long *ms)
 	errno = 0;
 	long v = strtol(text, &end, 10);
 	long mult = !strcmp(end, "ms") ? 1 : !strcmp(end, "s") || !*end ? 1000 : 0;
-	if (errno || !mult || v > 86400000L / mult)
+	if (errno || !mult || v <= 0 || v > 86400000L / mult)
 		return -1;
 	*ms = v * mult;
 	return 0;
@@ -604,6 +610,8 @@ static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct
 	if (!rc)
 		rc = fetch_artifacts(r, g, key, &f, &st);
 	st.index_doc = f.doc;
+	if (!r->trusted_keys)
+		cjc_buf_reset(&f.sig); /* not checked here: not kept, not passed on */
 	bool won = false;
 	uint64_t bytes = f.meta.len;
 	for (size_t k = 0; k < st.nfiles; k++)
@@ -669,20 +677,18 @@ static void outgoing_release(struct outgoing *o)
 	cjc_entry_release(&o->e);
 }
 
-/* Reads a local entry and its signature (or signs it now with sign_key). */
-static int outgoing_open(struct cjc_remotes *r, const char *key, const char *sign_key,
-			 struct outgoing *o)
+/* Reads a local entry and the signature it has, if any. */
+static int outgoing_open(struct cjc_remotes *r, const char *key, struct outgoing *o)
 {
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	memset(o, 0, sizeof *o);
 	int rc = cjc_store_read_entry(r->local, key, &o->e, &why) == CJC_ENTRY_FOUND ? 0 : -1;
 	if (!rc)
 		rc = cjc_read_bounded(o->e.dfd, "metadata.json", O_NOFOLLOW, CJC_STORE_MAX_METADATA, &meta);
-	if (!rc && cjc_read_bounded(o->e.dfd, CJC_SIGN_FILE, O_NOFOLLOW, CJC_SIGN_MAX, &sig)) {
+	/* the signature the entry has, if any: only the writer that made the
+	 * metadata signs it (launcher.c), never a process that merely read it */
+	if (!rc && cjc_read_bounded(o->e.dfd, CJC_SIGN_FILE, O_NOFOLLOW, CJC_SIGN_MAX, &sig))
 		cjc_buf_reset(&sig);
-		if (sign_key && cjc_sign(sign_key, meta.data, meta.len, &sig, &why))
-			cjc_log("cannot sign entry %s: %s", key, why.data);
-	}
 	if (!rc) {
 		cjc_remote_encode_record(&meta, &sig, &o->record);
 		o->data = cjc_xcalloc(o->e.nfiles, sizeof *o->data);
@@ -703,25 +709,27 @@ static int send_entry(struct cjc_remotes *r, struct group *g, const char *key, s
 {
 	bool repair = !strcmp(g->broken, key);
 	int rc = repair ? CJC_REMOTE_ABSENT : exists(r, g, 'e', key);
-	if (rc == CJC_REMOTE_OK)
-		return 0;
-	for (size_t i = 0; rc == CJC_REMOTE_ABSENT && i < o->e.nfiles; i++) {
+	if (rc != CJC_REMOTE_ABSENT)
+		return rc == CJC_REMOTE_OK ? 0 : -1;
+	for (size_t i = 0; i < o->e.nfiles; i++) { /* every artifact, each on its own */
 		const struct cjc_artifact *a = &o->e.files[i];
-		rc = exists(r, g, 'c', a->sha256);
-		if (rc != CJC_REMOTE_ABSENT)
+		int there = exists(r, g, 'c', a->sha256);
+		if (there == CJC_REMOTE_OK)
 			continue;
+		if (there != CJC_REMOTE_ABSENT)
+			return -1;
 		struct cjc_buf why = CJC_BUF_INIT;
 		if (!o->data[i].len && cjc_entry_read(&o->e, a->name, &o->data[i], &why)) {
 			cjc_log("cannot send entry %s: %s", key, why.data);
-			rc = CJC_REMOTE_ERROR;
+			there = CJC_REMOTE_ERROR;
 		} else {
-			rc = put(r, g, 'c', a->sha256, true, &o->data[i]);
+			there = put(r, g, 'c', a->sha256, true, &o->data[i]);
 		}
 		cjc_buf_release(&why);
+		if (there != CJC_REMOTE_OK)
+			return -1; /* no record naming an artifact that is not there */
 	}
-	if (rc == CJC_REMOTE_OK || rc == CJC_REMOTE_ABSENT)
-		rc = put(r, g, 'e', key, !repair, &o->record);
-	return rc == CJC_REMOTE_OK ? 0 : -1;
+	return put(r, g, 'e', key, !repair, &o->record) == CJC_REMOTE_OK ? 0 : -1;
 }
 
 /* Merges rec into the store's manifest (a hint: a lost race costs a miss). */
@@ -744,11 +752,11 @@ static int send_manifest(struct cjc_remotes *r, struct group *g, const char *dir
 }
 
 int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
-		       const struct cjc_manifest_record *rec, const char *sign_key)
+		       const struct cjc_manifest_record *rec)
 {
 	struct outgoing o;
 	int sent = 0;
-	if (!r || outgoing_open(r, entry_key, sign_key, &o))
+	if (!r || outgoing_open(r, entry_key, &o))
 		return 0;
 	for (size_t i = 0; i < r->n; i++) {
 		struct group *g = &r->groups[i];

@@ -116,11 +116,12 @@ int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, const struct
  * and a fleet of compiling runners holds no connections it does not use. */
 void cjc_remote_hang_up(struct cjc_remotes *r);
 
-/* Sends a local entry (and the manifest record naming it) to every store
- * that is not read-only.  rec may be NULL (no manifest update).  Returns the
+/* Sends a local entry, with the signature it has if any (its writer signed
+ * it; nothing here signs what it did not make), and the manifest record
+ * naming it, to every store that is not read-only.  rec may be NULL (no manifest update).  Returns the
  * number of stores that now hold it. */
 int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
-		       const struct cjc_manifest_record *rec, const char *sign_key);
+		       const struct cjc_manifest_record *rec);
 
 /* An entry record (the layout above): 0, or -1 when it is not one. */
 int cjc_remote_decode_record(const void *p, size_t n, struct cjc_buf *meta, struct cjc_buf *sig);

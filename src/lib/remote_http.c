@@ -102,14 +102,12 @@ static void backend_free(struct cjc_remote_backend *b)
 static int parse_http(struct cjc_remote_backend *b, const char *url)
 {
 	const char *host = strstr(url, "://") + 3;
-	const char *end = host + strcspn(host, "/");
-	const char *at = memrchr(host, '@', (size_t)(end - host));
+	/* the user info runs to the URL's last '@' (cjc_remote_redact) */
+	const char *at = strrchr(host, '@');
 	if (at) {
 		const char *colon = memchr(host, ':', (size_t)(at - host));
-		if (!colon)
-			return -1;
-		b->user = cjc_xstrndup(host, (size_t)(colon - host));
-		b->password = cjc_xstrndup(colon + 1, (size_t)(at - colon - 1));
+		b->user = cjc_xstrndup(host, (size_t)((colon ? colon : at) - host));
+		b->password = colon ? cjc_xstrndup(colon + 1, (size_t)(at - colon - 1)) : cjc_xstrdup("");
 	}
 	const char *rest = at ? at + 1 : host;
 	size_t len = strlen(rest);

@@ -67,10 +67,11 @@ static void url_release(struct redis_url *u)
 	free(u->password);
 }
 
-/* [[USER]:PASSWORD@] at p; returns what follows it. */
+/* [[USER]:PASSWORD@] at p, up to the last '@' before end (a password may
+ * hold '/' or '@', as cjc_remote_redact assumes); returns what follows. */
 static const char *parse_userinfo(const char *p, const char *end, struct redis_url *u)
 {
-	const char *at = memchr(p, '@', (size_t)(end - p));
+	const char *at = memrchr(p, '@', (size_t)(end - p));
 	if (!at)
 		return p;
 	const char *colon = memchr(p, ':', (size_t)(at - p));
@@ -109,8 +110,8 @@ static int parse_url(const char *url, struct redis_url *u)
 			       ? 0 : -1;
 	}
 	const char *p = url + 8; /* redis:// */
+	p = parse_userinfo(p, p + strlen(p), u);
 	const char *end = p + strcspn(p, "/");
-	p = parse_userinfo(p, end, u);
 	const char *colon = memchr(p, ':', (size_t)(end - p));
 	u->host = cjc_xstrndup(p, (size_t)((colon ? colon : end) - p));
 	if (colon) {

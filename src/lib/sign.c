@@ -26,18 +26,28 @@ static BIO *key_file_bio(const char *path, struct cjc_buf *data, struct cjc_buf 
 	return BIO_new_mem_buf(data->data, (int)data->len);
 }
 
+/* An encrypted key is not supported: no passphrase, and never a prompt on
+ * the terminal in the middle of a build (OpenSSL's default). */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf, (void)size, (void)rwflag, (void)u;
+	return -1;
+}
+
 static EVP_PKEY *read_private(const char *path, struct cjc_buf *why)
 {
 	struct cjc_buf data = CJC_BUF_INIT;
 	BIO *bio = key_file_bio(path, &data, why);
-	EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+	EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
 	if (bio && (!key || EVP_PKEY_get_base_id(key) != EVP_PKEY_ED25519)) {
-		cjc_buf_addf(why, "%s holds no Ed25519 private key in PEM form "
+		cjc_buf_addf(why, "%s holds no unencrypted Ed25519 private key in PEM form "
 			     "(make one with `openssl genpkey -algorithm ed25519`)", path);
 		EVP_PKEY_free(key);
 		key = NULL;
 	}
 	BIO_free(bio);
+	if (data.data)
+		OPENSSL_cleanse(data.data, data.len); /* the private key's bytes */
 	cjc_buf_release(&data);
 	return key;
 }

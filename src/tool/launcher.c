@@ -646,7 +646,7 @@ static int compile_miss(struct job *j)
 	replay(&r.out, &r.err);
 	warn_no_sass(j);
 	if (published)
-		(void)cjc_remote_publish(j->remotes, rec.entry_key, j->direct_key, &rec, j->cfg.sign_key);
+		(void)cjc_remote_publish(j->remotes, rec.entry_key, j->direct_key, &rec);
 	if (!stable)
 		cjc_log("miss for %s, not published: %s", j->c.source, why.data);
 	else

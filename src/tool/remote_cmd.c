@@ -75,8 +75,7 @@ static int upload_manifest(const char *direct_key, const char *path, void *ctx)
 	(void)path;
 	if (!cjc_manifest_read(u->store, name, &m)) {
 		for (size_t i = 0; i < m.n; i++, u->records++)
-			if (cjc_remote_publish(u->r, m.recs[i].entry_key, direct_key, &m.recs[i],
-					       u->cfg->sign_key))
+			if (cjc_remote_publish(u->r, m.recs[i].entry_key, direct_key, &m.recs[i]))
 				u->sent++;
 		cjc_manifest_release(&m);
 	}
