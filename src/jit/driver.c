@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl.h"
 #include "jit_internal.h"
 
 typedef int CUresult;
@@ -32,11 +33,8 @@ struct driver {
 };
 
 /* The symbols, by name and place in struct driver. */
-#define SYM(name) { #name, offsetof(struct driver, name) }
-static const struct {
-	const char *name;
-	size_t at;
-} symbols[] = {
+#define SYM(name) CJC_DL_SYMBOL(struct driver, name, #name)
+static const struct cjc_dl_symbol symbols[] = {
 	SYM(cuInit), SYM(cuDeviceGet), SYM(cuDeviceGetAttribute), SYM(cuCtxGetCurrent),
 	SYM(cuCtxSetCurrent), SYM(cuDevicePrimaryCtxRetain), SYM(cuModuleLoadData),
 	SYM(cuModuleGetFunction), SYM(cuModuleUnload), SYM(cuGetErrorName),
@@ -66,14 +64,11 @@ static struct driver *driver_of(struct cjc_jit *h)
 	}
 	d = cjc_xcalloc(1, sizeof *d);
 	d->lib = lib;
-	for (size_t i = 0; i < sizeof symbols / sizeof *symbols; i++) {
-		void *fn = dlsym(lib, symbols[i].name);
-		if (!fn) {
-			jit_fail(h, "the CUDA driver lacks %s", symbols[i].name);
-			jit_driver_release(d);
-			return NULL;
-		}
-		memcpy((char *)d + symbols[i].at, &fn, sizeof fn);
+	const char *missing;
+	if (cjc_dl_resolve(lib, symbols, sizeof symbols / sizeof *symbols, d, &missing)) {
+		jit_fail(h, "the CUDA driver lacks %s", missing);
+		jit_driver_release(d);
+		return NULL;
 	}
 	CUresult r = d->cuInit(0);
 	if (r) {

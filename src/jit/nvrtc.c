@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "diagnostics.h"
+#include "dl.h"
 #include "evict.h"
 #include "fs.h"
 #include "jit_internal.h"
@@ -55,11 +56,8 @@ struct nvrtc {
 	nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *);
 };
 
-#define SYM(name) { #name, offsetof(struct nvrtc, name) }
-static const struct {
-	const char *name;
-	size_t at;
-} symbols[] = {
+#define SYM(name) CJC_DL_SYMBOL(struct nvrtc, name, #name)
+static const struct cjc_dl_symbol symbols[] = {
 	SYM(nvrtcVersion), SYM(nvrtcGetErrorString), SYM(nvrtcCreateProgram),
 	SYM(nvrtcCompileProgram), SYM(nvrtcGetProgramLogSize), SYM(nvrtcGetProgramLog),
 	SYM(nvrtcGetCUBINSize), SYM(nvrtcGetCUBIN), SYM(nvrtcGetPTXSize), SYM(nvrtcGetPTX),
@@ -164,12 +162,9 @@ static struct nvrtc *nvrtc_of(struct cjc_jit *h)
 	n->lib = open_library(h, &tried);
 	if (!n->lib)
 		cjc_buf_addf(&why, "cannot load NVRTC (%s): %s", tried, dlerror());
-	for (size_t i = 0; n->lib && !why.len && i < sizeof symbols / sizeof *symbols; i++) {
-		void *fn = dlsym(n->lib, symbols[i].name);
-		if (!fn)
-			cjc_buf_addf(&why, "%s lacks %s", tried, symbols[i].name);
-		memcpy((char *)n + symbols[i].at, &fn, sizeof fn);
-	}
+	const char *missing;
+	if (n->lib && cjc_dl_resolve(n->lib, symbols, sizeof symbols / sizeof *symbols, n, &missing))
+		cjc_buf_addf(&why, "%s lacks %s", tried, missing);
 	if (!why.len)
 		identify(n, &why);
 	free(tried);

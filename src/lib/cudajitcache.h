@@ -29,6 +29,7 @@
  *   diagnostics.h print_commands, keep_ptx, keep_sass, check_spills
  *   remote.h      remote stores: the backend seam, fetching and publishing
  *   sign.h        signed entries (Ed25519)
+ *   dl.h          libraries loaded at run time, their functions into a table
  */
 #ifndef CUDAJITCACHE_H
 #define CUDAJITCACHE_H
@@ -37,6 +38,7 @@
 #include "config.h"
 #include "depfile.h"
 #include "diagnostics.h"
+#include "dl.h"
 #include "evict.h"
 #include "filehash.h"
 #include "fs.h"

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl.h"
 #include "fs.h"
 #include "hash.h"
 
@@ -50,7 +51,7 @@ struct cjc_remote_backend {
 };
 
 /* The libcurl functions used, from the library loaded at run time. */
-static struct {
+struct curl_api {
 	CURLcode (*global_init)(long flags);
 	CURL *(*easy_init)(void);
 	CURLcode (*easy_setopt)(CURL *c, CURLoption option, ...);
@@ -61,23 +62,26 @@ static struct {
 	const char *(*easy_strerror)(CURLcode code);
 	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
 	void (*slist_free_all)(struct curl_slist *list);
-} api;
+};
+static struct curl_api api;
 static const char *load_error; /* why libcurl could not be loaded */
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
+#define FN(field, name) CJC_DL_SYMBOL(struct curl_api, field, name)
+static const struct cjc_dl_symbol curl_symbols[] = {
+	FN(global_init, "curl_global_init"), FN(easy_init, "curl_easy_init"),
+	FN(easy_setopt, "curl_easy_setopt"), FN(easy_perform, "curl_easy_perform"),
+	FN(easy_getinfo, "curl_easy_getinfo"), FN(easy_reset, "curl_easy_reset"),
+	FN(easy_cleanup, "curl_easy_cleanup"), FN(easy_strerror, "curl_easy_strerror"),
+	FN(slist_append, "curl_slist_append"), FN(slist_free_all, "curl_slist_free_all"),
+};
+
 static void curl_start(void)
 {
-	static const char *const names[] = {
-		"curl_global_init", "curl_easy_init", "curl_easy_setopt", "curl_easy_perform",
-		"curl_easy_getinfo", "curl_easy_reset", "curl_easy_cleanup", "curl_easy_strerror",
-		"curl_slist_append", "curl_slist_free_all",
-	};
+	const char *missing;
 	void *lib = dlopen(CJC_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-	void **slot = (void **)&api;
-	for (size_t i = 0; lib && i < sizeof names / sizeof *names; i++)
-		if (!(slot[i] = dlsym(lib, names[i])))
-			lib = NULL;
-	if (!lib) {
+	if (!lib || cjc_dl_resolve(lib, curl_symbols, sizeof curl_symbols / sizeof *curl_symbols,
+				   &api, &missing)) {
 		load_error = "cannot load " CJC_CURL_SONAME " (install libcurl4)";
 		return;
 	}

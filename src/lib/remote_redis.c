@@ -23,34 +23,38 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "dl.h"
+
 struct cjc_remote_backend {
 	redisContext *c;
 };
 
 /* The hiredis functions used, from the library loaded at run time. */
-static struct {
+struct redis_api {
 	redisContext *(*connect)(const char *ip, int port, const struct timeval tv);
 	redisContext *(*connect_unix)(const char *path, const struct timeval tv);
 	int (*set_timeout)(redisContext *c, const struct timeval tv);
 	void *(*command_argv)(redisContext *c, int argc, const char **argv, const size_t *lens);
 	void (*free_reply)(void *reply);
 	void (*free_context)(redisContext *c);
-} api;
+};
+static struct redis_api api;
 static const char *load_error;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+#define FN(field, name) CJC_DL_SYMBOL(struct redis_api, field, name)
+static const struct cjc_dl_symbol redis_symbols[] = {
+	FN(connect, "redisConnectWithTimeout"), FN(connect_unix, "redisConnectUnixWithTimeout"),
+	FN(set_timeout, "redisSetTimeout"), FN(command_argv, "redisCommandArgv"),
+	FN(free_reply, "freeReplyObject"), FN(free_context, "redisFree"),
+};
+
 static void load(void)
 {
-	static const char *const names[] = {
-		"redisConnectWithTimeout", "redisConnectUnixWithTimeout", "redisSetTimeout",
-		"redisCommandArgv", "freeReplyObject", "redisFree",
-	};
+	const char *missing;
 	void *lib = dlopen(CJC_HIREDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
-	void **slot = (void **)&api;
-	for (size_t i = 0; lib && i < sizeof names / sizeof *names; i++)
-		if (!(slot[i] = dlsym(lib, names[i])))
-			lib = NULL;
-	if (!lib)
+	if (!lib || cjc_dl_resolve(lib, redis_symbols, sizeof redis_symbols / sizeof *redis_symbols,
+				   &api, &missing))
 		load_error = "cannot load " CJC_HIREDIS_SONAME " (install libhiredis)";
 }
 
