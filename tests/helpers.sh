@@ -131,6 +131,24 @@ assert_same_devcode() {
 	assertTrue "$1 has no device code" "[ -s '$1.devcode' ]"
 }
 
+# make_barrier_nvcc N: $TEST_DIR/bin/nvcc-barrier, an nvcc that compiles, then
+# waits until N have compiled (so N writers collide at publication); the
+# wait ends by state, bounded at 60 s should a writer die.
+make_barrier_nvcc() {
+	mkdir -p "$TEST_DIR/barrier"
+	cat >"$TEST_DIR/bin/nvcc-barrier" <<WRAP
+#!/bin/sh
+"$NVCC" "\$@" || exit
+case " \$* " in *" --version "*) exit 0 ;; esac
+touch "$TEST_DIR/barrier/\$\$"
+i=0
+while [ "\$(ls "$TEST_DIR/barrier" | wc -l)" -lt $1 ] && [ \$i -lt 1200 ]; do
+	sleep 0.05; i=\$((i + 1))
+done
+WRAP
+	chmod +x "$TEST_DIR/bin/nvcc-barrier"
+}
+
 # use_suite_dir NAME: for suites whose cases share one directory and start
 # from template stores: SUITE_DIR with the counting nvcc and the sources,
 # and setUp/tearDown that keep to it.

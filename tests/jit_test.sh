@@ -181,19 +181,6 @@ WRAP
 	assertEquals "nothing published" 0 "$(entry_count)"
 }
 
-# make_barrier_nvcc N: compiles, then waits until N have compiled (races_test.sh's).
-make_barrier_nvcc() {
-	mkdir -p "$TEST_DIR/barrier"
-	cat >"$TEST_DIR/bin/nvcc-barrier" <<WRAP
-#!/bin/sh
-"$NVCC" "\$@" || exit
-case " \$* " in *" --version "*) exit 0 ;; esac
-touch "$TEST_DIR/barrier/\$\$"
-while [ "\$(ls "$TEST_DIR/barrier" | wc -l)" -lt $1 ]; do sleep 0.05; done
-WRAP
-	chmod +x "$TEST_DIR/bin/nvcc-barrier"
-}
-
 testEightProcessesCompilingOneKeyLeaveOneEntry() {
 	write_kernel
 	make_barrier_nvcc 8

@@ -6,22 +6,6 @@
 
 . "$(dirname "$0")/helpers.sh"
 
-# make_barrier_nvcc N: an nvcc that compiles, then waits until N have compiled.
-make_barrier_nvcc() {
-	mkdir -p "$TEST_DIR/barrier"
-	cat >"$TEST_DIR/bin/nvcc-barrier" <<WRAP
-#!/bin/sh
-"$NVCC" "\$@" || exit
-case " \$* " in *" --version "*) exit 0 ;; esac
-touch "$TEST_DIR/barrier/\$\$"
-i=0
-while [ "\$(ls "$TEST_DIR/barrier" | wc -l)" -lt $1 ] && [ \$i -lt 1200 ]; do
-	sleep 0.05; i=\$((i + 1))
-done
-WRAP
-	chmod +x "$TEST_DIR/bin/nvcc-barrier"
-}
-
 # Runs "$@" in N background copies (the copy's number replaces {}), waits, and
 # returns how many failed.
 parallel() {
