@@ -282,24 +282,27 @@ static void *prefetch_some(void *arg)
 	return NULL;
 }
 
-/* How many of the files have no remembered hash: those a lookup must read. */
-static size_t to_hash(char *const *paths, size_t n)
+/* Whether most of a sample of the files have no remembered hash: the files
+ * of one compile are remembered together or not at all (a fresh store, a
+ * new checkout), so a sample tells, and a warm hit pays for the sample, not
+ * a second pass over a thousand paths. */
+static bool mostly_unhashed(char *const *paths, size_t n)
 {
-	size_t count = 0;
+	size_t sample = n < PREFETCH_MIN ? n : PREFETCH_MIN, count = 0;
 	pthread_mutex_lock(&memo_lock);
-	for (size_t i = 0; i < n; i++) {
-		const struct memo *m = memo_of(paths[i]);
+	for (size_t i = 0; i < sample; i++) {
+		const struct memo *m = memo_of(paths[i * (n / sample)]);
 		count += !m->known && !m->stamped;
 	}
 	pthread_mutex_unlock(&memo_lock);
-	return count;
+	return 2 * count > sample;
 }
 
 void cjc_filehash_prefetch(char *const *paths, size_t n)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t threads = cpus < 2 ? 1 : cpus > PREFETCH_THREADS ? PREFETCH_THREADS : (size_t)cpus;
-	if (n < PREFETCH_MIN || threads < 2 || to_hash(paths, n) < PREFETCH_MIN)
+	if (n < PREFETCH_MIN || threads < 2 || !mostly_unhashed(paths, n))
 		return; /* a stat each is not worth a thread: measured slower */
 	pthread_t t[PREFETCH_THREADS];
 	struct prefetch p[PREFETCH_THREADS];

@@ -32,7 +32,7 @@
 int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN]);
 void cjc_filehash_forget(void);
 /* Hashes many files at once, on up to one thread per CPU (4 at most), when
- * enough of them have no remembered hash (a fresh store, a new checkout), so
+ * most of them have no remembered hash (a fresh store, a new checkout), so
  * that a later cjc_filehash_get of each is answered from memory.  Otherwise
  * it does nothing: checking stamps is not worth a thread. */
 void cjc_filehash_prefetch(char *const *paths, size_t n);
