@@ -79,7 +79,12 @@ testLsIndexIsNeverTrustedOverTheEntries() {
 		{ chmod u+w "$entry/metadata.json"; sed -i 's/"target": null/"target": "relabelled"/' "$entry/metadata.json"; }
 	assertEquals "the entry's own metadata wins" relabelled \
 		"$("$CJC" ls --json | jq -r '.[] | select(.kind == "fatbin") | .target')"
-	rm -rf "$entry"
+	# an entry replaced by a link to a copy of itself: the row (its
+	# metadata.json is the same file) is not used; the link is refused
+	mv "$entry" "$entry.elsewhere" && ln -s "$entry.elsewhere" "$entry"
+	assertEquals "a linked entry is damaged, not listed from the index" true \
+		"$("$CJC" ls --json | jq '[.[] | select(.damaged)] | length == 1')"
+	rm -rf "$entry" "$entry.elsewhere"
 	assertEquals "a removed entry's row is gone" 1 "$("$CJC" ls --json | jq length)"
 }
 

@@ -166,7 +166,7 @@ static int metadata_stamp(int shard_fd, const char *key, struct stamped *s)
 	char sub[CJC_HEX_LEN + 16];
 	struct stat st;
 	snprintf(sub, sizeof sub, "%s/metadata.json", key);
-	if (fstatat(shard_fd, sub, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+	if (shard_fd < 0 || fstatat(shard_fd, sub, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 		return -1;
 	s->ino = (uint64_t)st.st_ino;
 	s->msize = (uint64_t)st.st_size;
@@ -221,6 +221,13 @@ static int one_entry(struct shard *sh, int dfd, const char *key, const char *dir
 	return rc;
 }
 
+/* Whether name in dfd is a directory itself, not a link to one. */
+static bool is_dir(int dfd, const char *name)
+{
+	struct stat st;
+	return !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
+}
+
 static int foreach_in_shard(struct shard *sh, int (*fn)(const struct cjc_index_row *, const char *, void *),
 			    void *ctx)
 {
@@ -241,7 +248,11 @@ static int foreach_in_shard(struct shard *sh, int (*fn)(const struct cjc_index_r
 		    strspn(de->d_name, "0123456789abcdef") != CJC_HEX_LEN)
 			continue;
 		char *dir = cjc_path_join(root, de->d_name);
-		rc = one_entry(sh, dirfd(d), de->d_name, dir, fn, ctx);
+		/* a row only for a real directory: a link planted as an entry is read
+		 * (and refused) the slow way, as every read of the store would */
+		bool plain = de->d_type == DT_DIR ||
+			     (de->d_type == DT_UNKNOWN && is_dir(dirfd(d), de->d_name));
+		rc = one_entry(sh, plain ? dirfd(d) : -1, de->d_name, dir, fn, ctx);
 		free(dir);
 	}
 	closedir(d);
