@@ -100,7 +100,7 @@ nvcc_compiles() {
 expect_why() {
 	local said
 	said=$("$CJC" why "$1" | head -1)
-	assertContains "cjc why $1" "$said" "$2"
+	assertContains "cjc why $1: $said" "$said" "$2"
 }
 
 expect_nvcc_runs() {

@@ -27,6 +27,25 @@ testMissOfAFatbinNamesEveryChange() {
 	assertTrue "compared with" "grep -Eq '\"compared_with\": \"[0-9a-f]{64}\"' why.json"
 }
 
+# A header edited during the compile makes the compile unstable, not
+# published; every other dependency is still hashed, so `why` names the
+# header alone (it once listed the rest as changed, with zero hashes).
+testHeaderEditedDuringTheCompileIsTheOnlyChange() {
+	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	cat >"$TEST_DIR/bin/nvcc-edits" <<WRAP
+#!/bin/sh
+"$NVCC" "\$@" || exit
+case " \$* " in *" --version "*) exit 0 ;; esac
+echo '#define EDITED 1' >>"$PWD/k.h"
+WRAP
+	chmod +x "$TEST_DIR/bin/nvcc-edits"
+	"$CJC" "$TEST_DIR/bin/nvcc-edits" -c k.cu -o b.o -arch=$ARCH || fail
+	expect_why b.o "miss: k.h changed"
+	"$CJC" why b.o --json >why.json || fail
+	assertEquals "one change: $(cat why.json)" 1 "$(grep -c '"kind": "dependency"' why.json)"
+	assertFalse "no zero hash" "grep -q '\"new\": \"0000000000000000' why.json"
+}
+
 testNearestEarlierEntryIsTheMostAlike() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DMODE=1 || fail
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DMODE=2 || fail

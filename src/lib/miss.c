@@ -116,8 +116,10 @@ int cjc_miss_record(const struct cjc_miss *m, const char *depfile, struct cjc_ma
 		d->path = cjc_place_relativize(&m->c->place, deps.v[i]);
 		if (!d->path)
 			d->path = cjc_xstrdup(deps.v[i]);
-		if (*stable && (stat(d->path, &st) || m->hash(m->ctx, d->path, &d->size, d->sha))) {
-			cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
+		/* every file hashed, stable or not: `cjc why` compares them all */
+		if (stat(d->path, &st) || m->hash(m->ctx, d->path, &d->size, d->sha)) {
+			if (*stable)
+				cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
 			*stable = false;
 		} else if (*stable && (newer_than(&st.st_mtim, &m->started) ||
 				       newer_than(&st.st_ctim, &m->started)) &&
