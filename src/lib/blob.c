@@ -58,9 +58,13 @@ int cjc_blob_read(const struct cjc_store *s, const char *sub, const char magic[4
 	size_t n;
 	if (!rc)
 		rc = cjc_blob_decode(raw.data, raw.len, magic, &p, &n);
-	if (!rc) {
-		cjc_buf_reset(payload);
-		cjc_buf_add(payload, p, n);
+	if (!rc) { /* the payload moved to the front in place: no second copy */
+		memmove(raw.data, p, n);
+		raw.data[n] = '\0';
+		raw.len = n;
+		cjc_buf_release(payload);
+		*payload = raw;
+		raw = (struct cjc_buf)CJC_BUF_INIT;
 	}
 	int e = errno;
 	cjc_buf_release(&raw);

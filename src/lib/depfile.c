@@ -68,12 +68,14 @@ int cjc_depfile_parse(const char *text, size_t len, struct cjc_strvec *deps)
 
 static void add_escaped(struct cjc_buf *out, const char *s)
 {
-	for (; *s; s++) {
-		if (*s == ' ' || *s == '#')
-			cjc_buf_add(out, "\\", 1);
-		if (*s == '$')
-			cjc_buf_add(out, "$", 1);
-		cjc_buf_add(out, s, 1);
+	for (;;) {
+		size_t plain = strcspn(s, " #$");
+		cjc_buf_add(out, s, plain);
+		s += plain;
+		if (!*s)
+			return;
+		cjc_buf_add(out, *s == '$' ? "$" : "\\", 1);
+		cjc_buf_add(out, s++, 1);
 	}
 }
 

@@ -65,6 +65,7 @@ int cjc_read_regular_fd(int fd, size_t max, struct cjc_buf *out)
 		errno = EFBIG;
 		return -1;
 	}
+	cjc_buf_grow(out, (size_t)st.st_size + 1); /* one read, no copies as it grows */
 	return read_up_to(fd, max, out); /* it may grow while we read */
 }
 
@@ -197,13 +198,20 @@ int cjc_remove_tree(const char *path)
 	return cjc_remove_tree_at(AT_FDCWD, path);
 }
 
-int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
+int cjc_rename_output(const char *tmp, const char *path)
+{
+	if (unlink(path) && errno != ENOENT)
+		return -1;
+	return rename(tmp, path);
+}
+
+static int replace(const char *path, const void *p, size_t n, bool sync, bool output)
 {
 	char *tmp = cjc_unique_name(path);
 	cjc_tempfile_add(tmp);
 	int rc = cjc_write_new_file(tmp, p, n, 0666, sync);
 	if (!rc)
-		rc = rename(tmp, path);
+		rc = output ? cjc_rename_output(tmp, path) : rename(tmp, path);
 	int e = errno;
 	if (rc)
 		cjc_tempfile_remove(tmp);
@@ -212,6 +220,16 @@ int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
 	free(tmp);
 	errno = e;
 	return rc;
+}
+
+int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
+{
+	return replace(path, p, n, sync, false);
+}
+
+int cjc_replace_output(const char *path, const void *p, size_t n)
+{
+	return replace(path, p, n, false, true);
 }
 
 const char *cjc_hostname(void)

@@ -3,7 +3,7 @@
  * the CPU's SHA instructions).
  *
  * Calling sequence: cjc_hash_init(), any number of cjc_hash_update() /
- * cjc_hash_str(), then cjc_hash_final(), which also releases the context.
+ * cjc_hash_str(), then cjc_hash_final().  A context holds no resources.
  * cjc_hash_str() hashes the string and its terminating NUL, so that a list of
  * strings hashes unambiguously ("ab","c" differs from "a","bc").
  *
@@ -21,8 +21,9 @@
 #define CJC_DIGEST_LEN 32
 #define CJC_HEX_LEN 64
 
+/* OpenSSL's SHA256_CTX, kept opaque here (hash.c checks the size). */
 struct cjc_hash {
-	void *ctx;
+	_Alignas(16) unsigned char ctx[128];
 };
 
 void cjc_hash_init(struct cjc_hash *h);

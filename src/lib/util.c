@@ -178,7 +178,7 @@ void cjc_buf_add_str(struct cjc_buf *b, const char *s)
 	cjc_buf_add(b, s, n);
 }
 
-char *cjc_cursor_str(struct cjc_cursor *c, size_t max)
+const char *cjc_cursor_chars(struct cjc_cursor *c, size_t max, size_t *len)
 {
 	uint32_t n = cjc_cursor_u32(c);
 	const char *p = n <= max ? cjc_cursor_bytes(c, n) : NULL;
@@ -186,7 +186,15 @@ char *cjc_cursor_str(struct cjc_cursor *c, size_t max)
 		c->bad = true;
 		return NULL;
 	}
-	return cjc_xstrndup(p, n);
+	*len = n;
+	return p;
+}
+
+char *cjc_cursor_str(struct cjc_cursor *c, size_t max)
+{
+	size_t n;
+	const char *p = cjc_cursor_chars(c, max, &n);
+	return p ? cjc_xstrndup(p, n) : NULL;
 }
 
 void cjc_strvec_pushn(struct cjc_strvec *sv, const char *s, size_t n)

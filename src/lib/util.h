@@ -61,6 +61,9 @@ const void *cjc_cursor_bytes(struct cjc_cursor *c, size_t n);
 /* The next string (malloc'd); NULL, the cursor bad, past the end, longer
  * than max or holding a NUL. */
 char *cjc_cursor_str(struct cjc_cursor *c, size_t max);
+/* The same in place, not copied: its bytes (no NUL among them, and none
+ * after) and their count in *len; NULL as above. */
+const char *cjc_cursor_chars(struct cjc_cursor *c, size_t max, size_t *len);
 
 struct cjc_strvec {
 	char **v;
