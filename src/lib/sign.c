@@ -1,11 +1,14 @@
 #include "sign.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <pthread.h>
 #include <string.h>
 
+#include "dl.h"
 #include "fs.h"
 #include "hash.h"
 #include "store.h"
@@ -17,13 +20,74 @@
 
 static const char sig_magic[] = "cudajitcache.sig.v1 ed25519 ";
 
+/*
+ * libcrypto's EVP and PEM calls, loaded with dlopen the first time a key is
+ * used.  cjc links libcrypto statically for SHA-256 alone (hash.c); linking
+ * EVP too would bring its providers, and a shared libcrypto cost every cjc
+ * process 0.6 ms of loading, measured, where no key is even set.
+ */
+struct crypto_api {
+	BIO *(*new_mem_buf)(const void *buf, int len);
+	int (*bio_free)(BIO *bio);
+	EVP_PKEY *(*read_private)(BIO *bio, EVP_PKEY **x, pem_password_cb *cb, void *u);
+	EVP_PKEY *(*read_public)(BIO *bio, EVP_PKEY **x, pem_password_cb *cb, void *u);
+	EVP_PKEY *(*new_raw_public)(int type, ENGINE *e, const unsigned char *pub, size_t len);
+	int (*get_raw_public)(const EVP_PKEY *key, unsigned char *pub, size_t *len);
+	int (*base_id)(const EVP_PKEY *key);
+	void (*pkey_free)(EVP_PKEY *key);
+	EVP_MD_CTX *(*ctx_new)(void);
+	void (*ctx_free)(EVP_MD_CTX *ctx);
+	int (*sign_init)(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const EVP_MD *md, ENGINE *e,
+			 EVP_PKEY *key);
+	int (*sign)(EVP_MD_CTX *ctx, unsigned char *sig, size_t *siglen, const unsigned char *data,
+		    size_t len);
+	int (*verify_init)(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const EVP_MD *md, ENGINE *e,
+			   EVP_PKEY *key);
+	int (*verify)(EVP_MD_CTX *ctx, const unsigned char *sig, size_t siglen,
+		      const unsigned char *data, size_t len);
+	void (*cleanse)(void *p, size_t len);
+};
+static struct crypto_api api;
+static bool loaded;
+static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
+
+#define FN(field, name) CJC_DL_SYMBOL(struct crypto_api, field, name)
+static const struct cjc_dl_symbol crypto_symbols[] = {
+	FN(new_mem_buf, "BIO_new_mem_buf"), FN(bio_free, "BIO_free"),
+	FN(read_private, "PEM_read_bio_PrivateKey"), FN(read_public, "PEM_read_bio_PUBKEY"),
+	FN(new_raw_public, "EVP_PKEY_new_raw_public_key"),
+	FN(get_raw_public, "EVP_PKEY_get_raw_public_key"), FN(base_id, "EVP_PKEY_get_base_id"),
+	FN(pkey_free, "EVP_PKEY_free"), FN(ctx_new, "EVP_MD_CTX_new"), FN(ctx_free, "EVP_MD_CTX_free"),
+	FN(sign_init, "EVP_DigestSignInit"), FN(sign, "EVP_DigestSign"),
+	FN(verify_init, "EVP_DigestVerifyInit"), FN(verify, "EVP_DigestVerify"),
+	FN(cleanse, "OPENSSL_cleanse"),
+};
+
+static void crypto_start(void)
+{
+	const char *missing;
+	void *lib = dlopen(CJC_CRYPTO_SONAME, RTLD_NOW | RTLD_LOCAL);
+	loaded = lib && !cjc_dl_resolve(lib, crypto_symbols,
+					sizeof crypto_symbols / sizeof *crypto_symbols, &api, &missing);
+}
+
+static bool crypto_loaded(struct cjc_buf *why)
+{
+	pthread_once(&crypto_once, crypto_start);
+	if (!loaded)
+		cjc_buf_adds(why, "cannot load " CJC_CRYPTO_SONAME " (install libssl3) to check keys");
+	return loaded;
+}
+
 static BIO *key_file_bio(const char *path, struct cjc_buf *data, struct cjc_buf *why)
 {
+	if (!crypto_loaded(why))
+		return NULL;
 	if (cjc_read_bounded(AT_FDCWD, path, 0, KEY_FILE_MAX, data)) {
 		cjc_buf_addf(why, "cannot read key file %s: %s", path, cjc_untrusted_error(errno));
 		return NULL;
 	}
-	return BIO_new_mem_buf(data->data, (int)data->len);
+	return api.new_mem_buf(data->data, (int)data->len);
 }
 
 /* An encrypted key is not supported: no passphrase, and never a prompt on
@@ -38,16 +102,17 @@ static EVP_PKEY *read_private(const char *path, struct cjc_buf *why)
 {
 	struct cjc_buf data = CJC_BUF_INIT;
 	BIO *bio = key_file_bio(path, &data, why);
-	EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
-	if (bio && (!key || EVP_PKEY_get_base_id(key) != EVP_PKEY_ED25519)) {
+	EVP_PKEY *key = bio ? api.read_private(bio, NULL, no_passphrase, NULL) : NULL;
+	if (bio && (!key || api.base_id(key) != EVP_PKEY_ED25519)) {
 		cjc_buf_addf(why, "%s holds no unencrypted Ed25519 private key in PEM form "
 			     "(make one with `openssl genpkey -algorithm ed25519`)", path);
-		EVP_PKEY_free(key);
+		api.pkey_free(key);
 		key = NULL;
 	}
-	BIO_free(bio);
+	if (bio)
+		api.bio_free(bio);
 	if (data.data)
-		OPENSSL_cleanse(data.data, data.len); /* the private key's bytes */
+		api.cleanse(data.data, data.len); /* the private key's bytes */
 	cjc_buf_release(&data);
 	return key;
 }
@@ -60,17 +125,18 @@ static int read_trusted(const char *path, unsigned char keys[][PUBLIC_LEN], size
 	BIO *bio = key_file_bio(path, &data, why);
 	EVP_PKEY *key;
 	*n = 0;
-	while (bio && *n < MAX_TRUSTED && (key = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL))) {
+	while (bio && *n < MAX_TRUSTED && (key = api.read_public(bio, NULL, NULL, NULL))) {
 		size_t len = PUBLIC_LEN;
-		if (EVP_PKEY_get_base_id(key) == EVP_PKEY_ED25519 &&
-		    EVP_PKEY_get_raw_public_key(key, keys[*n], &len) == 1 && len == PUBLIC_LEN)
+		if (api.base_id(key) == EVP_PKEY_ED25519 &&
+		    api.get_raw_public(key, keys[*n], &len) == 1 && len == PUBLIC_LEN)
 			(*n)++;
-		EVP_PKEY_free(key);
+		api.pkey_free(key);
 	}
 	if (bio && !*n)
 		cjc_buf_addf(why, "%s holds no Ed25519 public key in PEM form "
 			     "(make one with `openssl pkey -pubout`)", path);
-	BIO_free(bio);
+	if (bio)
+		api.bio_free(bio);
 	cjc_buf_release(&data);
 	return *n ? 0 : -1;
 }
@@ -83,12 +149,12 @@ int cjc_sign(const char *key_file, const void *data, size_t len, struct cjc_buf 
 		return -1;
 	unsigned char pub[PUBLIC_LEN], sig[SIGNATURE_LEN];
 	size_t publen = sizeof pub, siglen = sizeof sig;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int ok = ctx && EVP_PKEY_get_raw_public_key(key, pub, &publen) == 1 &&
-		 EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) == 1 &&
-		 EVP_DigestSign(ctx, sig, &siglen, data, len) == 1 && siglen == SIGNATURE_LEN;
-	EVP_MD_CTX_free(ctx);
-	EVP_PKEY_free(key);
+	EVP_MD_CTX *ctx = api.ctx_new();
+	int ok = ctx && api.get_raw_public(key, pub, &publen) == 1 &&
+		 api.sign_init(ctx, NULL, NULL, NULL, key) == 1 &&
+		 api.sign(ctx, sig, &siglen, data, len) == 1 && siglen == SIGNATURE_LEN;
+	api.ctx_free(ctx);
+	api.pkey_free(key);
 	if (!ok) {
 		cjc_buf_addf(why, "cannot sign with %s", key_file);
 		return -1;
@@ -132,12 +198,12 @@ static int parse_signature(const char *s, size_t n, unsigned char pub[PUBLIC_LEN
 static bool signature_holds(const unsigned char pub[PUBLIC_LEN], const unsigned char sig[SIGNATURE_LEN],
 			    const void *data, size_t len)
 {
-	EVP_PKEY *key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, pub, PUBLIC_LEN);
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	bool ok = key && ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, key) == 1 &&
-		  EVP_DigestVerify(ctx, sig, SIGNATURE_LEN, data, len) == 1;
-	EVP_MD_CTX_free(ctx);
-	EVP_PKEY_free(key);
+	EVP_PKEY *key = api.new_raw_public(EVP_PKEY_ED25519, NULL, pub, PUBLIC_LEN);
+	EVP_MD_CTX *ctx = api.ctx_new();
+	bool ok = key && ctx && api.verify_init(ctx, NULL, NULL, NULL, key) == 1 &&
+		  api.verify(ctx, sig, SIGNATURE_LEN, data, len) == 1;
+	api.ctx_free(ctx);
+	api.pkey_free(key);
 	return ok;
 }
 
@@ -193,8 +259,10 @@ int cjc_sign_verify_entry(int dfd, const char *trusted_file, struct cjc_buf *why
 int cjc_sign_check_private(const char *key_file, struct cjc_buf *why)
 {
 	EVP_PKEY *key = read_private(key_file, why);
-	EVP_PKEY_free(key);
-	return key ? 0 : -1;
+	if (!key)
+		return -1;
+	api.pkey_free(key);
+	return 0;
 }
 
 int cjc_sign_check_trusted(const char *trusted_file, size_t *nkeys, struct cjc_buf *why)
