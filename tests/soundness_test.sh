@@ -218,7 +218,7 @@ testHashCacheRereadsOnlyChangedFiles() {
 	assertTrue "a hit reads no file: $(grep hit "$CJC_LOG")" "grep -q 'hit .* 0 files read' '$CJC_LOG'"
 	assertTrue "the first hit parses the metadata" "grep -q 'hit .* metadata parsed' '$CJC_LOG'"
 	compile b2.o
-	assertTrue "a later hit recognises it by its hash" "grep -q 'hit .* metadata recognised' '$CJC_LOG'"
+	assertTrue "a later hit recognises it by its hash" "grep -q 'hit .* metadata recognised by its hash' '$CJC_LOG'"
 	local mtime
 	mtime=$(stat -c %y k.h)
 	sed -i 's/2.0f/3.0f/' k.h
@@ -232,6 +232,57 @@ testHashCacheRereadsOnlyChangedFiles() {
 	compile d.o
 	expect_nvcc_runs 2
 	assert_same_devcode a.o d.o
+}
+
+# Settled metadata is recognised by its stamp, unread (metamemo.h); edited
+# in place, even with its mtime put back, it is read, and refused.
+testMetadataRecognisedByItsStampStillCatchesAnEdit() {
+	compile a.o
+	sleep 2.1 # the entry older than the racy window
+	compile b.o
+	compile c.o
+	assertTrue "a settled entry is recognised unread: $(grep hit "$CJC_LOG")" \
+		"grep -q 'hit .* metadata recognised by its stamp' '$CJC_LOG'"
+	local entry mtime
+	entry=$("$CJC" ls --json | sed -n 's/.*"path": "\(.*\)".*/\1/p')
+	mtime=$(stat -c %y "$entry/metadata.json")
+	chmod u+w "$entry/metadata.json"
+	sed -i 's/cudajitcache.entry.v1/cudajitcache.entry.v9/' "$entry/metadata.json"
+	touch -d "$mtime" "$entry/metadata.json"
+	compile d.o
+	expect_nvcc_runs 2
+	expect_stat damaged 1
+	assert_same_devcode a.o d.o
+}
+
+# Absent include candidates are known absent by the stamp of their
+# directory (filehash.h); a header planted there, or in a directory made
+# there, is still seen.
+testAbsentCandidatesKnownByTheirDirectoryStillSeePlantedHeaders() {
+	mkdir -p inc1 inc2/sub
+	echo '#define SHADOW 1.0f' >inc2/shadow.h
+	echo '#define DEEP 1.0f' >inc2/sub/deep.h
+	printf '#include <shadow.h>\n#include <sub/deep.h>\n__global__ void f(float *a) { a[0] = SHADOW + DEEP; }\n' >s.cu
+	local i=0
+	build() { i=$((i + 1)); cjc_nvcc -c s.cu -o s$i.o -Iinc1 -Iinc2 -arch=$ARCH || fail; }
+	sleep 2.1 # inc1 older than the racy window
+	build && build && build
+	expect_nvcc_runs 1
+	assertTrue "the hit knew names absent by their directory: $(grep hit "$CJC_LOG")" \
+		"grep -q 'hit .* [1-9][0-9]* absent names known by their directory' '$CJC_LOG'"
+	mkdir inc1/sub && echo '#define DEEP 2.0f' >inc1/sub/deep.h
+	build
+	expect_nvcc_runs 2
+	"$REAL_NVCC" -c s.cu -o plain1.o -Iinc1 -Iinc2 -arch=$ARCH
+	assert_same_devcode s$i.o plain1.o
+	sleep 2.1
+	build && build && build
+	expect_nvcc_runs 2
+	echo '#define SHADOW 2.0f' >inc1/shadow.h
+	build
+	expect_nvcc_runs 3
+	"$REAL_NVCC" -c s.cu -o plain2.o -Iinc1 -Iinc2 -arch=$ARCH
+	assert_same_devcode s$i.o plain2.o
 }
 
 # The source is checked by its bytes: edited during the compile, it is not

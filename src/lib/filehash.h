@@ -15,10 +15,14 @@
  * hash.  A remembered hash is used only when the stamp still holds
  * (stamp.h: unchanged, and older than the racy-clean margin when it was
  * taken); else the file is read and hashed again.  A damaged file is ignored.
+ * A record may instead say that no file was at path while the nearest
+ * directory above it that exists had the stamp (cjc_filehash_absent).
  *
- * Payload: u32 version, u32 count, then per record: the path (util.h's
- * length-prefixed string), the stamp (stamp.h), u64 taken_ns, 32 bytes of
- * SHA-256.
+ * Payload: u32 version (2), u32 count, then per record: the path (util.h's
+ * length-prefixed string), u32 kind (0: a hash, 1: absent), for kind 1 a
+ * u32 length (that directory is the path's first so many bytes), the stamp
+ * (stamp.h: the file's, or for kind 1 the directory's), u64 taken_ns, 32
+ * bytes of SHA-256 (zero for kind 1).
  */
 #ifndef CJC_FILEHASH_H
 #define CJC_FILEHASH_H
@@ -38,7 +42,8 @@ void cjc_filehash_forget(void);
 void cjc_filehash_prefetch(char *const *paths, size_t n);
 /* Whether no file is at path now (ENOENT or ENOTDIR), as stat(2) would say.
  * Directories are opened once per process, so checking many names in one
- * directory walks its path once; cjc_filehash_forget() closes them. */
+ * directory walks its path once; cjc_filehash_forget() closes them.  A name
+ * found absent before is known absent while its directory's stamp holds. */
 bool cjc_filehash_absent(const char *path);
 struct cjc_store;
 /* Remembers the hashes in a hash-cache file of the store (sub: its name
@@ -46,7 +51,8 @@ struct cjc_store;
 int cjc_filehash_load(const struct cjc_store *s, const char *sub);
 /* Writes what is remembered, when anything was hashed since the load. */
 int cjc_filehash_save(const struct cjc_store *s, const char *sub);
-/* How many hashes were taken from a hash-cache file / read from files. */
-void cjc_filehash_counts(uint64_t *reused, uint64_t *hashed);
+/* How many hashes were taken from a hash-cache file / read from files, and
+ * how many names were known absent by their directory's stamp. */
+void cjc_filehash_counts(uint64_t *reused, uint64_t *hashed, uint64_t *gone);
 
 #endif

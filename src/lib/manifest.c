@@ -49,11 +49,11 @@ static int decode_record(struct cjc_cursor *c, struct cjc_manifest_record *r)
 	if (c->bad || nabsent > c->left / 5)
 		return -1;
 	for (uint32_t i = 0; i < nabsent; i++) {
-		char *p = read_path(c);
-		if (!p)
+		size_t len;
+		const char *p = cjc_cursor_chars(c, MAX_PATH_LEN, &len);
+		if (!p || !len)
 			return -1;
-		cjc_strvec_push(&r->absent, p);
-		free(p);
+		cjc_strvec_pushn(&r->absent, p, len);
 	}
 	return 0;
 }

@@ -6,9 +6,10 @@
 #include <string.h>
 
 #include "blob.h"
+#include "stamp.h"
 #include "util.h"
 
-#define METAMEMO_VERSION 1
+#define METAMEMO_VERSION 2
 
 struct record {
 	char key[CJC_HEX_LEN + 1];
@@ -16,6 +17,8 @@ struct record {
 	int64_t duration_ms;
 	struct cjc_artifact *files;
 	size_t nfiles;
+	struct cjc_stamp st; /* of the file that hashed to sha, taken at taken_ns; */
+	int64_t taken_ns;    /* 0: none */
 };
 
 /* Newest last. */
@@ -35,22 +38,58 @@ static struct cjc_artifact *copy_files(const struct cjc_artifact *files, size_t 
 	return c;
 }
 
-bool cjc_metamemo_find(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
-		       struct cjc_artifact **files, size_t *nfiles, int64_t *duration_ms)
+/* The record of key that sha, or else stamp, names (lock held). */
+static struct record *find_locked(const char *key, const unsigned char *sha,
+				  const struct cjc_stamp *now)
 {
-	bool found = false;
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nrecords && !found; i++) {
+	for (size_t i = 0; i < nrecords; i++) {
 		struct record *r = &records_of[i];
-		if (strcmp(r->key, key) || memcmp(r->sha, sha, CJC_DIGEST_LEN))
+		if (strcmp(r->key, key))
 			continue;
+		if (sha ? !memcmp(r->sha, sha, CJC_DIGEST_LEN)
+			: r->taken_ns && cjc_stamp_holds(&r->st, now, r->taken_ns))
+			return r;
+	}
+	return NULL;
+}
+
+static bool find(const char *key, const unsigned char *sha, const struct cjc_stamp *now,
+		 struct cjc_artifact **files, size_t *nfiles, int64_t *duration_ms)
+{
+	pthread_mutex_lock(&lock);
+	struct record *r = find_locked(key, sha, now);
+	if (r) {
 		*files = copy_files(r->files, r->nfiles);
 		*nfiles = r->nfiles;
 		*duration_ms = r->duration_ms;
-		found = true;
 	}
 	pthread_mutex_unlock(&lock);
-	return found;
+	return r;
+}
+
+bool cjc_metamemo_find(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
+		       struct cjc_artifact **files, size_t *nfiles, int64_t *duration_ms)
+{
+	return find(key, sha, NULL, files, nfiles, duration_ms);
+}
+
+bool cjc_metamemo_find_stamp(const char *key, const struct cjc_stamp *now,
+			     struct cjc_artifact **files, size_t *nfiles, int64_t *duration_ms)
+{
+	return find(key, NULL, now, files, nfiles, duration_ms);
+}
+
+void cjc_metamemo_stamp(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
+			const struct cjc_stamp *st, int64_t taken_ns)
+{
+	pthread_mutex_lock(&lock);
+	struct record *r = find_locked(key, sha, NULL);
+	if (r && (r->taken_ns != taken_ns || memcmp(&r->st, st, sizeof *st))) {
+		r->st = *st;
+		r->taken_ns = taken_ns;
+		dirty = true;
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 /* Adds a record, dropping the oldest when full (lock held). */
@@ -69,6 +108,7 @@ static void add_locked(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 	r->files = files;
 	r->nfiles = nfiles;
 	r->duration_ms = duration_ms;
+	r->taken_ns = 0;
 }
 
 void cjc_metamemo_add(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
@@ -96,6 +136,9 @@ static bool decode_record(struct cjc_cursor *c)
 	const char *key = cjc_cursor_bytes(c, CJC_HEX_LEN);
 	const void *sha = cjc_cursor_bytes(c, CJC_DIGEST_LEN);
 	int64_t duration = (int64_t)cjc_cursor_u64(c);
+	struct cjc_stamp st;
+	cjc_stamp_decode(c, &st);
+	int64_t taken = (int64_t)cjc_cursor_u64(c);
 	uint32_t n = cjc_cursor_u32(c);
 	if (c->bad || n > 8)
 		return false;
@@ -123,6 +166,8 @@ static bool decode_record(struct cjc_cursor *c)
 		return false;
 	}
 	add_locked(k, sha, files, n, duration);
+	records_of[nrecords - 1].st = st;
+	records_of[nrecords - 1].taken_ns = taken;
 	return true;
 }
 
@@ -155,6 +200,8 @@ int cjc_metamemo_save(const struct cjc_store *s, const char *sub)
 		cjc_buf_add(&records, r->key, CJC_HEX_LEN);
 		cjc_buf_add(&records, r->sha, CJC_DIGEST_LEN);
 		cjc_buf_add_u64(&records, (uint64_t)r->duration_ms);
+		cjc_stamp_encode(&records, &r->st);
+		cjc_buf_add_u64(&records, (uint64_t)r->taken_ns);
 		cjc_buf_add_u32(&records, (uint32_t)r->nfiles);
 		for (size_t f = 0; f < r->nfiles; f++) {
 			cjc_buf_add_str(&records, r->files[f].name);

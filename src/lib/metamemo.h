@@ -8,12 +8,20 @@
  * reads; only when the hash equals a record's is the record used in place of
  * parsing, which is a check of every byte against a document that passed.
  *
+ * A record may also hold the stamp (stamp.h) of the metadata.json whose
+ * bytes hashed to SHA, and when it was taken.  While that stamp holds for
+ * the entry's metadata.json, the racy-clean rule proves its bytes unchanged
+ * since they were hashed, and the hit neither reads nor hashes them again:
+ * the rule that lets a hit trust a source file it does not read.  The
+ * artifacts are still hashed, every byte, on every read.
+ *
  * Records live in memory for the process and in a small file per
  * translation unit (blob.h, magic "CJCV"), loaded before a lookup and saved
  * after it when anything was added; the newest CJC_METAMEMO_MAX are kept.
- * Payload: u32 version, u32 count, then per record: 64 bytes key, 32 bytes
- * SHA, u64 duration_ms, u32 file count, then per file: u32 length, name,
- * u64 size, 64 bytes sha256 hex.
+ * Payload: u32 version (2), u32 count, then per record: 64 bytes key, 32
+ * bytes SHA, u64 duration_ms, the stamp (five u64), u64 taken_ns (0: no
+ * stamp), u32 file count, then per file: u32 length, name, u64 size, 64
+ * bytes sha256 hex.
  */
 #ifndef CJC_METAMEMO_H
 #define CJC_METAMEMO_H
@@ -30,6 +38,13 @@
  * artifacts (free with cjc_artifacts_free) and its duration. */
 bool cjc_metamemo_find(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 		       struct cjc_artifact **files, size_t *nfiles, int64_t *duration_ms);
+/* The same for the record of key whose stamp holds for now (stamp.h). */
+struct cjc_stamp;
+bool cjc_metamemo_find_stamp(const char *key, const struct cjc_stamp *now,
+			     struct cjc_artifact **files, size_t *nfiles, int64_t *duration_ms);
+/* Notes the stamp of the file, taken at taken_ns, that hashed to sha. */
+void cjc_metamemo_stamp(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
+			const struct cjc_stamp *st, int64_t taken_ns);
 void cjc_metamemo_add(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 		      const struct cjc_artifact *files, size_t nfiles, int64_t duration_ms);
 struct cjc_store;

@@ -21,11 +21,16 @@ int cjc_stamp_path(const char *path, struct cjc_stamp *out)
 	return 0;
 }
 
+bool cjc_stamp_settled(const struct cjc_stamp *s, int64_t taken_ns)
+{
+	return s->mtime_ns + CJC_STAMP_RACY_NS < taken_ns && s->ctime_ns + CJC_STAMP_RACY_NS < taken_ns;
+}
+
 bool cjc_stamp_holds(const struct cjc_stamp *then, const struct cjc_stamp *now, int64_t taken_ns)
 {
 	return then->dev == now->dev && then->ino == now->ino && then->size == now->size &&
 	       then->mtime_ns == now->mtime_ns && then->ctime_ns == now->ctime_ns &&
-	       now->mtime_ns + CJC_STAMP_RACY_NS < taken_ns && now->ctime_ns + CJC_STAMP_RACY_NS < taken_ns;
+	       cjc_stamp_settled(now, taken_ns);
 }
 
 void cjc_stamp_encode(struct cjc_buf *b, const struct cjc_stamp *s)

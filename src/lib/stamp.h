@@ -30,6 +30,8 @@ struct cjc_stamp {
 void cjc_stamp_of(const struct stat *st, struct cjc_stamp *out);
 /* The stamp of a path (following links); all-zero and -1 when it is missing. */
 int cjc_stamp_path(const char *path, struct cjc_stamp *out);
+/* Whether a stamp taken at taken_ns is older than the racy-clean margin. */
+bool cjc_stamp_settled(const struct cjc_stamp *s, int64_t taken_ns);
 /* Whether `then`, taken at taken_ns, proves the file unchanged now. */
 bool cjc_stamp_holds(const struct cjc_stamp *then, const struct cjc_stamp *now, int64_t taken_ns);
 void cjc_stamp_encode(struct cjc_buf *b, const struct cjc_stamp *s);

@@ -17,6 +17,7 @@
 #include "index.h"
 #include "metamemo.h"
 #include "sign.h"
+#include "stamp.h"
 
 /* 0 when path is a directory and not a symbolic link (ELOOP) or anything else. */
 static int real_dir(const char *path)
@@ -217,15 +218,17 @@ char *cjc_store_hash_cache_name(const char *cwd, const char *source)
 }
 
 /* Checks the metadata's text; with use_memo, a document already checked
- * (metamemo.h) is recognised by its hash instead of parsed again. */
+ * (metamemo.h) is recognised by its hash instead of parsed again, and the
+ * file's stamp (st, taken at taken_ns) is noted for the next reader. */
 static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const char *key,
-			  bool use_memo, struct cjc_buf *why)
+			  bool use_memo, const struct cjc_stamp *st, int64_t taken_ns,
+			  struct cjc_buf *why)
 {
 	unsigned char sha[CJC_DIGEST_LEN];
 	if (use_memo) {
 		cjc_hash_buf(text->data, text->len, sha);
 		if (cjc_metamemo_find(key, sha, &e->files, &e->nfiles, &e->duration_ms))
-			return 0;
+			goto checked;
 	}
 	e->meta = cjc_metadata_parse(text->data, text->len, key, why);
 	if (!e->meta)
@@ -234,7 +237,38 @@ static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const
 	e->duration_ms = (int64_t)json_integer_value(json_object_get(e->meta, "duration_ms"));
 	if (use_memo)
 		cjc_metamemo_add(key, sha, e->files, e->nfiles, e->duration_ms);
+checked:
+	if (use_memo)
+		cjc_metamemo_stamp(key, sha, st, taken_ns);
 	return 0;
+}
+
+/* Reads and checks metadata.json of the entry open at dfd; with use_memo,
+ * a document the memo knows by its stamp is not read at all. */
+static int read_metadata(int dfd, const char *key, struct cjc_entry *e, bool use_memo,
+			 struct cjc_buf *why)
+{
+	struct stat sb;
+	struct cjc_stamp st = { 0 };
+	if (use_memo && !fstatat(dfd, "metadata.json", &sb, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISREG(sb.st_mode)) {
+		cjc_stamp_of(&sb, &st);
+		if ((e->unread = cjc_metamemo_find_stamp(key, &st, &e->files, &e->nfiles,
+							 &e->duration_ms)))
+			return 0;
+	}
+	struct cjc_buf text = CJC_BUF_INIT;
+	int64_t taken_ns = cjc_wall_ns();
+	int fd = cjc_open_regular(dfd, "metadata.json", O_RDONLY | O_NOFOLLOW, 0);
+	if (fd >= 0 && !fstat(fd, &sb))
+		cjc_stamp_of(&sb, &st);
+	int rc = cjc_read_regular_and_close(fd, CJC_STORE_MAX_METADATA, &text);
+	if (rc)
+		cjc_buf_addf(why, "cannot read metadata.json: %s", cjc_untrusted_error(errno));
+	else
+		rc = check_metadata(e, &text, key, use_memo, &st, taken_ns, why);
+	cjc_buf_release(&text);
+	return rc;
 }
 
 /* Reads the metadata of the entry open at dfd (which it takes over). */
@@ -248,14 +282,7 @@ static enum cjc_lookup open_entry(int dfd, const char *dir, const char *key, str
 		cjc_buf_addf(why, "cannot open the entry: %s", strerror(errno));
 		return CJC_ENTRY_DAMAGED;
 	}
-	struct cjc_buf text = CJC_BUF_INIT;
-	int rc = cjc_read_bounded(dfd, "metadata.json", O_NOFOLLOW, CJC_STORE_MAX_METADATA, &text);
-	if (rc)
-		cjc_buf_addf(why, "cannot read metadata.json: %s", cjc_untrusted_error(errno));
-	else
-		rc = check_metadata(e, &text, key, use_memo, why);
-	cjc_buf_release(&text);
-	if (rc) {
+	if (read_metadata(dfd, key, e, use_memo, why)) {
 		close(dfd);
 		return CJC_ENTRY_DAMAGED;
 	}

@@ -95,6 +95,7 @@ struct cjc_entry {
 	char *dir;
 	int dfd;      /* open on dir, while dir is set */
 	json_t *meta; /* NULL when the document was recognised (metamemo.h) */
+	bool unread;  /* recognised by its stamp, its bytes not read (metamemo.h) */
 	struct cjc_artifact *files;
 	size_t nfiles;
 	int64_t duration_ms;

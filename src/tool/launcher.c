@@ -309,13 +309,14 @@ static void record_hit(struct job *j, const struct cjc_entry *e, const char *key
 /* After serving (or refusing on spills): the hit's bookkeeping; the exit status. */
 static int hit_served(struct job *j, const struct cjc_entry *e, const char *key, enum served s)
 {
-	uint64_t reused, hashed;
+	uint64_t reused, hashed, gone;
 	if (!j->cfg.readonly)
 		cjc_evict_touch(e->dir);
-	cjc_filehash_counts(&reused, &hashed);
-	cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, metadata %s)", key,
-		j->c.source, (unsigned long long)reused, (unsigned long long)hashed,
-		e->meta ? "parsed" : "recognised");
+	cjc_filehash_counts(&reused, &hashed, &gone);
+	cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, %llu absent names "
+		"known by their directory, metadata %s)", key, j->c.source,
+		(unsigned long long)reused, (unsigned long long)hashed, (unsigned long long)gone,
+		e->meta ? "parsed" : e->unread ? "recognised by its stamp" : "recognised by its hash");
 	count(j, CJC_STAT_HITS, (uint64_t)e->duration_ms);
 	record_hit(j, e, key);
 	return s == SPILLED ? fail_on_spills() : 0;
