@@ -154,18 +154,39 @@ int cjc_store_make_dirs(const struct cjc_store *s, const char *sub)
 	return 0;
 }
 
-int cjc_store_discard(const struct cjc_store *s, const char *path)
+static char *discard_name(const struct cjc_store *s)
 {
 	char *base = cjc_store_path(s, "staging/discard");
-	char *trash = cjc_unique_name(base);
+	char *name = cjc_unique_name(base);
+	free(base);
+	return name;
+}
+
+int cjc_store_discard_into(const struct cjc_store *s, const char *path, const char *bin)
+{
+	const char *slash = strrchr(path, '/');
+	char *trash = bin ? cjc_path_join(bin, slash ? slash + 1 : path) : discard_name(s);
 	int rc = rename(path, trash);
 	if (!rc)
 		(void)cjc_remove_tree(trash); /* what is left, gc reclaims (its pid is gone) */
 	int e = errno;
-	free(base);
 	free(trash);
 	errno = e;
 	return rc;
+}
+
+int cjc_store_discard(const struct cjc_store *s, const char *path)
+{
+	return cjc_store_discard_into(s, path, NULL);
+}
+
+char *cjc_store_bin(const struct cjc_store *s)
+{
+	char *bin = discard_name(s);
+	if (!mkdir(bin, 0700))
+		return bin;
+	free(bin);
+	return NULL;
 }
 
 int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n)

@@ -89,6 +89,13 @@ int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p,
  * reader sees all of it or none), then deleted there; what a failed
  * deletion leaves, gc reclaims.  -1 when it is still where it was. */
 int cjc_store_discard(const struct cjc_store *s, const char *path);
+/* The same into bin, a directory of staging/ made by cjc_store_bin() (NULL:
+ * staging/ itself), for one thread discarding many trees: threads that all
+ * rename into staging/ wait on its lock for each rename (evict.c). */
+int cjc_store_discard_into(const struct cjc_store *s, const char *path, const char *bin);
+/* A new directory of staging/, reclaimed by gc like any staging once its
+ * maker is gone; NULL when it cannot be made. */
+char *cjc_store_bin(const struct cjc_store *s);
 const char *cjc_untrusted_error(int err);
 
 struct cjc_entry {
