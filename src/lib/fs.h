@@ -43,6 +43,10 @@ int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
 /* fd when it is open on a regular file; else closes it: -1, errno EINVAL. */
 int cjc_keep_regular(int fd);
 int cjc_write_all(int fd, const void *p, size_t n);
+/* Copies size bytes of in, from its start, to out at its position: a
+ * reflink (FICLONE) where the file system has them, else copy_file_range,
+ * else read and write.  0, or -1 with errno. */
+int cjc_copy_fd(int in, int out, uint64_t size);
 /* Creates a new file (O_EXCL) with the bytes, fsynced when asked. */
 int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);
 int cjc_mkdirs(const char *path, mode_t mode);

@@ -361,75 +361,105 @@ const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const c
 	return NULL;
 }
 
-/* Streams an artifact through the hash into out_fd and/or data, then checks it. */
-static int stream_artifact(const struct cjc_entry *e, const char *name, int out_fd,
-			   struct cjc_buf *data, struct cjc_buf *why)
+/* An artifact of the entry, opened: its listing and descriptor; -1 with why. */
+static int open_artifact(const struct cjc_entry *e, const char *name,
+			 const struct cjc_artifact **a, struct cjc_buf *why)
 {
-	const struct cjc_artifact *a = cjc_entry_artifact(e, name);
-	if (!a) {
+	*a = cjc_entry_artifact(e, name);
+	if (!*a) {
 		cjc_buf_addf(why, "%s is not listed in metadata.json", name);
 		return -1;
 	}
 	int fd = cjc_open_regular(e->dfd, name, O_RDONLY | O_NOFOLLOW, 0);
-	if (fd < 0) {
+	if (fd < 0)
 		cjc_buf_addf(why, "cannot open %s: %s", name, cjc_untrusted_error(errno));
-		return -1;
-	}
+	return fd;
+}
+
+/* Reads an artifact through the hash (into data, when given), then checks
+ * its size and hash against the listing. */
+static int check_artifact(int fd, const struct cjc_artifact *a, struct cjc_buf *data,
+			  struct cjc_buf *why)
+{
 	struct cjc_hash h;
 	cjc_hash_init(&h);
 	char chunk[1 << 16];
 	uint64_t total = 0;
-	int rc = 0;
 	for (;;) {
 		ssize_t n = read(fd, chunk, sizeof chunk);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			if (n < 0)
-				cjc_buf_addf(why, "cannot read %s: %s", name, strerror(errno)), rc = -1;
-			break;
+		if (n < 0) {
+			cjc_buf_addf(why, "cannot read %s: %s", a->name, strerror(errno));
+			return -1;
 		}
+		if (n == 0)
+			break;
 		total += (uint64_t)n;
 		cjc_hash_update(&h, chunk, (size_t)n);
 		if (total > a->size)
 			break;
-		if (out_fd >= 0 && cjc_write_all(out_fd, chunk, (size_t)n)) {
-			cjc_buf_addf(why, "cannot write the output: %s", strerror(errno));
-			rc = -2;
-			break;
-		}
 		if (data)
 			cjc_buf_add(data, chunk, (size_t)n);
 	}
-	close(fd);
 	char hex[CJC_HEX_LEN + 1];
 	cjc_hash_final_hex(&h, hex);
-	if (!rc && total != a->size) {
-		cjc_buf_addf(why, "%s has %llu bytes, metadata.json says %llu", name,
+	if (total != a->size) {
+		cjc_buf_addf(why, "%s has %llu bytes, metadata.json says %llu", a->name,
 			     (unsigned long long)total, (unsigned long long)a->size);
-		rc = -1;
-	} else if (!rc && strcmp(hex, a->sha256)) {
-		cjc_buf_addf(why, "%s does not match its sha256", name);
-		rc = -1;
+		return -1;
 	}
-	return rc;
+	if (strcmp(hex, a->sha256)) {
+		cjc_buf_addf(why, "%s does not match its sha256", a->name);
+		return -1;
+	}
+	return 0;
 }
 
+/*
+ * Verifies an artifact, every byte, then copies it into out_fd in the
+ * kernel: a reflink where the file system has them (XFS, Btrfs: no data
+ * copied at all), else copy_file_range(2).  The artifact's stamp is taken
+ * before the check and again after the copy: bytes changed in between
+ * would change its ctime, and then the entry counts as damaged.
+ */
 int cjc_entry_copy(const struct cjc_entry *e, const char *name, int out_fd, struct cjc_buf *why)
 {
-	return stream_artifact(e, name, out_fd, NULL, why);
+	const struct cjc_artifact *a;
+	int fd = open_artifact(e, name, &a, why);
+	if (fd < 0)
+		return -1;
+	struct stat before, after;
+	int rc = fstat(fd, &before) ? -1 : check_artifact(fd, a, NULL, why);
+	if (!rc && cjc_copy_fd(fd, out_fd, a->size)) {
+		cjc_buf_addf(why, "cannot write the output: %s", strerror(errno));
+		rc = -2;
+	}
+	if (!rc && (fstat(fd, &after) || after.st_ctim.tv_sec != before.st_ctim.tv_sec ||
+		    after.st_ctim.tv_nsec != before.st_ctim.tv_nsec || after.st_size != before.st_size)) {
+		cjc_buf_addf(why, "%s changed while it was served", name);
+		rc = -1;
+	}
+	close(fd);
+	return rc;
 }
 
 int cjc_entry_read(const struct cjc_entry *e, const char *name, struct cjc_buf *data,
 		   struct cjc_buf *why)
 {
-	return stream_artifact(e, name, -1, data, why);
+	const struct cjc_artifact *a;
+	int fd = open_artifact(e, name, &a, why);
+	if (fd < 0)
+		return -1;
+	int rc = check_artifact(fd, a, data, why);
+	close(fd);
+	return rc;
 }
 
 int cjc_entry_verify(const struct cjc_entry *e, struct cjc_buf *why)
 {
 	for (size_t i = 0; i < e->nfiles; i++)
-		if (stream_artifact(e, e->files[i].name, -1, NULL, why))
+		if (cjc_entry_read(e, e->files[i].name, NULL, why))
 			return -1;
 	return 0;
 }
