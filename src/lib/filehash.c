@@ -476,6 +476,8 @@ static void note_absent(struct memo *m, struct dir_memo *d)
 {
 	if (!d || m->stamped)
 		return;
+	if (d->fd >= 0 && d->gone) /* it exists now: its record is stale */
+		d->gone = false, dirty = true;
 	struct dir_memo *proof = d->fd >= 0 ? stamped(d)
 		: d->err == ENOENT || d->err == ENOTDIR ? existing_above(d) : NULL;
 	if (!proof || !cjc_stamp_settled(&proof->st, proof->taken_ns))
@@ -515,9 +517,12 @@ bool cjc_filehash_absent(const char *path)
 		return true;
 	struct stat st;
 	bool absent = stat_fast(path, &st) && (errno == ENOENT || errno == ENOTDIR);
-	if (absent && m) {
+	if (m) {
 		pthread_mutex_lock(&memo_lock);
-		note_absent(m, d);
+		if (absent)
+			note_absent(m, d);
+		else if (m->gone) /* it exists now: its record is stale */
+			m->gone = false, dirty = true;
 		pthread_mutex_unlock(&memo_lock);
 	}
 	return absent;
