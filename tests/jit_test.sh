@@ -101,10 +101,14 @@ testOneHandleSeesAChangeBetweenCompiles() {
 	said=$(jit --between "echo '#define FACTOR 5.0f' >inc0/tile.h" kernel.cu "${dirs[@]}" | cut -d' ' -f1)
 	assertEquals "a header planted earlier in the search path" "hit miss" "$(echo $said)"
 	said=$(jit --between "rm inc0/tile.h" kernel.cu "${dirs[@]}" | cut -d' ' -f1)
-	assertEquals "and taken away again" "hit hit" "$(echo $said)"
+	# its first compile misses when the header planted above was written in
+	# the clock tick that nvcc started in, which kept that miss from publishing
+	local unpublished=0
+	[ "$(echo $said | cut -d' ' -f1)" = miss ] && unpublished=1
+	assertEquals "and taken away again" hit "$(echo $said | cut -d' ' -f2)"
 	said=$(jit --between "echo '#define FACTOR 6.0f' >inc/tile.h" kernel.cu "${dirs[@]}" | cut -d' ' -f1)
 	assertEquals "a header changed in place" "hit miss" "$(echo $said)"
-	expect_nvcc_runs 3
+	expect_nvcc_runs $((3 + unpublished))
 }
 
 testEveryOptionAndSettingIsANewEntry() {

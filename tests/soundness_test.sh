@@ -288,6 +288,37 @@ testAbsentCandidatesKnownByTheirDirectoryStillSeePlantedHeaders() {
 	assert_same_devcode s$i.o plain2.o
 }
 
+# A dangling link is a name, not an absence: its target can appear without
+# its directory changing, and must be seen, for a header and for a
+# directory on the way to one.
+testDanglingLinksAmongTheCandidatesSeeTheirTargetsAppear() {
+	mkdir -p inc1 inc2/sub
+	ln -s ../gen/conf.h inc1/conf.h
+	ln -s ../scratch inc1/sub
+	echo '#define CONF 1.0f' >inc2/conf.h
+	echo '#define DEEP 1.0f' >inc2/sub/deep.h
+	printf '#include <conf.h>\n#include <sub/deep.h>\n__global__ void f(float *a) { a[0] = CONF + DEEP; }\n' >c.cu
+	local i=0
+	build() { i=$((i + 1)); cjc_nvcc -c c.cu -o c$i.o -Iinc1 -Iinc2 -arch=$ARCH || fail; }
+	sleep 2.1 # inc1 older than the racy window
+	build && build && build
+	expect_nvcc_runs 1
+	mkdir gen && echo '#define CONF 2.0f' >gen/conf.h
+	build
+	expect_nvcc_runs 2
+	"$REAL_NVCC" -c c.cu -o plain1.o -Iinc1 -Iinc2 -arch=$ARCH
+	assert_same_devcode c$i.o plain1.o
+	sleep 2.1
+	build && build
+	local before
+	before=$(nvcc_compiles)
+	mkdir scratch && echo '#define DEEP 2.0f' >scratch/deep.h
+	build
+	assertEquals "the header behind the link misses" $((before + 1)) "$(nvcc_compiles)"
+	"$REAL_NVCC" -c c.cu -o plain2.o -Iinc1 -Iinc2 -arch=$ARCH
+	assert_same_devcode c$i.o plain2.o
+}
+
 # The source is checked by its bytes: edited during the compile, it is not
 # published; written just before the compile (as a build's generator or a
 # copy does), it is.

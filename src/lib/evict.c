@@ -156,9 +156,10 @@ static void remove_all(const struct cjc_store *s, struct candidate *v, size_t n,
 	struct removal r = { s, v, removed, n, 0 };
 	pthread_t t[REMOVERS];
 	size_t started = 0;
-	while (started < REMOVERS && started + 1 < n && !pthread_create(&t[started], NULL, remove_some, &r))
+	while (started + 1 < REMOVERS && started + 1 < n &&
+	       !pthread_create(&t[started], NULL, remove_some, &r))
 		started++;
-	remove_some(&r); /* no thread: this one does them all */
+	remove_some(&r); /* this thread is one of them; with no other, it does them all */
 	for (size_t i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
 }

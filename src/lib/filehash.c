@@ -469,29 +469,54 @@ static struct dir_memo *existing_above(const struct dir_memo *d)
 	return NULL;
 }
 
-/* Notes an absence found by stat (lock held), when the directory that
- * proves it has a settled stamp: the name's own directory, or for a
- * directory that does not exist, the nearest one above it that does. */
-static void note_absent(struct memo *m, struct dir_memo *d)
+/* Whether no entry at all, not even a dangling link, is named name in the
+ * directory open at fd (a link's target can appear without its directory
+ * changing). */
+static bool no_entry(int fd, const char *name)
+{
+	struct stat st;
+	return *name && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) && errno == ENOENT;
+}
+
+/*
+ * Notes an absence found by stat (lock held), when a directory with a
+ * settled stamp proves it: the name's own directory, or, where that does
+ * not exist, the nearest one above it that does.  The proof's stamp is
+ * taken before the look that notes the absence (a stamp taken after a
+ * name appeared would prove nothing), and the look is made afresh, not
+ * taken from what this process opened before.
+ */
+static void note_absent(struct memo *m, struct dir_memo *d, const char *base)
 {
 	if (!d || m->stamped)
 		return;
-	if (d->fd >= 0 && d->gone) /* it exists now: its record is stale */
-		d->gone = false, dirty = true;
-	struct dir_memo *proof = d->fd >= 0 ? stamped(d)
-		: d->err == ENOENT || d->err == ENOTDIR ? existing_above(d) : NULL;
-	if (!proof || !cjc_stamp_settled(&proof->st, proof->taken_ns))
-		return;
-	if (proof == d) {
+	if (d->fd >= 0) {
+		if (d->gone) /* it exists now: its record is stale */
+			d->gone = false, dirty = true;
+		if (!stamped(d) || !cjc_stamp_settled(&d->st, d->taken_ns) || !no_entry(d->fd, base))
+			return;
 		m->gone = true;
 		m->st = d->st;
 		m->taken_ns = d->taken_ns;
-	} else {
-		d->gone = true;
-		d->anchor = (uint32_t)proof->len;
-		d->gone_st = proof->st;
-		d->gone_ns = proof->taken_ns;
+		dirty = true;
+		return;
 	}
+	if (d->err != ENOENT && d->err != ENOTDIR)
+		return;
+	struct dir_memo *a = existing_above(d);
+	if (!a || !cjc_stamp_settled(&a->st, a->taken_ns))
+		return;
+	/* the name in a on the way to d: while it is not there, d cannot be */
+	size_t from = a->len == 1 && a->dir[0] == '/' ? 1 : a->len + 1;
+	char *next = cjc_xstrndup(d->dir + from, strcspn(d->dir + from, "/"));
+	bool none = no_entry(a->fd, next);
+	free(next);
+	if (!none)
+		return;
+	d->gone = true;
+	d->anchor = (uint32_t)a->len;
+	d->gone_st = a->st;
+	d->gone_ns = a->taken_ns;
 	dirty = true;
 }
 
@@ -520,7 +545,7 @@ bool cjc_filehash_absent(const char *path)
 	if (m) {
 		pthread_mutex_lock(&memo_lock);
 		if (absent)
-			note_absent(m, d);
+			note_absent(m, d, base);
 		else if (m->gone) /* it exists now: its record is stale */
 			m->gone = false, dirty = true;
 		pthread_mutex_unlock(&memo_lock);

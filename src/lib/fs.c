@@ -4,13 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,36 +99,6 @@ int cjc_read_bounded(int dirfd, const char *path, int flags, size_t max, struct 
 {
 	return cjc_read_regular_and_close(openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | flags),
 					  max, out);
-}
-
-int cjc_copy_fd(int in, int out, uint64_t size)
-{
-	if (!ioctl(out, FICLONE, in))
-		return 0;
-	off_t from = 0;
-	while ((uint64_t)from < size) {
-		ssize_t n = copy_file_range(in, &from, out, NULL, (size_t)(size - (uint64_t)from), 0);
-		if (n > 0)
-			continue;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0 || (errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
-				errno != EOPNOTSUPP))
-			return n ? -1 : (errno = EIO, -1);
-		break; /* not between these files: by hand, from where it stopped */
-	}
-	char chunk[1 << 16];
-	while ((uint64_t)from < size) {
-		ssize_t n = pread(in, chunk, sizeof chunk, from);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -1 : (errno = EIO, -1);
-		if (cjc_write_all(out, chunk, (size_t)n))
-			return -1;
-		from += n;
-	}
-	return 0;
 }
 
 int cjc_write_all(int fd, const void *p, size_t n)
@@ -230,20 +198,13 @@ int cjc_remove_tree(const char *path)
 	return cjc_remove_tree_at(AT_FDCWD, path);
 }
 
-int cjc_rename_output(const char *tmp, const char *path)
-{
-	if (unlink(path) && errno != ENOENT)
-		return -1;
-	return rename(tmp, path);
-}
-
-static int replace(const char *path, const void *p, size_t n, bool sync, bool output)
+int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
 {
 	char *tmp = cjc_unique_name(path);
 	cjc_tempfile_add(tmp);
 	int rc = cjc_write_new_file(tmp, p, n, 0666, sync);
 	if (!rc)
-		rc = output ? cjc_rename_output(tmp, path) : rename(tmp, path);
+		rc = rename(tmp, path);
 	int e = errno;
 	if (rc)
 		cjc_tempfile_remove(tmp);
@@ -254,26 +215,21 @@ static int replace(const char *path, const void *p, size_t n, bool sync, bool ou
 	return rc;
 }
 
-int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
-{
-	return replace(path, p, n, sync, false);
-}
+static char host[HOST_NAME_MAX + 1];
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
-int cjc_replace_output(const char *path, const void *p, size_t n)
+static void find_hostname(void)
 {
-	return replace(path, p, n, false, true);
+	if (gethostname(host, sizeof host - 1) || !host[0])
+		strcpy(host, "localhost");
+	for (char *s = host; *s; s++)
+		if (*s == '/' || *s == '.')
+			*s = '_';
 }
 
 const char *cjc_hostname(void)
 {
-	static char host[HOST_NAME_MAX + 1];
-	if (!host[0]) {
-		if (gethostname(host, sizeof host - 1) || !host[0])
-			strcpy(host, "localhost");
-		for (char *s = host; *s; s++)
-			if (*s == '/' || *s == '.')
-				*s = '_';
-	}
+	pthread_once(&host_once, find_hostname); /* eviction's threads name bins at once */
 	return host;
 }
 

@@ -43,10 +43,6 @@ int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
 /* fd when it is open on a regular file; else closes it: -1, errno EINVAL. */
 int cjc_keep_regular(int fd);
 int cjc_write_all(int fd, const void *p, size_t n);
-/* Copies size bytes of in, from its start, to out at its position: a
- * reflink (FICLONE) where the file system has them, else copy_file_range,
- * else read and write.  0, or -1 with errno. */
-int cjc_copy_fd(int in, int out, uint64_t size);
 /* Creates a new file (O_EXCL) with the bytes, fsynced when asked. */
 int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);
 int cjc_mkdirs(const char *path, mode_t mode);
@@ -56,17 +52,6 @@ int cjc_remove_tree(const char *path);
 int cjc_remove_tree_at(int parent, const char *name);
 /* Writes the bytes to a temporary file beside path, then renames it over path. */
 int cjc_replace_file(const char *path, const void *p, size_t n, bool sync);
-/*
- * Puts a build output in place: unlinks path, then renames tmp to it.  A
- * rename over an existing file makes ext4 (auto_da_alloc) write the new one
- * back inside rename(2): 0.3 ms of a hit for a 500 KB object, measured.
- * Between the two calls path is missing, never half-written, and a build
- * that stops there compiles it again.  Not for the store's own files, whose
- * readers must always find one.
- */
-int cjc_rename_output(const char *tmp, const char *path);
-/* cjc_replace_file() for a build output (cjc_rename_output()). */
-int cjc_replace_output(const char *path, const void *p, size_t n);
 
 /* "<prefix>.<host>.<pid>.<random>" in a new allocation: unique across hosts. */
 char *cjc_unique_name(const char *prefix);

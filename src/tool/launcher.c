@@ -199,7 +199,7 @@ static int write_depfile(const struct job *j, const struct cjc_dep *deps, size_t
 			cjc_strvec_push(&names, deps[i].path);
 	struct cjc_buf text = CJC_BUF_INIT;
 	cjc_depfile_format(&text, j->c.dep_target, names.v, names.n, j->c.dep_phony);
-	int rc = cjc_replace_output(j->c.dep_file, text.data, text.len);
+	int rc = cjc_replace_file(j->c.dep_file, text.data, text.len, false);
 	int e = errno;
 	cjc_buf_release(&text);
 	cjc_strvec_clear(&names);
@@ -277,7 +277,7 @@ static enum served serve(struct job *j, const struct cjc_entry *e,
 		result = SPILLED;
 	if (result == SERVED && write_user_depfile(j, rec->deps, rec->ndeps))
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
-	if (result == SERVED && cjc_rename_output(tmp, j->deliver))
+	if (result == SERVED && rename(tmp, j->deliver))
 		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
 	if (result == SERVED)
 		cjc_tempfile_forget(tmp);
@@ -630,7 +630,7 @@ static int compile_miss(struct job *j)
 	bool spilled = !rc && j->diag.check_spills && cjc_diagnostics_spilled(r.err.data, r.err.len);
 	if (!rc && !spilled && write_user_depfile(j, rec.deps, rec.ndeps))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
-	if (!rc && !spilled && cjc_rename_output(r.tmp_out, j->deliver))
+	if (!rc && !spilled && rename(r.tmp_out, j->deliver))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.output, strerror(errno));
 	if (rc) {
 		/* Nothing was delivered: let nvcc do the whole job itself. */
