@@ -40,10 +40,7 @@ struct dep_memo {
 
 static unsigned bucket_of(const char *path)
 {
-	unsigned v = 5381;
-	for (; *path; path++)
-		v = v * 33 + (unsigned char)*path;
-	return v % BUCKETS;
+	return cjc_table_hash(path, strlen(path)) % BUCKETS;
 }
 
 /* A remembered hash that the file's stamp now still vouches for. */

@@ -25,7 +25,7 @@
 
 struct memo {
 	struct memo *next;
-	unsigned hash; /* hash_of(path): most chains are told apart without strcmp */
+	unsigned hash; /* cjc_table_hash(path): most chains are told apart without memcmp */
 	bool known;   /* the hash holds for this process */
 	bool stamped; /* st and taken_ns describe when the hash was taken */
 	bool gone;    /* not stamped: no file here while its directory had the
@@ -75,28 +75,10 @@ static unsigned ndirs;
 static uint64_t reused, hashed, gone_by_stamp;
 static const char magic[4] = { 'C', 'J', 'C', 'F' };
 
-/* The paths share long prefixes (the toolkit's include directories), so
- * the hash is over every byte, and compared before the strings are.  A
- * lookup table's hash, not a digest. */
-static unsigned hash_of(const char *s, size_t n)
-{
-	const uint64_t k = 0x9e3779b97f4a7c15ULL; /* eight bytes a step: a fifth of the time */
-	uint64_t h = n * k, w;
-	for (; n >= 8; s += 8, n -= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * k;
-		h ^= h >> 29;
-	}
-	w = 0;
-	memcpy(&w, s, n);
-	h = (h ^ w) * k;
-	return (unsigned)(h ^ h >> 32);
-}
-
 /* The memo of a path (len bytes), created when absent (lock held). */
 static struct memo *memo_named(const char *path, size_t len)
 {
-	unsigned hash = hash_of(path, len);
+	unsigned hash = cjc_table_hash(path, len);
 	unsigned b = hash % MEMO_BUCKETS;
 	struct memo *m;
 	for (m = buckets[b]; m && (m->hash != hash || m->len != len || memcmp(m->path, path, len));
@@ -122,7 +104,7 @@ static struct memo *memo_of(const char *path)
  * held); NULL past the bound. */
 static struct dir_memo *dir_named(const char *dir, size_t len)
 {
-	unsigned hash = hash_of(dir, len), b = hash % DIR_BUCKETS;
+	unsigned hash = cjc_table_hash(dir, len), b = hash % DIR_BUCKETS;
 	struct dir_memo *d;
 	for (d = dir_buckets[b];
 	     d && (d->hash != hash || d->len != len || memcmp(d->dir, dir, len)); d = d->next)

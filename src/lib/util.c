@@ -197,6 +197,21 @@ char *cjc_cursor_str(struct cjc_cursor *c, size_t max)
 	return p ? cjc_xstrndup(p, n) : NULL;
 }
 
+unsigned cjc_table_hash(const char *s, size_t n)
+{
+	const uint64_t k = 0x9e3779b97f4a7c15ULL;
+	uint64_t h = n * k, w;
+	for (; n >= 8; s += 8, n -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 29;
+	}
+	w = 0;
+	memcpy(&w, s, n);
+	h = (h ^ w) * k;
+	return (unsigned)(h ^ h >> 32);
+}
+
 void cjc_strvec_pushn(struct cjc_strvec *sv, const char *s, size_t n)
 {
 	if (sv->n + 2 > sv->cap) {
