@@ -246,19 +246,17 @@ static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const
 			  struct cjc_buf *why)
 {
 	unsigned char sha[CJC_DIGEST_LEN];
-	if (use_memo) {
-		cjc_hash_buf(text->data, text->len, sha);
-		if (cjc_metamemo_find(key, sha, &e->files, &e->nfiles, &e->duration_ms))
-			goto checked;
-	}
-	e->meta = cjc_metadata_parse(text->data, text->len, key, why);
-	if (!e->meta)
-		return -1;
-	e->files = cjc_metadata_artifacts(e->meta, &e->nfiles);
-	e->duration_ms = (int64_t)json_integer_value(json_object_get(e->meta, "duration_ms"));
 	if (use_memo)
-		cjc_metamemo_add(key, sha, e->files, e->nfiles, e->duration_ms);
-checked:
+		cjc_hash_buf(text->data, text->len, sha);
+	if (!use_memo || !cjc_metamemo_find(key, sha, &e->files, &e->nfiles, &e->duration_ms)) {
+		e->meta = cjc_metadata_parse(text->data, text->len, key, why);
+		if (!e->meta)
+			return -1;
+		e->files = cjc_metadata_artifacts(e->meta, &e->nfiles);
+		e->duration_ms = (int64_t)json_integer_value(json_object_get(e->meta, "duration_ms"));
+		if (use_memo)
+			cjc_metamemo_add(key, sha, e->files, e->nfiles, e->duration_ms);
+	}
 	if (use_memo)
 		cjc_metamemo_stamp(key, sha, st, taken_ns);
 	return 0;
@@ -361,80 +359,63 @@ const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const c
 	return NULL;
 }
 
-/* An artifact of the entry, opened: its listing and descriptor; -1 with why. */
-static int open_artifact(const struct cjc_entry *e, const char *name,
-			 const struct cjc_artifact **a, struct cjc_buf *why)
+/*
+ * Streams an artifact through the hash into out_fd and/or data, then checks
+ * it: 0, -1 (damaged) or -2 (the output could not be written).  The bytes
+ * served are the bytes hashed: verifying first and copying after in the
+ * kernel (copy_file_range, a reflink) was tried, was no faster on ext4, and
+ * served what the file held after the check.
+ */
+static int stream_artifact(const struct cjc_entry *e, const char *name, int out_fd,
+			   struct cjc_buf *data, struct cjc_buf *why)
 {
-	*a = cjc_entry_artifact(e, name);
-	if (!*a) {
+	const struct cjc_artifact *a = cjc_entry_artifact(e, name);
+	if (!a) {
 		cjc_buf_addf(why, "%s is not listed in metadata.json", name);
 		return -1;
 	}
 	int fd = cjc_open_regular(e->dfd, name, O_RDONLY | O_NOFOLLOW, 0);
-	if (fd < 0)
+	if (fd < 0) {
 		cjc_buf_addf(why, "cannot open %s: %s", name, cjc_untrusted_error(errno));
-	return fd;
-}
-
-/*
- * Reads an artifact through the hash, into out_fd and/or data when given,
- * then checks its size and hash against the listing: 0, -1 (damaged) or -2
- * (the output could not be written).  The bytes served are the bytes
- * hashed.  (Verifying first and then copying in the kernel, by reflink or
- * copy_file_range, was tried: no faster on ext4, and it serves what the
- * file holds after the check.)
- */
-static int check_artifact(int fd, const struct cjc_artifact *a, int out_fd,
-			  struct cjc_buf *data, struct cjc_buf *why)
-{
+		return -1;
+	}
 	struct cjc_hash h;
 	cjc_hash_init(&h);
 	char chunk[1 << 16];
 	uint64_t total = 0;
+	int rc = 0;
 	for (;;) {
 		ssize_t n = read(fd, chunk, sizeof chunk);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			cjc_buf_addf(why, "cannot read %s: %s", a->name, strerror(errno));
-			return -1;
-		}
-		if (n == 0)
+		if (n <= 0) {
+			if (n < 0)
+				cjc_buf_addf(why, "cannot read %s: %s", name, strerror(errno)), rc = -1;
 			break;
+		}
 		total += (uint64_t)n;
 		cjc_hash_update(&h, chunk, (size_t)n);
 		if (total > a->size)
 			break;
 		if (out_fd >= 0 && cjc_write_all(out_fd, chunk, (size_t)n)) {
 			cjc_buf_addf(why, "cannot write the output: %s", strerror(errno));
-			return -2;
+			rc = -2;
+			break;
 		}
 		if (data)
 			cjc_buf_add(data, chunk, (size_t)n);
 	}
+	close(fd);
 	char hex[CJC_HEX_LEN + 1];
 	cjc_hash_final_hex(&h, hex);
-	if (total != a->size) {
-		cjc_buf_addf(why, "%s has %llu bytes, metadata.json says %llu", a->name,
+	if (!rc && total != a->size) {
+		cjc_buf_addf(why, "%s has %llu bytes, metadata.json says %llu", name,
 			     (unsigned long long)total, (unsigned long long)a->size);
-		return -1;
+		rc = -1;
+	} else if (!rc && strcmp(hex, a->sha256)) {
+		cjc_buf_addf(why, "%s does not match its sha256", name);
+		rc = -1;
 	}
-	if (strcmp(hex, a->sha256)) {
-		cjc_buf_addf(why, "%s does not match its sha256", a->name);
-		return -1;
-	}
-	return 0;
-}
-
-static int stream_artifact(const struct cjc_entry *e, const char *name, int out_fd,
-			   struct cjc_buf *data, struct cjc_buf *why)
-{
-	const struct cjc_artifact *a;
-	int fd = open_artifact(e, name, &a, why);
-	if (fd < 0)
-		return -1;
-	int rc = check_artifact(fd, a, out_fd, data, why);
-	close(fd);
 	return rc;
 }
 
@@ -452,7 +433,7 @@ int cjc_entry_read(const struct cjc_entry *e, const char *name, struct cjc_buf *
 int cjc_entry_verify(const struct cjc_entry *e, struct cjc_buf *why)
 {
 	for (size_t i = 0; i < e->nfiles; i++)
-		if (cjc_entry_read(e, e->files[i].name, NULL, why))
+		if (stream_artifact(e, e->files[i].name, -1, NULL, why))
 			return -1;
 	return 0;
 }
