@@ -165,19 +165,28 @@ static int dir_fd(const char *path, const char **base)
 	return dir_open(d);
 }
 
-/* stat(2) through the remembered directory: the directory is found under
- * the lock, the stat is made outside it (so threads stat in parallel). */
+/* stat(2) of path, whose last name is base, through d, its remembered
+ * directory (NULL past the bound): opened under the lock, the stat made
+ * outside it (so threads stat in parallel). */
+static int stat_in(struct dir_memo *d, const char *path, const char *base, struct stat *st)
+{
+	if (!d || !*base)
+		return stat(path, st);
+	pthread_mutex_lock(&memo_lock);
+	int fd = dir_open(d);
+	int e = errno;
+	pthread_mutex_unlock(&memo_lock);
+	errno = e;
+	return fd < 0 ? -1 : fstatat(fd, base, st, 0);
+}
+
 static int stat_fast(const char *path, struct stat *st)
 {
 	const char *base;
 	pthread_mutex_lock(&memo_lock);
-	int fd = dir_fd(path, &base);
-	int e = errno;
+	struct dir_memo *d = dir_of(path, &base);
 	pthread_mutex_unlock(&memo_lock);
-	if (!base || !*base)
-		return stat(path, st);
-	errno = e;
-	return fd < 0 ? -1 : fstatat(fd, base, st, 0);
+	return stat_in(d, path, base, st);
 }
 
 static void forget_dirs(void)
@@ -419,7 +428,7 @@ static struct dir_memo *stamped(struct dir_memo *d)
  * it that existed says (lock held); d itself is not opened. */
 static bool dir_still_absent(struct dir_memo *d)
 {
-	if (!d || !d->gone || !d->anchor || d->anchor >= d->len || (d->opened && d->fd >= 0))
+	if (!d || !d->gone || (d->opened && d->fd >= 0)) /* anchor < len: decode_no_dir */
 		return false;
 	struct dir_memo *a = stamped(dir_named(d->dir, d->anchor));
 	return a && cjc_stamp_holds(&d->gone_st, &a->st, d->gone_ns);
@@ -517,13 +526,17 @@ bool cjc_filehash_absent(const char *path)
 	const char *base;
 	struct dir_memo *d = dir_of(path, &base);
 	struct memo *m = NULL;
-	bool gone = *base && (dir_still_absent(d) || name_still_absent(m = memo_of(path), d));
+	bool gone = *base && dir_still_absent(d);
+	if (*base && !gone) {
+		m = memo_of(path); /* only names in directories that exist have one */
+		gone = name_still_absent(m, d);
+	}
 	gone_by_stamp += gone;
 	pthread_mutex_unlock(&memo_lock);
 	if (gone)
 		return true;
 	struct stat st;
-	bool absent = stat_fast(path, &st) && (errno == ENOENT || errno == ENOTDIR);
+	bool absent = stat_in(d, path, base, &st) && (errno == ENOENT || errno == ENOTDIR);
 	if (m) {
 		pthread_mutex_lock(&memo_lock);
 		if (absent)

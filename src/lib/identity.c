@@ -118,7 +118,11 @@ static void *digest_file(void *arg)
 static int compute(struct cjc_identity *id, char *const *files, size_t n)
 {
 	char real[PATH_MAX];
-	if (!realpath(id->path, real) || n > MAX_FILES)
+	if (n > MAX_FILES) {
+		errno = E2BIG; /* the callers name 7 files at most */
+		return -1;
+	}
+	if (!realpath(id->path, real))
 		return -1;
 	id->realpath = cjc_xstrdup(real);
 	struct file_digest f[MAX_FILES] = { 0 };
