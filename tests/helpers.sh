@@ -79,6 +79,10 @@ setUp() {
 	make_nvcc_wrapper "$NVCC"
 	cd "$TEST_DIR/src" || return 1
 	write_sources
+	# past the kernel's coarse clock tick (10 ms at most) the sources were
+	# written in: a miss does not publish files written in the tick it
+	# starts in (miss.c), and the first compile of a test must publish
+	sleep 0.02
 }
 
 tearDown() {

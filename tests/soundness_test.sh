@@ -255,16 +255,32 @@ testMetadataRecognisedByItsStampStillCatchesAnEdit() {
 	assert_same_devcode a.o d.o
 }
 
+# For the absent-candidate tests: inc1, searched first, and inc2 holding
+# NAME.h (MACRO 1.0f) and sub/deep.h (DEEP 1.0f); a.cu includes both.
+# build compiles a.cu into out<n>.o, n counting up; like_plain checks the
+# last one against what plain nvcc makes now.
+two_include_dirs() {
+	mkdir -p inc1 inc2/sub
+	echo "#define $2 1.0f" >"inc2/$1.h"
+	echo '#define DEEP 1.0f' >inc2/sub/deep.h
+	printf '#include <%s.h>\n#include <sub/deep.h>\n__global__ void f(float *a) { a[0] = %s + DEEP; }\n' \
+		"$1" "$2" >a.cu
+	BUILT=0
+}
+build() {
+	BUILT=$((BUILT + 1))
+	cjc_nvcc -c a.cu -o out$BUILT.o -Iinc1 -Iinc2 -arch=$ARCH || fail
+}
+like_plain() {
+	"$REAL_NVCC" -c a.cu -o plain.o -Iinc1 -Iinc2 -arch=$ARCH
+	assert_same_devcode out$BUILT.o plain.o
+}
+
 # Absent include candidates are known absent by the stamp of their
 # directory (filehash.h); a header planted there, or in a directory made
 # there, is still seen.
 testAbsentCandidatesKnownByTheirDirectoryStillSeePlantedHeaders() {
-	mkdir -p inc1 inc2/sub
-	echo '#define SHADOW 1.0f' >inc2/shadow.h
-	echo '#define DEEP 1.0f' >inc2/sub/deep.h
-	printf '#include <shadow.h>\n#include <sub/deep.h>\n__global__ void f(float *a) { a[0] = SHADOW + DEEP; }\n' >s.cu
-	local i=0
-	build() { i=$((i + 1)); cjc_nvcc -c s.cu -o s$i.o -Iinc1 -Iinc2 -arch=$ARCH || fail; }
+	two_include_dirs shadow SHADOW
 	sleep 2.1 # inc1 older than the racy window
 	build && build && build
 	expect_nvcc_runs 1
@@ -273,8 +289,7 @@ testAbsentCandidatesKnownByTheirDirectoryStillSeePlantedHeaders() {
 	mkdir inc1/sub && echo '#define DEEP 2.0f' >inc1/sub/deep.h
 	build
 	expect_nvcc_runs 2
-	"$REAL_NVCC" -c s.cu -o plain1.o -Iinc1 -Iinc2 -arch=$ARCH
-	assert_same_devcode s$i.o plain1.o
+	like_plain
 	sleep 2.1
 	build # compiles again when deep.h, just written, kept the last one from publishing
 	local before
@@ -284,30 +299,23 @@ testAbsentCandidatesKnownByTheirDirectoryStillSeePlantedHeaders() {
 	echo '#define SHADOW 2.0f' >inc1/shadow.h
 	build
 	assertEquals "the planted header misses" $((before + 1)) "$(nvcc_compiles)"
-	"$REAL_NVCC" -c s.cu -o plain2.o -Iinc1 -Iinc2 -arch=$ARCH
-	assert_same_devcode s$i.o plain2.o
+	like_plain
 }
 
 # A dangling link is a name, not an absence: its target can appear without
 # its directory changing, and must be seen, for a header and for a
 # directory on the way to one.
 testDanglingLinksAmongTheCandidatesSeeTheirTargetsAppear() {
-	mkdir -p inc1 inc2/sub
+	two_include_dirs conf CONF
 	ln -s ../gen/conf.h inc1/conf.h
 	ln -s ../scratch inc1/sub
-	echo '#define CONF 1.0f' >inc2/conf.h
-	echo '#define DEEP 1.0f' >inc2/sub/deep.h
-	printf '#include <conf.h>\n#include <sub/deep.h>\n__global__ void f(float *a) { a[0] = CONF + DEEP; }\n' >c.cu
-	local i=0
-	build() { i=$((i + 1)); cjc_nvcc -c c.cu -o c$i.o -Iinc1 -Iinc2 -arch=$ARCH || fail; }
 	sleep 2.1 # inc1 older than the racy window
 	build && build && build
 	expect_nvcc_runs 1
 	mkdir gen && echo '#define CONF 2.0f' >gen/conf.h
 	build
 	expect_nvcc_runs 2
-	"$REAL_NVCC" -c c.cu -o plain1.o -Iinc1 -Iinc2 -arch=$ARCH
-	assert_same_devcode c$i.o plain1.o
+	like_plain
 	sleep 2.1
 	build && build
 	local before
@@ -315,8 +323,7 @@ testDanglingLinksAmongTheCandidatesSeeTheirTargetsAppear() {
 	mkdir scratch && echo '#define DEEP 2.0f' >scratch/deep.h
 	build
 	assertEquals "the header behind the link misses" $((before + 1)) "$(nvcc_compiles)"
-	"$REAL_NVCC" -c c.cu -o plain2.o -Iinc1 -Iinc2 -arch=$ARCH
-	assert_same_devcode c$i.o plain2.o
+	like_plain
 }
 
 # The source is checked by its bytes: edited during the compile, it is not
