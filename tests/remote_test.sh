@@ -250,6 +250,90 @@ testServerDyingMidTransferIsAnError() {
 	done
 }
 
+# --- Hostile servers (tests/fake_remote.py) ----------------------------------
+# Whatever a store claims or however slowly it answers, a compile spends at
+# most one operation-timeout on it, allocates no more than a value's bound,
+# and the build goes on with nvcc.
+
+# The address-space limit is for the plain build: AddressSanitizer reserves
+# terabytes of shadow memory up front.
+MEMORY=3000000
+grep -q 'CJC_SANITIZE:BOOL=ON' "${CJC_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2>/dev/null && MEMORY=unlimited
+
+# bounded_compile MACHINE: compile_on under the address-space limit, and a
+# generous bound (60 s) should cjc hang.
+bounded_compile() {
+	(ulimit -v $MEMORY && CJC_DIR="$CASE/$1" exec timeout -s KILL 60 \
+		"$CJC" "$NVCC" -c k.cu -o "$CASE/$1.o" -arch=$ARCH) 2>"$CASE/$1.err"
+}
+
+# expect_compiled MACHINE STATUS: the build succeeded with nvcc's device code.
+expect_compiled() {
+	assertEquals "$1: the build's status ($(tail -2 "$CASE/$1.err"))" 0 "$2"
+	assertEquals "$1: compiled" 1 "$(nvcc_compiles)"
+	assert_same_devcode "$SUITE_DIR/src/a.o" "$CASE/$1.o"
+}
+
+# What the fake server saw, all connections together (it counts; no clock
+# of ours is read, so a busy machine cannot fail these): the bytes it sent,
+# and the HTTP requests it answered.
+fake_sent() {
+	awk '{ n += $1 } END { print n + 0 }' "$CASE/fake/port.sent"
+}
+
+fake_requests() {
+	cat "$CASE/fake/port.requests" 2>/dev/null | wc -l
+}
+
+# compile_against_fake MODE URL COUNTER [ROOT]: B compiles with the fake
+# server in MODE as its store (URL, PORT standing for its port): the build
+# succeeds with nvcc's device code, and the store counts one of COUNTER.
+compile_against_fake() {
+	start_fake "$CASE/fake" "$1" ${4:+"$4"} || fail "fake server"
+	export CJC_REMOTE=${2//PORT/$FAKE_PORT}
+	bounded_compile B
+	expect_compiled B $?
+	assertEquals "one of $3" 1 "$(remote_stat B "$3")"
+	kill_server fake
+}
+
+# An HTTP store whose record says each artifact is 8 GB, and streams zeros
+# for it: not fetched (a remote artifact is at most 1 GiB), nothing
+# allocated for it, one error.  The default operation-timeout, 10 s, would
+# be time enough to fill memory.
+testHugeHttpArtifactIsNotFetched() {
+	upload_template "$NGINX_URL"
+	compile_against_fake http-huge "http://127.0.0.1:PORT/cache" remote_errors "$NGINX_ROOT"
+	assertContains "$(cat "$CJC_LOG")" "larger than a remote artifact may be"
+	assertTrue "the server sent $(fake_sent) bytes" "[ $(fake_sent) -lt $((1 << 20)) ]"
+}
+
+# A Redis server answering "$8000000000" and zeros: refused by the length
+# prefix, so hardly any of it is read.
+testHugeRedisReplyIsRefusedByItsLength() {
+	compile_against_fake redis-huge "redis://127.0.0.1:PORT|operation-timeout=2s" remote_errors
+	assertTrue "the server sent $(fake_sent) bytes" "[ $(fake_sent) -lt $((256 << 20)) ]"
+}
+
+# A Redis server dripping its reply a byte a second: cut at the deadline,
+# one second, so it gets out a few bytes at most, the last of them into a
+# closed connection (hiredis alone waits for each byte, 69 s in all).
+testDrippingServerIsCutAtTheDeadline() {
+	compile_against_fake redis-drip "redis://127.0.0.1:PORT|operation-timeout=1s" remote_timeouts
+	assertTrue "the server dripped $(fake_sent) bytes" "[ $(fake_sent) -le 4 ]"
+}
+
+# An HTTP server answering each request in 0.9 s of a 1 s timeout: all the
+# requests of a compile (lookup, then publication) share that one second,
+# so the second request times out instead of each taking 0.9 s: two
+# requests at most reach the server (seven, each with its own timeout,
+# before).
+testSlowServerCostsOneTimeoutPerCompile() {
+	FAKE_DELAY=0.9 compile_against_fake http-slow "http://127.0.0.1:PORT/cache|operation-timeout=1s" \
+		remote_timeouts
+	assertTrue "the server answered $(fake_requests) requests" "[ $(fake_requests) -le 2 ]"
+}
+
 testRefusedConnectionIsAnErrorAndTheBuildGoesOn() {
 	export CJC_REMOTE="redis://127.0.0.1:1 http://127.0.0.1:1/cache"
 	compile_on A || fail "the build failed"

@@ -70,6 +70,14 @@
 #	file).  Sets PARTIAL_PORT, PARTIAL_PID.  kill_server partial and
 #	restart_server partial (same port, same FILE) work as for the others.
 #
+#   start_fake DIR MODE [ROOT]
+#	tests/fake_remote.py, a hostile store (its head lists the modes: an
+#	8 GB artifact or Redis reply, a reply dripped a byte a second, each
+#	request answered just before the timeout).  Ready when it has written
+#	its port file; it exits by itself after FAKE_LIFETIME seconds (120).
+#	Each connection's bytes sent are lines of DIR/port.sent.  Sets
+#	FAKE_PORT, FAKE_PID.  kill_server fake, as for the others.
+#
 #   kill_server NAME      SIGKILL one (redis, nginx, s3, blackhole), and wait
 #	until it is gone.
 #   restart_server NAME   start it again as before, on the same port(s) and
@@ -446,16 +454,16 @@ _servers_blackhole_bin() {
 	[ -x "$BLACKHOLE" ] || cc -O1 -o "$BLACKHOLE" "$SERVERS_SOURCE_DIR/unit/blackhole.c"
 }
 
-# _start_listener_on NAME DIR PORT [BLACKHOLE-ARG...]: blackhole or partial.
-# The first start lets the kernel pick the port (0); a restart asks for the
-# one it had.
+# _start_listener_on NAME DIR PORT PROGRAM [ARG...]: blackhole, partial or
+# fake, each run as PROGRAM PORTFILE PORT ARG...  The first start lets the
+# kernel pick the port (0); a restart asks for the one it had.
 _start_listener_on() {
-	local name=$1 dir=$2 port=${3%% *} pid rc
-	shift 3
+	local name=$1 dir=$2 port=${3%% *} program=$4 pid rc
+	shift 4
 	[ -n "${_SRV_PORT[$name]:-}" ] || port=0
-	rm -f "$dir/port"
+	rm -f "$dir/port" "$dir/port.sent"
 	_servers_mark "$dir/$name.log"
-	"$BLACKHOLE" "$dir/port" "$port" "$@" </dev/null >>"$dir/$name.log" 2>&1 &
+	"$program" "$dir/port" "$port" "$@" </dev/null >>"$dir/$name.log" 2>&1 &
 	pid=$!
 	_servers_wait "$name" "$pid" "$dir/$name.log" test -s "$dir/port"
 	rc=$?
@@ -465,7 +473,7 @@ _start_listener_on() {
 }
 
 _start_blackhole_on() {
-	_start_listener_on blackhole "$1" "$2" || return
+	_start_listener_on blackhole "$1" "$2" "$BLACKHOLE" || return
 	export BLACKHOLE_PORT=${_SRV_PORT[blackhole]} BLACKHOLE_PID=${_SRV_PID[blackhole]:-}
 }
 
@@ -479,7 +487,7 @@ start_blackhole() {
 # --- Partial replies ------------------------------------------------------
 
 _start_partial_on() {
-	_start_listener_on partial "$1" "$2" --reply "$3" || return
+	_start_listener_on partial "$1" "$2" "$BLACKHOLE" --reply "$3" || return
 	export PARTIAL_PORT=${_SRV_PORT[partial]} PARTIAL_PID=${_SRV_PID[partial]:-}
 }
 
@@ -496,6 +504,22 @@ start_partial() {
 	_servers_blackhole_bin || return 1
 	_SRV_PORT[partial]=
 	_servers_start partial "$1" "$file"
+}
+
+# --- Hostile stores (tests/fake_remote.py) ---------------------------------
+
+_start_fake_on() {
+	local dir=$1 port=$2
+	shift 2
+	_start_listener_on fake "$dir" "$port" "$SERVERS_SOURCE_DIR/fake_remote.py" "$@" || return
+	export FAKE_PORT=${_SRV_PORT[fake]} FAKE_PID=${_SRV_PID[fake]:-}
+}
+
+start_fake() {
+	[ $# -ge 2 ] || { _servers_say "usage: start_fake DIR MODE [ROOT]"; return 1; }
+	_servers_init || return 1
+	_SRV_PORT[fake]=
+	_servers_start fake "$@"
 }
 
 # Tests whose shell dies without shunit2 still clean up.

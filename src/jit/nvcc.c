@@ -372,9 +372,7 @@ static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_ma
 		jit_note(h, "%s %s for %s", won ? "published" : "already published", rec->entry_key,
 			 n->j->name);
 		struct cjc_evict_report report;
-		if (won)
-			cjc_evict_account(&h->store, rec->entry_key, bytes);
-		if (won && cjc_evict_after_publish(&h->store, rec->entry_key, h->cfg.max_size, &report))
+		if (won && cjc_evict_published(&h->store, rec->entry_key, bytes, h->cfg.max_size, &report))
 			jit_note(h, "eviction failed: %s", strerror(errno));
 		char *mname = cjc_store_manifest_name(n->direct_key);
 		if (cjc_manifest_add(&h->store, mname, rec))

@@ -389,7 +389,7 @@ static void publish(struct nvrtc_job *r)
 		cjc_staging_abort(&st);
 		r->key[0] = '\0';
 	} else if (won) {
-		cjc_evict_account(&h->store, r->key, meta.len + r->data.len + r->log.len);
+		(void)cjc_evict_account(&h->store, r->key, meta.len + r->data.len + r->log.len);
 	}
 	json_decref(options);
 	cjc_buf_release(&meta);

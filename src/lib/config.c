@@ -105,6 +105,7 @@ struct setting_def {
 	const char *expect; /* for messages */
 	bool directs;       /* directs writes or execution: only from a trusted file (docs/store.md: trust) */
 	const char *help;   /* for `cjc config`, --help and the README's table */
+	bool secret;        /* may hold a secret: shown redacted, never passed to a child (run.h) */
 };
 
 #define BOOLEAN "a boolean (1/0, true/false, yes/no, on/off)"
@@ -112,39 +113,40 @@ struct setting_def {
 
 static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, AT(dir), NULL, "a directory", true,
-		"the store" },
+		"the store", false },
 	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, AT(disable), "false", BOOLEAN, false,
-		"run nvcc uncached" },
+		"run nvcc uncached", false },
 	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, AT(readonly), "false", BOOLEAN, false,
-		"serve hits, publish nothing" },
+		"serve hits, publish nothing", false },
 	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, AT(log), "", "a file name", true,
-		"log file: why each compile hit, missed or ran uncached" },
+		"log file: why each compile hit, missed or ran uncached", false },
 	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, AT(debug), "false", BOOLEAN, false,
-		"log to stderr too" },
+		"log to stderr too", false },
 	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, AT(max_size), "0",
 		"a size such as 20G, 512M or 0 for no limit", false,
-		"size limit: past it, least recently used entries are evicted" },
+		"size limit: past it, least recently used entries are evicted", false },
 	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_remote, AT(remote), "",
 		"store URLs (redis://, redis+unix:, http://, https://, s3://), each with |attributes "
-		"(docs/remote.md)", true, "remote stores, tried in order after the local one" },
+		"(docs/remote.md)", true, "remote stores, tried in order after the local one",
+		true },
 	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, AT(umask), "", "an octal mask such as 002, or empty",
-		true, "umask for the store's files (a store shared by a group)" },
+		true, "umask for the store's files (a store shared by a group)", false },
 	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, AT(print_commands),
-		"false", BOOLEAN, false, "print each real nvcc command on stderr" },
+		"false", BOOLEAN, false, "print each real nvcc command on stderr", false },
 	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, AT(keep_ptx), "false", BOOLEAN, false,
-		"keep nvcc's ptx in each entry" },
+		"keep nvcc's ptx in each entry", false },
 	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, AT(keep_sass), "false", BOOLEAN,
-		false, "keep cuobjdump -sass of each output in its entry" },
+		false, "keep cuobjdump -sass of each output in its entry", false },
 	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, AT(check_spills), "false",
-		BOOLEAN, false, "fail a compile whose kernels spill" },
+		BOOLEAN, false, "fail a compile whose kernels spill", false },
 	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, AT(base_dir), "",
 		"an absolute directory, or empty", false,
-		"absolute paths under it are rewritten relative to the working directory" },
+		"absolute paths under it are rewritten relative to the working directory", false },
 	[CJC_SET_SIGN_KEY] = { "sign_key", "CJC_SIGN_KEY", parse_optional_path, AT(sign_key), "",
-		"a file name, or empty", true, "Ed25519 private key (PEM) that signs each published entry" },
+		"a file name, or empty", true, "Ed25519 private key (PEM) that signs each published entry", false },
 	[CJC_SET_TRUSTED_KEYS] = { "trusted_keys", "CJC_TRUSTED_KEYS", parse_optional_path,
 		AT(trusted_keys), "", "a file name, or empty", true,
-		"Ed25519 public keys (PEM): remote entries must be signed by one" },
+		"Ed25519 public keys (PEM): remote entries must be signed by one", false },
 };
 
 /* The settings that own a string (released by cjc_config_release). */
@@ -167,6 +169,15 @@ const char *cjc_config_name(enum cjc_setting s)
 const char *cjc_config_env(enum cjc_setting s)
 {
 	return settings[s].env;
+}
+
+bool cjc_config_secret_variable(const char *name, size_t len)
+{
+	for (int s = 0; s < CJC_SET_COUNT; s++)
+		if (settings[s].secret && strlen(settings[s].env) == len &&
+		    !strncmp(settings[s].env, name, len))
+			return true;
+	return false;
 }
 
 int cjc_parse_size(const char *text, uint64_t *out)
@@ -224,7 +235,7 @@ static void set_origin(struct cjc_config *cfg, enum cjc_setting s, const char *t
 {
 	free(cfg->text[s]);
 	free(cfg->origin[s]);
-	cfg->text[s] = s == CJC_SET_REMOTE ? cjc_remote_redact(text) : cjc_xstrdup(text);
+	cfg->text[s] = settings[s].secret ? cjc_remote_redact(text) : cjc_xstrdup(text);
 	cfg->origin[s] = origin;
 }
 
@@ -234,7 +245,7 @@ static int apply(struct cjc_config *cfg, enum cjc_setting s, const char *text, c
 {
 	const struct setting_def *d = &settings[s];
 	if (d->parse(text, (char *)cfg + d->offset)) {
-		char *shown = s == CJC_SET_REMOTE ? cjc_remote_redact(text) : cjc_xstrdup(text);
+		char *shown = d->secret ? cjc_remote_redact_rejected(text) : cjc_xstrdup(text);
 		cjc_buf_addf(error, "cjc: %s: bad value '%s' for %s: expected %s\n", origin, shown,
 			     d->name, d->expect);
 		free(shown);

@@ -23,11 +23,16 @@
  * cannot send root's log into a directory of its choosing.  Otherwise they
  * are ignored and `notes` says so; the compile goes on.  Files are read
  * without blocking (a FIFO is an error) and only up to 1 MiB.
+ *
+ * A setting that may hold a secret (remote) is shown with each URL's user
+ * info as *** (cjc_remote_redact), and a value of it that is rejected shows
+ * no more than its schemes: the message never echoes it whole.
  */
 #ifndef CJC_CONFIG_H
 #define CJC_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util.h"
@@ -86,6 +91,11 @@ void cjc_config_release(struct cjc_config *cfg);
 const char *cjc_config_name(enum cjc_setting s);
 const char *cjc_config_env(enum cjc_setting s);
 const char *cjc_config_help(enum cjc_setting s);
+/* Whether the environment variable NAME (its first len bytes) is that of a
+ * setting that may hold a secret (remote: passwords in URLs).  Such a value
+ * is shown redacted (`cjc config`, messages), and run.h passes no such
+ * variable to any child: nvcc, what nvcc runs, a --wrap launcher. */
+bool cjc_config_secret_variable(const char *name, size_t len);
 /* "20G", "512M", "1000" -> bytes; returns 0 or -1. */
 int cjc_parse_size(const char *text, uint64_t *out);
 /* "7d", "12h", "30m", "45s", "100" (seconds) -> seconds; returns 0 or -1. */

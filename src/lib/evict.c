@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -30,17 +31,17 @@ static int shard_of(const char *key)
 }
 
 /* Adds bytes and entries (two's complement for a removal) to a key's shard. */
-static void account(const struct cjc_store *s, int shard, uint64_t bytes, uint64_t entries)
+static int account(const struct cjc_store *s, int shard, uint64_t bytes, uint64_t entries)
 {
 	uint64_t delta[CJC_STAT_COUNT] = { 0 };
 	delta[CJC_STAT_BYTES] = bytes;
 	delta[CJC_STAT_ENTRIES] = entries;
-	(void)cjc_stats_add_shard(s, shard, delta);
+	return cjc_stats_add_shard(s, shard, delta);
 }
 
-void cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes)
+int cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes)
 {
-	account(s, shard_of(key), bytes, 1);
+	return account(s, shard_of(key), bytes, 1);
 }
 
 uint64_t cjc_entry_dir_bytes(const char *dir)
@@ -239,33 +240,102 @@ int cjc_evict_store(const struct cjc_store *s, uint64_t max_size, int64_t older_
 	return rc;
 }
 
-int cjc_evict_after_publish(const struct cjc_store *s, const char *key, uint64_t max_size,
-			    struct cjc_evict_report *r)
+/*
+ * The lock that keeps to one evictor per shard at a time.  A lock file that
+ * every user of a group store shares could be held, forever, by anyone who
+ * can open it (a member, or a user who may only read the store), and a FIFO
+ * or a directory planted at its name would make it unusable: either way
+ * eviction would be switched off for everyone.  So each user has their own,
+ * stats/evict.<n>.<uid>, mode 0600 and one link: no one else can open it,
+ * so no one else can hold it.  It is opened without following a link and
+ * without blocking; anything at its name that is not a regular file of ours
+ * alone is replaced by a fresh one, renamed over it relative to stats/'s fd.
+ *
+ * Where even that fails (a directory at the name, a sticky stats/ with the
+ * file someone else's), eviction goes on without the lock.  That is safe:
+ * the lock only saves duplicated work, correctness never depends on it.  A
+ * removal is one rename of the entry into staging, so a reader sees the
+ * whole entry or none of it, and two evictors racing for one entry are
+ * harmless (one rename wins, the other gets ENOENT and takes the next
+ * oldest); at worst the shard goes a little below its share.
+ *
+ * Returns the locked descriptor; EVICT_BUSY when one of this user's own
+ * processes holds the lock (it is evicting this shard: go on with the build);
+ * EVICT_UNLOCKED when no lock can be had: evict without one.
+ */
+enum { EVICT_BUSY = -1, EVICT_UNLOCKED = -2 };
+
+static bool ours_alone(int fd)
+{
+	struct stat st;
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 077) && st.st_nlink == 1;
+}
+
+/* A fresh lock file of ours, locked, renamed over name in stats/: its fd, or -1. */
+static int replace_lock(const struct cjc_store *s, const char *name)
+{
+	int dfd = cjc_store_openat(s, "stats", O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return -1;
+	char *tmp = cjc_unique_name(name);
+	int fd = openat(dfd, tmp, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && (flock(fd, LOCK_EX | LOCK_NB) || renameat(dfd, tmp, dfd, name))) {
+		(void)unlinkat(dfd, tmp, 0);
+		close(fd);
+		fd = -1;
+	}
+	free(tmp);
+	close(dfd);
+	return fd;
+}
+
+static int take_evict_lock(const struct cjc_store *s, int shard)
+{
+	char name[64], sub[80];
+	snprintf(name, sizeof name, "evict.%d.%lu", shard, (unsigned long)geteuid());
+	snprintf(sub, sizeof sub, "stats/%s", name);
+	int fd = cjc_store_open_regular(s, sub, O_RDONLY | O_CREAT, 0600);
+	if (fd >= 0 && ours_alone(fd)) {
+		if (!flock(fd, LOCK_EX | LOCK_NB)) /* never waits: the holder is evicting */
+			return fd;
+		int e = errno;
+		close(fd);
+		return e == EWOULDBLOCK ? EVICT_BUSY : EVICT_UNLOCKED;
+	}
+	if (fd >= 0)
+		close(fd);
+	fd = replace_lock(s, name);
+	return fd >= 0 ? fd : EVICT_UNLOCKED;
+}
+
+int cjc_evict_published(const struct cjc_store *s, const char *key, uint64_t bytes,
+			uint64_t max_size, struct cjc_evict_report *r)
 {
 	int shard = shard_of(key);
 	uint64_t v[CJC_STAT_COUNT];
 	memset(r, 0, sizeof *r);
-	if (!max_size || cjc_stats_read_shard(s, shard, v) || v[CJC_STAT_BYTES] <= max_size / 16)
+	/* A count that could not be made or read (someone holds the shard's
+	 * lock, or planted something at its name) is not trusted: the shard is
+	 * measured instead, so no one can switch eviction off that way either. */
+	bool known = !cjc_evict_account(s, key, bytes) && !cjc_stats_read_shard(s, shard, v);
+	if (!max_size || (known && v[CJC_STAT_BYTES] <= max_size / 16))
 		return 0;
-	/* One evictor per shard at a time; the others go on with their build. */
-	char name[32];
-	snprintf(name, sizeof name, "stats/evict.%d", shard);
-	int fd = cjc_store_open_regular(s, name, O_RDWR | O_CREAT, 0666);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
-		if (fd >= 0)
-			close(fd);
+	int lock = take_evict_lock(s, shard);
+	if (lock == EVICT_BUSY)
 		return 0;
-	}
 	struct candidates c = { 0 };
 	char prefix[2] = { key[0], '\0' };
 	int rc = cjc_store_foreach_entry_in(s, prefix, collect, &c);
 	r->bytes = c.bytes[shard];
 	r->entries = c.entries[shard];
 	/* The counter may have drifted (a crash between rename and count): correct it. */
-	account(s, shard, r->bytes - v[CJC_STAT_BYTES], r->entries - v[CJC_STAT_ENTRIES]);
-	if (!rc)
+	if (known)
+		account(s, shard, r->bytes - v[CJC_STAT_BYTES], r->entries - v[CJC_STAT_ENTRIES]);
+	if (!rc && r->bytes > max_size / 16)
 		evict_oldest(s, &c, r->bytes, max_size / 16 / 10 * 9, 0, r);
 	candidates_release(&c);
-	close(fd);
+	if (lock >= 0)
+		close(lock);
 	return rc;
 }

@@ -10,7 +10,13 @@
  * publication adds the entry's bytes to the shard of the key's first hex
  * digit (cjc_evict_account).  When that shard holds more than a sixteenth of
  * the limit, the writer evicts the oldest entries of entries/<d>?/ — one
- * sixteenth of the store — down to 90% of that share (cjc_evict_after_publish).
+ * sixteenth of the store — down to 90% of that share (cjc_evict_published).
+ * One evictor per shard and user works at a time, under a lock only that
+ * user can open (stats/evict.<n>.<uid>); no one else can switch eviction
+ * off: not by holding a lock, not by planting a FIFO, a link or a directory
+ * at a lock's or a counter's name (evict.c says how, and why evicting
+ * without the lock is safe).  When the shard's count cannot be made or read,
+ * the shard is measured instead.
  * `cjc gc --max-size` evicts across the whole store, oldest first, exactly to
  * the size asked, and recounts every shard.
  *
@@ -33,11 +39,13 @@ struct cjc_evict_report {
 
 /* Marks an entry as just used (ignores failure: a read-only store). */
 void cjc_evict_touch(const char *entry_dir);
-/* Counts a newly published entry of `bytes` in its shard. */
-void cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes);
-/* After a publication: evicts from the key's shard when it is over its share. */
-int cjc_evict_after_publish(const struct cjc_store *s, const char *key, uint64_t max_size,
-			    struct cjc_evict_report *r);
+/* Counts a newly published entry of `bytes` in its shard (-1: not counted,
+ * the shard's file being held or unusable: stats.h). */
+int cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes);
+/* After a publication that won: counts the entry, then, with max_size set,
+ * evicts from the key's shard when it is over its share. */
+int cjc_evict_published(const struct cjc_store *s, const char *key, uint64_t bytes,
+			uint64_t max_size, struct cjc_evict_report *r);
 /* Evicts, oldest first, every entry unused for `older_than` seconds (-1: no
  * age limit) and then more until the store holds at most max_size bytes (0:
  * no size limit); recounts every shard. */

@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Reads to the end, or fails with EFBIG past max bytes. */
@@ -99,6 +101,25 @@ int cjc_read_bounded(int dirfd, const char *path, int flags, size_t max, struct 
 {
 	return cjc_read_regular_and_close(openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | flags),
 					  max, out);
+}
+
+int cjc_lock_bounded(int fd, int op)
+{
+	/* 50, 100, 200 ... microseconds: about seven tries, then give up. */
+	for (long spent = 0, pause = 50;; spent += pause, pause *= 2) {
+		if (!flock(fd, op | LOCK_NB))
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (spent >= CJC_LOCK_BUDGET_US) {
+			errno = EWOULDBLOCK;
+			return -1;
+		}
+		if (pause > CJC_LOCK_BUDGET_US - spent)
+			pause = CJC_LOCK_BUDGET_US - spent;
+		struct timespec ts = { 0, pause * 1000 };
+		nanosleep(&ts, NULL);
+	}
 }
 
 int cjc_write_all(int fd, const void *p, size_t n)

@@ -12,6 +12,13 @@
  * and on SIGINT, SIGTERM, SIGHUP and SIGPIPE, what is still registered is
  * removed — only by the process that registered it, never by a forked child.
  * The registry may be used from several threads.
+ *
+ * Locks: nothing waits on anyone else (docs/store.md, trust).  A store file
+ * that another user can open, another user can also flock(2), forever; so
+ * cjc_lock_bounded() never blocks: it tries at once, then again for at most
+ * a few milliseconds in all, and then gives up.  The caller skips what the
+ * lock guarded (a counter may be lost; a compile is not).  No other lock
+ * call on a store file is made anywhere in src/.
  */
 #ifndef CJC_FS_H
 #define CJC_FS_H
@@ -43,6 +50,11 @@ int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
 /* fd when it is open on a regular file; else closes it: -1, errno EINVAL. */
 int cjc_keep_regular(int fd);
 int cjc_write_all(int fd, const void *p, size_t n);
+/* flock(fd, op) (LOCK_SH or LOCK_EX) without waiting on anyone: retried with
+ * growing pauses for at most CJC_LOCK_BUDGET_US in all; then -1 with
+ * EWOULDBLOCK.  Other failures: -1 with flock's errno. */
+#define CJC_LOCK_BUDGET_US 4000
+int cjc_lock_bounded(int fd, int op);
 /* Creates a new file (O_EXCL) with the bytes, fsynced when asked. */
 int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);
 int cjc_mkdirs(const char *path, mode_t mode);

@@ -41,6 +41,8 @@ struct group {
 	struct server *servers;
 	size_t n;
 	uint64_t counts[CJC_STAT_COUNT];
+	long operation_ms; /* what all its requests of this handle may take together */
+	int64_t spent_ms;  /* what they took so far */
 	char broken[CJC_HEX_LEN + 1]; /* an entry whose record is here but an artifact is not */
 };
 
@@ -55,31 +57,80 @@ struct cjc_remotes {
 
 /* --- the setting ------------------------------------------------------ */
 
-/* The user info of a URL is everything between "://" and the URL's last
- * '@' (a password may hold '/', ':' or '@'); the backends parse the same
- * span.  A URL ends at a space or a '|'. */
+/*
+ * What is shown of the setting never holds a password, whatever characters
+ * the password holds: the text is parsed by the structure of its URLs, not
+ * by which characters may end one.  A URL starts at the start of the text
+ * or after a blank, with a scheme ("name://", or "redis+unix:"); it runs to
+ * the next such start, blanks and '|' included (a password may hold them).
+ * Its user info is everything between its "://" and its last '@' (a
+ * password may hold '/', ':', '@' or '|' too; the backends take the same
+ * span of a URL), shown as ***.  An '@' in an attribute (a file name) hides
+ * the URL up to it as well: more hidden than needed, never less.
+ */
+static bool url_starts(const char *p)
+{
+	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+	return (n && isalpha((unsigned char)*p) && !strncmp(p + n, "://", 3)) ||
+	       cjc_starts_with(p, "redis+unix:");
+}
+
+/* Where the URL after the one at p starts, or the end of the text. */
+static const char *next_url(const char *p)
+{
+	for (const char *q = p + 1; *q; q++)
+		if (isspace((unsigned char)q[-1]) && url_starts(q))
+			return q;
+	return p + strlen(p);
+}
+
 char *cjc_remote_redact(const char *text)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	cjc_buf_adds(&b, "");
-	for (const char *p = text; *p;) {
-		const char *scheme = strstr(p, "://");
-		if (!scheme) {
-			cjc_buf_adds(&b, p);
-			break;
-		}
-		const char *start = scheme + 3;
-		const char *end = start + strcspn(start, " \t\n|");
-		const char *at = memrchr(start, '@', (size_t)(end - start));
-		cjc_buf_add(&b, p, (size_t)(start - p));
+	for (const char *p = text, *end; *p; p = end) {
+		end = next_url(p);
+		const char *scheme = memmem(p, (size_t)(end - p), "://", 3);
+		const char *info = scheme ? scheme + 3 : end;
+		const char *at = memrchr(info, '@', (size_t)(end - info));
+		cjc_buf_add(&b, p, (size_t)(info - p));
 		if (at) {
 			cjc_buf_adds(&b, "***");
-			p = at;
-		} else {
-			p = start;
+			info = at;
 		}
+		cjc_buf_add(&b, info, (size_t)(end - info));
 	}
 	return cjc_buf_detach(&b);
+}
+
+/* The schemes this cjc knows, whether or not it was built for them. */
+static const char *const known_schemes[] = { "redis://", "redis+unix:", "http://", "https://", "s3://" };
+
+char *cjc_remote_redact_rejected(const char *text)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	cjc_buf_adds(&b, "");
+	for (const char *p = text, *end; *p; p = end) {
+		end = next_url(p);
+		const char *scheme = "";
+		for (size_t i = 0; i < sizeof known_schemes / sizeof *known_schemes; i++)
+			if (cjc_starts_with(p, known_schemes[i]))
+				scheme = known_schemes[i];
+		cjc_buf_addf(&b, "%s%s...", b.len ? " " : "", scheme);
+	}
+	return cjc_buf_detach(&b);
+}
+
+/* A store word's URL as shown: redacted with its attributes (the '|' that
+ * seems to start them may be inside a password), then cut before them. */
+static char *shown_url(const char *word)
+{
+	char *shown = cjc_remote_redact(word);
+	char *from = strstr(shown, "***@");
+	char *bar = strchr(from ? from + 4 : shown, '|');
+	if (bar)
+		*bar = '\0';
+	return shown;
 }
 
 static const struct cjc_remote_ops *ops_for(const char *url)
@@ -144,6 +195,7 @@ static int parse_shards(const char *text, struct cjc_strvec *names, double *weig
 
 struct store_spec {
 	struct cjc_remote_url u; /* url with the '*' still in it */
+	char *shown;             /* the url as shown (shown_url) */
 	struct cjc_strvec shards;
 	double weights[MAX_SHARDS];
 };
@@ -151,6 +203,7 @@ struct store_spec {
 static void spec_release(struct store_spec *sp)
 {
 	free(sp->u.url);
+	free(sp->shown);
 	free(sp->u.bearer_token_file);
 	free(sp->u.ca_file);
 	cjc_strvec_clear(&sp->shards);
@@ -175,9 +228,10 @@ static int parse_attribute(const char *a, struct store_spec *sp, struct cjc_buf 
 	else if (IS("ca-file") && *v)
 		sp->u.ca_file = cjc_xstrdup(v);
 	else {
-		cjc_buf_addf(why, "unknown or malformed attribute '%s' (expected read-only, "
+		/* not echoed: what follows a '|' may be part of a password */
+		cjc_buf_adds(why, "an unknown or malformed attribute (expected read-only, "
 			     "connect-timeout=T, operation-timeout=T, shards=A,B(2), "
-			     "bearer-token-file=FILE or ca-file=FILE)", a);
+			     "bearer-token-file=FILE or ca-file=FILE)");
 		return -1;
 	}
 #undef IS
@@ -192,8 +246,9 @@ static int parse_store(const char *word, struct store_spec *sp, struct cjc_buf *
 	sp->u.operation_ms = DEFAULT_OPERATION_MS;
 	const char *bar = strchr(word, '|');
 	sp->u.url = bar ? cjc_xstrndup(word, (size_t)(bar - word)) : cjc_xstrdup(word);
+	sp->shown = shown_url(word);
 	if (!ops_for(sp->u.url)) {
-		char *shown = cjc_remote_redact(sp->u.url);
+		char *shown = cjc_remote_redact_rejected(word);
 		cjc_buf_addf(why, "'%s' is not a store URL this cjc was built for (redis://, "
 			     "redis+unix:, http://, https://, s3://)", shown);
 		free(shown);
@@ -260,7 +315,8 @@ static void server_init(struct server *sv, const struct store_spec *sp, size_t i
 {
 	sv->u = sp->u;
 	sv->u.url = sp->shards.n ? substitute(sp->u.url, sp->shards.v[i]) : cjc_xstrdup(sp->u.url);
-	sv->u.shown = cjc_remote_redact(sv->u.url);
+	sv->u.shown = sp->shards.n && strchr(sp->shown, '*') ? substitute(sp->shown, sp->shards.v[i])
+							      : cjc_xstrdup(sp->shown);
 	sv->u.bearer_token_file = sp->u.bearer_token_file ? cjc_xstrdup(sp->u.bearer_token_file) : NULL;
 	sv->u.ca_file = sp->u.ca_file ? cjc_xstrdup(sp->u.ca_file) : NULL;
 	sv->ops = ops_for(sv->u.url);
@@ -278,8 +334,9 @@ static int add_group(const char *word, void *ctx)
 		r->groups = cjc_xrealloc(r->groups, (r->n + 1) * sizeof *r->groups);
 		struct group *g = &r->groups[r->n++];
 		memset(g, 0, sizeof *g);
-		g->shown = cjc_remote_redact(sp.u.url);
+		g->shown = cjc_xstrdup(sp.shown);
 		g->read_only = sp.u.read_only;
+		g->operation_ms = sp.u.operation_ms;
 		g->n = sp.shards.n ? sp.shards.n : 1;
 		g->servers = cjc_xcalloc(g->n, sizeof *g->servers);
 		for (size_t i = 0; i < g->n; i++)
@@ -357,6 +414,11 @@ const char *cjc_remote_shown(const struct cjc_remotes *r, size_t i)
 
 /* --- calling a server --------------------------------------------------- */
 
+long cjc_remote_time_left(const struct cjc_remote_url *u)
+{
+	return u->deadline_ms ? (long)(u->deadline_ms - cjc_now_ms()) : u->operation_ms;
+}
+
 /* Which server of a group holds a name: rendezvous hashing (weighted). */
 static struct server *server_for(struct group *g, const char *name)
 {
@@ -398,8 +460,6 @@ static int failed(struct cjc_remotes *r, struct group *g, struct server *sv, int
 
 static struct cjc_remote_backend *connected(struct cjc_remotes *r, struct group *g, struct server *sv)
 {
-	if (sv->failed)
-		return NULL;
 	if (!sv->b) {
 		struct cjc_buf why = CJC_BUF_INIT;
 		sv->b = sv->ops->open(&sv->u, &why);
@@ -413,19 +473,24 @@ static struct cjc_remote_backend *connected(struct cjc_remotes *r, struct group 
 
 enum op { GET, PUT, PUT_NEW, EXISTS };
 
-/* One request to the server of g that holds name. */
-static int call(struct cjc_remotes *r, struct group *g, enum op op, const char *name, size_t max,
-		struct cjc_buf *data)
+/* One request to sv, the server of g that holds name. */
+static int request(struct cjc_remotes *r, struct group *g, struct server *sv, enum op op,
+		   const char *name, size_t max, struct cjc_buf *data)
 {
 	static const char *const verbs[] = { "get", "put", "put", "exists" };
-	struct server *sv = server_for(g, name);
-	struct cjc_remote_backend *b = connected(r, g, sv);
-	if (!b)
-		return CJC_REMOTE_ERROR;
+	struct cjc_remote_backend *b = NULL;
 	struct cjc_buf why = CJC_BUF_INIT;
-	int rc = op == GET    ? sv->ops->get(b, name, max, data, &why)
-	       : op == EXISTS ? sv->ops->exists(b, name, &why)
-			      : sv->ops->put(b, name, data->data, data->len, op == PUT_NEW, &why);
+	int rc;
+	if (g->spent_ms >= g->operation_ms) {
+		cjc_buf_addf(&why, "timed out: operation-timeout (%ld ms) spent", g->operation_ms);
+		rc = CJC_REMOTE_TIMEOUT;
+	} else if (!(b = connected(r, g, sv))) {
+		return CJC_REMOTE_ERROR; /* counted as it failed */
+	} else {
+		rc = op == GET	  ? sv->ops->get(b, name, max, data, &why)
+		   : op == EXISTS ? sv->ops->exists(b, name, &why)
+				  : sv->ops->put(b, name, data->data, data->len, op == PUT_NEW, &why);
+	}
 	if (rc == CJC_REMOTE_OK && op == GET)
 		g->counts[CJC_STAT_REMOTE_READ] += data->len;
 	if (rc == CJC_REMOTE_OK && (op == PUT || op == PUT_NEW))
@@ -433,6 +498,21 @@ static int call(struct cjc_remotes *r, struct group *g, enum op op, const char *
 	if (rc == CJC_REMOTE_ERROR || rc == CJC_REMOTE_TIMEOUT)
 		failed(r, g, sv, rc, verbs[op], &why);
 	cjc_buf_release(&why);
+	return rc;
+}
+
+/* A request, within what is left of the store's operation-timeout: all
+ * requests of a handle share one (remote.h: the deadline). */
+static int call(struct cjc_remotes *r, struct group *g, enum op op, const char *name, size_t max,
+		struct cjc_buf *data)
+{
+	struct server *sv = server_for(g, name);
+	if (sv->failed)
+		return CJC_REMOTE_ERROR;
+	int64_t start = cjc_now_ms();
+	sv->u.deadline_ms = start + g->operation_ms - g->spent_ms;
+	int rc = request(r, g, sv, op, name, max, data);
+	g->spent_ms += cjc_now_ms() - start;
 	return rc;
 }
 
@@ -573,6 +653,10 @@ static int fetch_artifacts(struct cjc_remotes *r, struct group *g, const char *k
 	for (size_t i = 0; !rc && i < f->nfiles; i++) {
 		const struct cjc_artifact *a = &f->files[i];
 		char sha[CJC_HEX_LEN + 1];
+		if (a->size > CJC_REMOTE_MAX_ARTIFACT) {
+			rc = bad_data(r, g, "artifact", key, "larger than a remote artifact may be");
+			break;
+		}
 		int got = get(r, g, 'c', a->sha256, a->size, &data);
 		if (got == CJC_REMOTE_ABSENT)
 			snprintf(g->broken, sizeof g->broken, "%s", key); /* evicted: see send_entry */
@@ -785,6 +869,7 @@ static int check_server(struct cjc_remotes *r, struct group *g, struct server *s
 	char key[CJC_HEX_LEN + 1], *name = NULL;
 	int rc = -1;
 	cjc_buf_addf(report, "%s:", sv->u.shown);
+	sv->u.deadline_ms = cjc_now_ms() + g->operation_ms; /* one for the whole check */
 	struct cjc_remote_backend *b = sv->ops->open(&sv->u, &why);
 	if (!b) {
 		cjc_buf_addf(report, " cannot connect: %s\n", reason(&why));

@@ -34,8 +34,18 @@
  * and name that same key, and every artifact it lists is fetched by its
  * SHA-256 and checked.  With trusted_keys set, the metadata must also carry
  * a signature of a trusted key (sign.h).  What a remote store returns is
- * read up to a bound: the manifest and record caps of store.h, and each
- * artifact's listed size.
+ * read up to a bound, known before anything is allocated: the manifest and
+ * record caps of store.h, and each artifact's listed size, itself at most
+ * CJC_REMOTE_MAX_ARTIFACT (a record naming more is bad data).  A backend
+ * stops reading a reply as soon as it would pass the bound (a Redis reply
+ * by its length prefix, an HTTP body by Content-Length or by what came).
+ *
+ * The deadline: one operation-timeout per store and handle (one compile),
+ * shared by all its requests, connections included, whatever the server
+ * does (drips, stalls, answers each request just in time).  Before each
+ * request the caller sets u->deadline_ms to what is left; the backend
+ * stops waiting at it, and a request that would start after it is a
+ * timeout.  Time spent outside requests (nvcc running) does not count.
  *
  * Failure policy: the first error or timeout of a store marks it failed for
  * the rest of this handle (one compile), so a dead store costs at most its
@@ -57,7 +67,13 @@
 
 enum cjc_remote_result { CJC_REMOTE_OK, CJC_REMOTE_ABSENT, CJC_REMOTE_ERROR, CJC_REMOTE_TIMEOUT };
 
-/* What a backend was asked to reach, parsed from one URL and its attributes. */
+/* The largest artifact fetched from a remote store: fetched whole into
+ * memory to be checked, so a record that names more is not believed. */
+#define CJC_REMOTE_MAX_ARTIFACT ((uint64_t)1 << 30)
+
+/* What a backend was asked to reach, parsed from one URL and its attributes.
+ * A backend keeps a pointer to it (it outlives the backend) and reads
+ * deadline_ms at each request. */
 struct cjc_remote_url {
 	char *url;      /* as written, shard name substituted */
 	char *shown;    /* with any password as *** (for messages, stats, logs) */
@@ -65,7 +81,13 @@ struct cjc_remote_url {
 	long connect_ms, operation_ms;
 	char *bearer_token_file; /* http(s) */
 	char *ca_file;           /* https, s3 */
+	int64_t deadline_ms;     /* cjc_now_ms() by which the request must end; 0: operation_ms from its start */
 };
+
+/* Milliseconds left to a request starting now: to u's deadline, or
+ * operation_ms where none is set; <= 0 when it has passed.  A connection
+ * waits the smaller of this and connect_ms. */
+long cjc_remote_time_left(const struct cjc_remote_url *u);
 
 /* The seam.  A backend's functions return an enum cjc_remote_result; `why`
  * gets a message on CJC_REMOTE_ERROR/TIMEOUT; `auth` is set when the error is
@@ -86,8 +108,13 @@ struct cjc_remote_ops {
 extern const struct cjc_remote_ops cjc_remote_redis_ops; /* redis://, redis+unix: */
 extern const struct cjc_remote_ops cjc_remote_http_ops;  /* http://, https://, s3:// */
 
-/* The setting with any password in a URL as *** (malloc'd). */
+/* The setting with the user info of each URL as *** (malloc'd), parsed by
+ * the URLs' structure, whatever characters a password holds (remote.c). */
 char *cjc_remote_redact(const char *text);
+/* What may be shown of a value that was rejected: the scheme of each URL and
+ * nothing more ("redis://... ..."), since where a password ends in a
+ * malformed value is anyone's guess. */
+char *cjc_remote_redact_rejected(const char *text);
 /* Checks the `remote` setting's syntax: 0, or -1 with a message. */
 int cjc_remote_check_setting(const char *text, struct cjc_buf *why);
 

@@ -18,8 +18,11 @@
  * If-None-Match: * and takes 412 as "there already"; a server that ignores
  * the header overwrites, which for artifacts (stored by their hash) writes
  * the same bytes, and for an entry record another valid record of the same
- * key.  A body is read only up to the bound.  One handle per store keeps
- * its connection between requests.
+ * key.  A body is read only up to the bound: a Content-Length past it is
+ * refused before any of the body is read, and a body that grows past it
+ * is cut off.  Each request ends at the deadline remote.c set (the store's
+ * operation-timeout, shared by all requests of a compile), however the
+ * server sends.  One handle per store keeps its connection between requests.
  *
  * libcurl is loaded with dlopen the first time a store needs it, not linked:
  * it brings some thirty libraries, whose loading cost every cjc process
@@ -46,7 +49,7 @@ struct cjc_remote_backend {
 	CURL *curl;
 	char *base; /* requests go to base/name */
 	char *user, *password, *bearer, *ca_file, *sigv4, *token_header;
-	long connect_ms, operation_ms;
+	const struct cjc_remote_url *u; /* its deadline, read at each request */
 	char error[CURL_ERROR_SIZE];
 };
 
@@ -198,8 +201,7 @@ static struct cjc_remote_backend *http_open(const struct cjc_remote_url *u, stru
 		return NULL;
 	}
 	struct cjc_remote_backend *b = cjc_xcalloc(1, sizeof *b);
-	b->connect_ms = u->connect_ms;
-	b->operation_ms = u->operation_ms;
+	b->u = u;
 	int rc = cjc_starts_with(u->url, "s3://") ? parse_s3(b, u->url, why)
 		 : parse_http(b, u->url) ? (cjc_buf_addf(why, "setting: malformed URL %s", u->shown), -1)
 					 : 0;
@@ -248,8 +250,6 @@ static struct curl_slist *setup(struct cjc_remote_backend *b, const char *name, 
 	api.easy_setopt(c, CURLOPT_URL, url);
 	free(url);
 	api.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	api.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, b->connect_ms);
-	api.easy_setopt(c, CURLOPT_TIMEOUT_MS, b->operation_ms);
 	api.easy_setopt(c, CURLOPT_ERRORBUFFER, b->error);
 	api.easy_setopt(c, CURLOPT_WRITEFUNCTION, take_body);
 	api.easy_setopt(c, CURLOPT_WRITEDATA, body);
@@ -279,17 +279,27 @@ static struct curl_slist *setup(struct cjc_remote_backend *b, const char *name, 
 	return headers;
 }
 
-/* Runs the request set up on b; the result by its status. */
+/* Runs the request set up on b, ending it at the deadline; the result by
+ * its status. */
 static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, const struct body *body,
 		   struct cjc_buf *why)
 {
+	long left = cjc_remote_time_left(b->u);
+	if (left <= 0) {
+		api.slist_free_all(headers);
+		cjc_buf_adds(why, "timed out: the operation-timeout is spent");
+		errno = ETIMEDOUT;
+		return CJC_REMOTE_TIMEOUT;
+	}
+	api.easy_setopt(b->curl, CURLOPT_CONNECTTIMEOUT_MS, left < b->u->connect_ms ? left : b->u->connect_ms);
+	api.easy_setopt(b->curl, CURLOPT_TIMEOUT_MS, left);
 	if (headers)
 		api.easy_setopt(b->curl, CURLOPT_HTTPHEADER, headers);
 	CURLcode code = api.easy_perform(b->curl);
 	api.slist_free_all(headers);
 	long status = 0;
 	api.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (body && body->too_large) {
+	if (body && (body->too_large || code == CURLE_FILESIZE_EXCEEDED)) {
 		cjc_buf_addf(why, "the reply is larger than %zu bytes", body->max);
 		return CJC_REMOTE_ERROR;
 	}
@@ -322,6 +332,7 @@ static int http_get(struct cjc_remote_backend *b, const char *name, size_t max, 
 	struct body body = { out, max, false };
 	struct curl_slist *headers = setup(b, name, &body, "", 0);
 	api.easy_setopt(b->curl, CURLOPT_HTTPGET, 1L);
+	api.easy_setopt(b->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
 	int rc = perform(b, headers, &body, why);
 	if (rc == CJC_REMOTE_OK && !out->len)
 		rc = CJC_REMOTE_ABSENT; /* no valid value is empty */

@@ -8,7 +8,14 @@
  * server never sends more than we asked for (an absent key and an empty
  * value both read as absent; no valid value is empty); put-if-absent is
  * SET NX, exists is EXISTS.  The connection waits at most connect_ms, and
- * each reply at most operation_ms; a timed-out context is not used again.
+ * each request ends at the deadline remote.c set (the store's
+ * operation-timeout, shared by all requests of a compile): we read the
+ * reply ourselves, waiting with poll() until the deadline, and hand hiredis
+ * only what we read, so a server that drips cannot hold us past it.  A
+ * reply is bounded before hiredis keeps any of it: its first byte must be
+ * one of the types we expect (no arrays), a bulk's length prefix must be
+ * within the bound, and so must all it sends.  A context that failed or
+ * timed out is not used again.
  *
  * hiredis is loaded with dlopen when a store first needs it (as libcurl in
  * remote_http.c), so a cjc process that uses no Redis store never loads it.
@@ -18,15 +25,23 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "dl.h"
 
+/* What a reply other than GETRANGE's may hold (an integer, OK, an error). */
+#define SHORT_REPLY 4096
+/* A bulk reply's framing around its bound: "$<digits>\r\n" and "\r\n". */
+#define FRAMING 32
+
 struct cjc_remote_backend {
 	redisContext *c;
+	const struct cjc_remote_url *u; /* its deadline, read at each request */
 };
 
 /* The hiredis functions used, from the library loaded at run time. */
@@ -34,7 +49,10 @@ struct redis_api {
 	redisContext *(*connect)(const char *ip, int port, const struct timeval tv);
 	redisContext *(*connect_unix)(const char *path, const struct timeval tv);
 	int (*set_timeout)(redisContext *c, const struct timeval tv);
-	void *(*command_argv)(redisContext *c, int argc, const char **argv, const size_t *lens);
+	int (*append_argv)(redisContext *c, int argc, const char **argv, const size_t *lens);
+	int (*buffer_write)(redisContext *c, int *done);
+	int (*reader_feed)(redisReader *r, const char *buf, size_t len);
+	int (*reader_get)(redisReader *r, void **reply);
 	void (*free_reply)(void *reply);
 	void (*free_context)(redisContext *c);
 };
@@ -45,8 +63,10 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 #define FN(field, name) CJC_DL_SYMBOL(struct redis_api, field, name)
 static const struct cjc_dl_symbol redis_symbols[] = {
 	FN(connect, "redisConnectWithTimeout"), FN(connect_unix, "redisConnectUnixWithTimeout"),
-	FN(set_timeout, "redisSetTimeout"), FN(command_argv, "redisCommandArgv"),
-	FN(free_reply, "freeReplyObject"), FN(free_context, "redisFree"),
+	FN(set_timeout, "redisSetTimeout"), FN(append_argv, "redisAppendCommandArgv"),
+	FN(buffer_write, "redisBufferWrite"), FN(reader_feed, "redisReaderFeed"),
+	FN(reader_get, "redisReaderGetReply"), FN(free_reply, "freeReplyObject"),
+	FN(free_context, "redisFree"),
 };
 
 static void load(void)
@@ -147,16 +167,102 @@ static int io_failure(redisContext *c, int err, struct cjc_buf *why)
 	return timeout ? CJC_REMOTE_TIMEOUT : CJC_REMOTE_ERROR;
 }
 
-/* Runs a command (argv form); the reply, or NULL with why and errno set. */
-static redisReply *command(redisContext *c, int argc, const char **argv, const size_t *lens,
-			   int *result, struct cjc_buf *why)
+static int timed_out(struct cjc_buf *why)
 {
-	errno = 0;
-	redisReply *reply = api.command_argv(c, argc, argv, lens);
-	if (!reply) {
-		*result = io_failure(c, errno, why);
-		return NULL;
+	cjc_buf_adds(why, "timed out");
+	errno = ETIMEDOUT;
+	return CJC_REMOTE_TIMEOUT;
+}
+
+static int bad_reply(struct cjc_buf *why, const char *text)
+{
+	cjc_buf_adds(why, text);
+	errno = EBADMSG;
+	return CJC_REMOTE_ERROR;
+}
+
+/* Sends what is queued on c, each write waiting until the deadline. */
+static int send_all(redisContext *c, int64_t deadline, struct cjc_buf *why)
+{
+	int done = 0;
+	while (!done) {
+		int64_t left = deadline - cjc_now_ms();
+		if (left <= 0)
+			return timed_out(why);
+		errno = 0;
+		if (api.set_timeout(c, timeval_ms((long)left)) != REDIS_OK ||
+		    api.buffer_write(c, &done) != REDIS_OK)
+			return io_failure(c, errno, why);
 	}
+	return CJC_REMOTE_OK;
+}
+
+/* A reply's first bytes (head, n of them): 0 while it may still be within
+ * max, -1 when it cannot be. */
+static int check_head(const char *head, size_t n, size_t max)
+{
+	if (!n)
+		return 0;
+	if (!strchr("$:+-", head[0]))
+		return -1; /* an array, or not a reply: nothing we asked for */
+	const char *eol = memchr(head, '\r', n);
+	if (head[0] != '$' || !eol)
+		return head[0] == '$' && n >= FRAMING ? -1 : 0;
+	char *end;
+	long long len = strtoll(head + 1, &end, 10);
+	return end != eol || len < -1 || (unsigned long long)(len < 0 ? 0 : len) > max ? -1 : 0;
+}
+
+/* Reads one reply, up to the deadline and max bytes (the head comment):
+ * CJC_REMOTE_OK with *reply, or a result with why. */
+static int receive(redisContext *c, size_t max, int64_t deadline, redisReply **reply,
+		   struct cjc_buf *why)
+{
+	char buf[16384], head[FRAMING];
+	size_t seen = 0, nhead = 0;
+	void *got = NULL;
+	while (!got) {
+		int64_t left = deadline - cjc_now_ms();
+		if (left <= 0)
+			return timed_out(why);
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		int ready = poll(&p, 1, (int)left);
+		ssize_t n = ready > 0 ? read(c->fd, buf, sizeof buf) : 0;
+		if (!ready || ((ready < 0 || n < 0) && errno == EINTR))
+			continue;
+		if (ready < 0 || n <= 0) {
+			cjc_buf_adds(why, n < 0 || ready < 0 ? strerror(errno) : "connection lost");
+			errno = EIO;
+			return CJC_REMOTE_ERROR;
+		}
+		size_t take = (size_t)n < FRAMING - nhead ? (size_t)n : FRAMING - nhead;
+		memcpy(head + nhead, buf, take);
+		nhead += take;
+		seen += (size_t)n;
+		if (check_head(head, nhead, max) || seen > max + FRAMING)
+			return bad_reply(why, "a reply larger than asked for, or of another kind");
+		if (api.reader_feed(c->reader, buf, (size_t)n) != REDIS_OK ||
+		    api.reader_get(c->reader, &got) != REDIS_OK)
+			return bad_reply(why, "a malformed reply");
+	}
+	*reply = got;
+	return CJC_REMOTE_OK;
+}
+
+/* Runs a command (argv form) whose reply may hold max bytes; the reply, or
+ * NULL with why and errno set. */
+static redisReply *command(struct cjc_remote_backend *b, int argc, const char **argv,
+			   const size_t *lens, size_t max, int *result, struct cjc_buf *why)
+{
+	int64_t deadline = cjc_now_ms() + cjc_remote_time_left(b->u);
+	redisReply *reply = NULL;
+	errno = 0;
+	if (api.append_argv(b->c, argc, argv, lens) != REDIS_OK)
+		*result = io_failure(b->c, errno, why);
+	else if (!(*result = send_all(b->c, deadline, why)))
+		*result = receive(b->c, max, deadline, &reply, why);
+	if (*result)
+		return NULL;
 	if (reply->type == REDIS_REPLY_ERROR) {
 		bool auth = !strncmp(reply->str, "NOAUTH", 6) || !strncmp(reply->str, "WRONGPASS", 9) ||
 			    strstr(reply->str, "invalid password") || strstr(reply->str, "invalid username");
@@ -171,25 +277,25 @@ static redisReply *command(redisContext *c, int argc, const char **argv, const s
 	return reply;
 }
 
-static int simple(redisContext *c, int argc, const char **argv, struct cjc_buf *why)
+static int simple(struct cjc_remote_backend *b, int argc, const char **argv, struct cjc_buf *why)
 {
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(c, argc, argv, NULL, &result, why);
+	redisReply *reply = command(b, argc, argv, NULL, SHORT_REPLY, &result, why);
 	api.free_reply(reply);
 	return result;
 }
 
-static int authenticate(redisContext *c, const struct redis_url *u, struct cjc_buf *why)
+static int authenticate(struct cjc_remote_backend *b, const struct redis_url *u, struct cjc_buf *why)
 {
 	char db[16];
 	snprintf(db, sizeof db, "%d", u->db);
 	if (u->password) {
 		const char *auth[] = { "AUTH", u->user ? u->user : u->password, u->password };
-		if (simple(c, u->user ? 3 : 2, auth, why))
+		if (simple(b, u->user ? 3 : 2, auth, why))
 			return -1;
 	}
 	const char *select[] = { "SELECT", db };
-	return u->db && simple(c, 2, select, why) ? -1 : 0;
+	return u->db && simple(b, 2, select, why) ? -1 : 0;
 }
 
 static struct cjc_remote_backend *redis_open(const struct cjc_remote_url *url, struct cjc_buf *why)
@@ -207,25 +313,26 @@ static struct cjc_remote_backend *redis_open(const struct cjc_remote_url *url, s
 		errno = EINVAL;
 		return NULL;
 	}
-	struct timeval connect = timeval_ms(url->connect_ms), op = timeval_ms(url->operation_ms);
+	long left = cjc_remote_time_left(url);
+	struct timeval connect = timeval_ms(left < url->connect_ms ? left : url->connect_ms);
+	struct cjc_remote_backend *b = cjc_xcalloc(1, sizeof *b);
+	b->u = url;
 	errno = 0;
-	redisContext *c = u.socket ? api.connect_unix(u.socket, connect)
-				   : api.connect(u.host, u.port, connect);
-	int rc = !c ? -1 : c->err ? (io_failure(c, errno, why), -1) : 0;
-	if (!rc && api.set_timeout(c, op) != REDIS_OK)
-		rc = -1, cjc_buf_adds(why, "cannot set the operation timeout");
-	if (!rc && authenticate(c, &u, why))
-		rc = -1;
+	if (left > 0)
+		b->c = u.socket ? api.connect_unix(u.socket, connect) : api.connect(u.host, u.port, connect);
+	int rc = left <= 0 ? (timed_out(why), -1)
+	       : !b->c	   ? -1
+	       : b->c->err ? (io_failure(b->c, errno, why), -1)
+			   : authenticate(b, &u, why);
 	url_release(&u);
 	if (rc) {
 		int e = errno == ETIMEDOUT ? ETIMEDOUT : EIO;
-		if (c)
-			api.free_context(c);
+		if (b->c)
+			api.free_context(b->c);
+		free(b);
 		errno = e;
 		return NULL;
 	}
-	struct cjc_remote_backend *b = cjc_xcalloc(1, sizeof *b);
-	b->c = c;
 	return b;
 }
 
@@ -241,7 +348,7 @@ static int redis_get(struct cjc_remote_backend *b, const char *name, size_t max,
 	snprintf(end, sizeof end, "%zu", max);
 	const char *argv[] = { "GETRANGE", key, "0", end };
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b->c, 4, argv, NULL, &result, why);
+	redisReply *reply = command(b, 4, argv, NULL, max + 1, &result, why); /* 0..max: max + 1 bytes */
 	free(key);
 	if (!reply)
 		return result;
@@ -264,7 +371,7 @@ static int redis_put(struct cjc_remote_backend *b, const char *name, const void 
 	const char *argv[] = { "SET", key, p, "NX" };
 	size_t lens[] = { 3, strlen(key), n, 2 };
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b->c, only_if_absent ? 4 : 3, argv, lens, &result, why);
+	redisReply *reply = command(b, only_if_absent ? 4 : 3, argv, lens, SHORT_REPLY, &result, why);
 	free(key);
 	api.free_reply(reply);
 	return result; /* a nil reply: the value was there already */
@@ -275,7 +382,7 @@ static int redis_exists(struct cjc_remote_backend *b, const char *name, struct c
 	char *key = key_of(name);
 	const char *argv[] = { "EXISTS", key };
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b->c, 2, argv, NULL, &result, why);
+	redisReply *reply = command(b, 2, argv, NULL, SHORT_REPLY, &result, why);
 	free(key);
 	if (reply && reply->type != REDIS_REPLY_INTEGER)
 		result = CJC_REMOTE_ERROR, cjc_buf_adds(why, "unexpected reply to EXISTS");

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "fs.h"
 
 extern char **environ;
@@ -26,25 +27,30 @@ static int wait_child(pid_t pid)
 	return -1;
 }
 
-/* Whether an environment entry "NAME=..." is one that a change names. */
+/* Whether an environment entry "NAME=..." is one that a change names, or a
+ * secret (config.h) that no child may see. */
 static bool changed(const char *entry, char *const *changes)
 {
 	size_t n = strcspn(entry, "=");
+	if (cjc_config_secret_variable(entry, n))
+		return true;
 	for (; changes && *changes; changes++)
 		if (strcspn(*changes, "=") == n && !strncmp(*changes, entry, n))
 			return true;
 	return false;
 }
 
-/* This process's environment with the changes made. */
-static void child_environment(char *const *changes, struct cjc_strvec *env)
+/* This process's environment with the changes made, as an envp (env owns it). */
+static char **child_environment(char *const *changes, struct cjc_strvec *env)
 {
+	static char *none[] = { NULL };
 	for (char **e = environ; *e; e++)
 		if (!changed(*e, changes))
 			cjc_strvec_push(env, *e);
 	for (; changes && *changes; changes++)
 		if (strchr(*changes, '='))
 			cjc_strvec_push(env, *changes);
+	return env->v ? env->v : none;
 }
 
 static void redirect(posix_spawn_file_actions_t *fa, int fd, int target)
@@ -65,9 +71,9 @@ int cjc_run_child(const struct cjc_child *c)
 	redirect(&fa, c->err_fd, 2);
 	if (c->dir)
 		posix_spawn_file_actions_addchdir_np(&fa, c->dir);
-	child_environment(c->env, &env);
+	char **envp = child_environment(c->env, &env);
 	pid_t pid;
-	int rc = posix_spawnp(&pid, c->argv[0], &fa, NULL, c->argv, env.v);
+	int rc = posix_spawnp(&pid, c->argv[0], &fa, NULL, c->argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	cjc_strvec_clear(&env);
 	if (rc) {
@@ -96,9 +102,12 @@ int cjc_run_capture(char *const *argv, struct cjc_buf *out)
 	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
 	if (devnull >= 0)
 		posix_spawn_file_actions_adddup2(&fa, devnull, 2);
+	struct cjc_strvec env = CJC_STRVEC_INIT;
+	char **envp = child_environment(NULL, &env);
 	pid_t pid;
-	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
+	cjc_strvec_clear(&env);
 	close(fds[1]);
 	if (devnull >= 0)
 		close(devnull);
@@ -115,6 +124,11 @@ int cjc_run_capture(char *const *argv, struct cjc_buf *out)
 
 void cjc_exec(char *const *argv)
 {
+	struct cjc_strvec env = CJC_STRVEC_INIT;
+	char **envp = child_environment(NULL, &env);
 	fflush(NULL);
-	execvp(argv[0], argv);
+	execvpe(argv[0], argv, envp);
+	int e = errno;
+	cjc_strvec_clear(&env);
+	errno = e;
 }

@@ -11,6 +11,11 @@
  * working directory, changes to the environment, and each standard
  * descriptor inherited, given, or /dev/null — all set up in the child, so
  * the caller's own directory and environment never change.
+ *
+ * No child gets a variable that may hold a secret (cjc_config_secret_variable:
+ * CJC_REMOTE, whose URLs may carry passwords): every function here leaves it
+ * out of the child's environment, so neither nvcc, nor what nvcc runs, nor
+ * a --wrap launcher can read it.
  */
 #ifndef CJC_RUN_H
 #define CJC_RUN_H

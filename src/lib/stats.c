@@ -67,14 +67,17 @@ static int rewrite(int fd, int read_rc, const struct cjc_buf *framed)
 	return ftruncate(fd, (off_t)framed->len);
 }
 
-/* Opens a counter file of the store, locks it and lets update() rewrite it. */
+/* Opens a counter file of the store, locks it and lets update() rewrite it.
+ * Anyone who can read the file can hold a lock on it, so the lock is never
+ * waited for beyond a few milliseconds (fs.h): then the update is skipped,
+ * -1 with EWOULDBLOCK, and the compile goes on. */
 static int with_locked(const struct cjc_store *s, const char *sub,
 		       int (*update)(int fd, const void *ctx), const void *ctx)
 {
 	int fd = cjc_store_open_regular(s, sub, O_RDWR | O_CREAT, 0666);
 	if (fd < 0)
 		return -1;
-	int rc = flock(fd, LOCK_EX);
+	int rc = cjc_lock_bounded(fd, LOCK_EX);
 	if (!rc)
 		rc = update(fd, ctx);
 	int e = errno;

@@ -5,6 +5,15 @@
  * The counters live in CJC_STATS_SHARDS files stats/<n> of the store; a
  * process adds to the shard of its pid under flock(2) on that shard alone,
  * so parallel compiles rarely wait on each other and no update is lost.
+ *
+ * No compile waits on anyone else: whoever can read a counter file (another
+ * member of a group store, or a user who may only read it) can hold a lock
+ * on it for as long as they like.  So a lock not granted at once is retried
+ * for a few milliseconds in all (cjc_lock_bounded, fs.h) and then the update
+ * is skipped: the function returns -1 with EWOULDBLOCK and the counter loses
+ * that change.  A counter may be lost; a compile is not.  The size counters
+ * then drift until `cjc gc` recounts them, and eviction measures the shard
+ * itself when its count could not be made (evict.h).
  * Each shard is a blob (blob.h, magic "CJCS"): u32 count, then that many u64
  * values in the order of enum cjc_counter.  A damaged shard reads as zeros
  * and is rewritten on the next update.  Reading sums the shards.
@@ -20,7 +29,7 @@
  * with no password).  Each file
  * is one blob (magic "CJCN": u32 version (2), u32 count, u32 values per
  * name, then per name: u32 length, the name, the u64 values; version 1 had
- * no values field and 9 values) updated under flock(2).  At
+ * no values field and 9 values) updated under flock(2), as bounded.  At
  * most CJC_STATS_MAX_NAMES names are kept apart; later ones are added up
  * under "(other)".  `cjc stats --zero` empties them.
  */

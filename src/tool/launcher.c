@@ -513,8 +513,7 @@ static uint64_t staged_bytes(const struct cjc_staging *st, const struct cjc_buf 
 static void keep_within_limit(struct job *j, const char *key, uint64_t bytes)
 {
 	struct cjc_evict_report r;
-	cjc_evict_account(&j->store, key, bytes);
-	if (cjc_evict_after_publish(&j->store, key, j->cfg.max_size, &r))
+	if (cjc_evict_published(&j->store, key, bytes, j->cfg.max_size, &r))
 		cjc_log("eviction failed: %s", strerror(errno));
 	else if (r.evicted)
 		cjc_log("evicted %llu entries (%llu bytes) to stay under max_size",

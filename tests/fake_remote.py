@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""fake_remote.py - a hostile remote store for tests/remote_test.sh.
+
+    fake_remote.py PORTFILE PORT MODE [ROOT]
+
+Listens on 127.0.0.1:PORT (0: the kernel picks one), writes the port to
+PORTFILE once it is bound (readiness: the file appears whole, by rename),
+serves until it has run LIFETIME seconds (FAKE_LIFETIME, 120), then exits by
+itself.  Each connection's bytes sent are added to PORTFILE.sent, one line
+per connection, when it ends.  MODE:
+
+  http-huge ROOT   HTTP: GET and HEAD of /PATH serve ROOT/PATH (nginx's
+                   WebDAV root, where a real machine published), but every
+                   entry record (.../e/KEY) is rewritten to say that each
+                   artifact is 8 GB, and every artifact (.../c/SHA) is
+                   answered "Content-Length: 8000000000" and zeros, as long
+                   as the client reads.  PUT is answered 201 and dropped.
+  redis-huge       RESP: every command is answered "$8000000000\\r\\n" and
+                   zeros, as long as the client reads.
+  redis-drip       RESP: every command is answered "$64\\r\\n" and 64 bytes,
+                   one byte a second.
+  http-slow        HTTP: every request is answered after FAKE_DELAY seconds
+                   (0.9): GET and HEAD 404, PUT 201.
+
+Standard library only.
+"""
+import json
+import os
+import socket
+import socketserver
+import struct
+import sys
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler
+
+HUGE = 8000000000
+CHUNK = b"\0" * (1 << 20)
+LIFETIME = float(os.environ.get("FAKE_LIFETIME", "120"))
+DELAY = float(os.environ.get("FAKE_DELAY", "0.9"))
+sent_lock = threading.Lock()
+
+
+def count_sent(portfile, n):
+    with sent_lock, open(portfile + ".sent", "a") as f:
+        f.write("%d\n" % n)
+
+
+def count_request(portfile):
+    """One line in PORTFILE.requests for each HTTP request answered."""
+    with sent_lock, open(portfile + ".requests", "a") as f:
+        f.write("1\n")
+
+
+def huge_record(data):
+    """An entry record (src/lib/remote.c: blob "CJCE" of u32-prefixed metadata
+    and signature, CRC-32 last) whose metadata says each artifact is HUGE."""
+    payload = data[4:-4]
+    mlen = struct.unpack_from("<I", payload, 0)[0]
+    meta = json.loads(payload[4:4 + mlen])
+    sig = payload[4 + mlen:]
+    for f in meta["files"].values():
+        f["size"] = HUGE
+    m = json.dumps(meta).encode()
+    framed = b"CJCE" + struct.pack("<I", len(m)) + m + sig
+    return framed + struct.pack("<I", zlib.crc32(framed))
+
+
+def stream_zeros(wfile, start=b""):
+    """Writes start, then zeros until the client stops reading; bytes sent."""
+    n = 0
+    try:
+        wfile.write(start)
+        n += len(start)
+        while n < HUGE:
+            wfile.write(CHUNK)
+            n += len(CHUNK)
+    except OSError:
+        pass
+    return n
+
+
+class Http(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    sent = 0
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, body=b"", length=None, stream=False):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if stream:
+            self.sent += stream_zeros(self.wfile)
+            self.close_connection = True
+        else:
+            self.wfile.write(body)
+            self.sent += len(body)
+
+    def do_GET(self):
+        count_request(PORTFILE)
+        if MODE == "http-slow":
+            time.sleep(DELAY)
+            return self.answer(404)
+        if "/c/" in self.path:
+            return self.answer(200, length=HUGE, stream=True)
+        path = os.path.join(ROOT, self.path.lstrip("/"))
+        if ".." in self.path or not os.path.isfile(path):
+            return self.answer(404)
+        with open(path, "rb") as f:
+            data = f.read()
+        self.answer(200, huge_record(data) if "/e/" in self.path else data)
+
+    do_HEAD = do_GET
+
+    def do_PUT(self):
+        count_request(PORTFILE)
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if MODE == "http-slow":
+            time.sleep(DELAY)
+        self.answer(201)
+
+    def finish(self):
+        count_sent(PORTFILE, self.sent)
+        super().finish()
+
+
+class Resp(socketserver.StreamRequestHandler):
+    def handle(self):
+        sent = 0
+        try:
+            while self.read_command():
+                if MODE == "redis-huge":
+                    sent += stream_zeros(self.wfile, b"$%d\r\n" % HUGE)
+                    break
+                for byte in b"$64\r\n" + b"x" * 64 + b"\r\n":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    sent += 1
+                    time.sleep(1)
+        except OSError:
+            pass
+        count_sent(PORTFILE, sent)
+
+    def read_command(self):
+        """Reads one RESP array of bulk strings; False at the end."""
+        line = self.rfile.readline()
+        if not line.startswith(b"*"):
+            return False
+        for _ in range(int(line[1:])):
+            size = int(self.rfile.readline()[1:])
+            self.rfile.read(size + 2)
+        return True
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    global PORTFILE, MODE, ROOT
+    PORTFILE, port, MODE = sys.argv[1:4]
+    ROOT = sys.argv[4] if len(sys.argv) > 4 else ""
+    handler = Http if MODE.startswith("http") else Resp
+    server = Server(("127.0.0.1", int(port)), handler)
+    server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
+    with open(PORTFILE + ".tmp", "w") as f:
+        f.write("%d\n" % server.server_address[1])
+    os.rename(PORTFILE + ".tmp", PORTFILE)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    time.sleep(LIFETIME)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

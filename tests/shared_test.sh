@@ -1,0 +1,251 @@
+#!/bin/bash
+# shared_test.sh - docs/store.md and docs/remote.md: a store shared by a
+# group holds against the other people who can reach it.  Nobody waits on
+# anyone: a lock held by a user outside the group hangs no compile.  Nobody
+# switches eviction off: FIFOs, directories or held locks planted at the
+# eviction locks by a member leave the store under max_size.  A password in
+# a remote URL is never shown, whatever it holds, and no secret-bearing
+# variable reaches nvcc, what it runs, or a --wrap launcher.
+#
+# Acts as real users: cjc-member2 (in group cjc-team, which owns the store)
+# and cjc-outsider (not in it, so it may only read the store); the suite
+# makes them, once, with useradd.  The tests run as root (CI).
+
+. "$(dirname "$0")/helpers.sh"
+command -v setpriv >/dev/null || { echo "setpriv not found: skipping" >&2; exit 125; }
+command -v useradd >/dev/null || { echo "useradd not found: skipping" >&2; exit 125; }
+[ "$(id -u)" = 0 ] || { echo "not root: cannot act as other users: skipping" >&2; exit 125; }
+
+MEMBER=cjc-member2
+OUTSIDER=cjc-outsider
+GROUP=cjc-team
+
+# add_user NAME [useradd options...]: makes the user unless it exists (another
+# run of the suite may be making it at the same moment).
+add_user() {
+	local name=$1
+	shift
+	id -u "$name" >/dev/null 2>&1 || useradd -M -N -s /usr/sbin/nologin "$@" "$name" ||
+		id -u "$name" >/dev/null 2>&1
+}
+
+oneTimeSetUp() {
+	getent group "$GROUP" >/dev/null || groupadd "$GROUP" || getent group "$GROUP" >/dev/null || exit 1
+	add_user "$MEMBER" -g "$GROUP" && add_user "$OUTSIDER" || exit 1
+	use_others_dir
+}
+
+oneTimeTearDown() { rm_others_dir; }
+
+tearDown() {
+	stop_holder
+	umask 022
+	unset CJC_UMASK
+	cd / && rm -rf "$TEST_DIR"
+}
+
+ns() { echo "$CJC_DIR"/v1/*; }
+
+# as USER CMD...: runs CMD as USER, with USER's own groups.
+as() {
+	local user=$1
+	shift
+	setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups "$@"
+}
+
+# group_store: CJC_DIR becomes a store the group shares (docs/settings.md,
+# umask), under a directory the others can enter, with its namespace made
+# and its 16 counter shards written (mode 0664: the outsider can read them).
+group_store() {
+	chmod 755 "$TEST_DIR"
+	umask 002
+	export CJC_UMASK=002
+	mkdir -p "$CJC_DIR" && chgrp "$GROUP" "$CJC_DIR" && chmod 2775 "$CJC_DIR" || fail "the store"
+	"$CJC" stats --zero >/dev/null || fail "cjc stats --zero"
+}
+
+# hold_locks USER OP FILE...: USER opens each FILE for reading and holds
+# flock(OP) (LOCK_SH or LOCK_EX) on it until stop_holder.  Returns once
+# every lock is held: the holder says so on a pipe.
+hold_locks() {
+	local user=$1 op=$2 said=
+	shift 2
+	exec {HOLDER_FD}< <(exec setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups \
+		perl -MFcntl=:flock -e '
+			my $op = shift eq "LOCK_SH" ? LOCK_SH : LOCK_EX;
+			my @held;
+			for my $f (@ARGV) {
+				open(my $h, "<", $f) or die "$f: $!\n";
+				flock($h, $op) or die "flock $f: $!\n";
+				push @held, $h;
+			}
+			$| = 1;
+			print "held\n";
+			sleep;' "$op" "$@")
+	HOLDER=$!
+	read -r -t 60 -u "$HOLDER_FD" said
+	assertEquals "$user holds the locks" held "$said"
+}
+
+stop_holder() {
+	[ -n "${HOLDER:-}" ] || return 0
+	kill "$HOLDER" 2>/dev/null
+	exec {HOLDER_FD}<&-
+	HOLDER=
+}
+
+# plant KIND: the member puts a KIND (fifo, dir, file) at every eviction
+# lock's name, the old shared one and this user's own (docs/store.md).
+plant() {
+	as "$MEMBER" sh -c '
+		cd "$1" || exit 1
+		for n in $(seq 0 15); do
+			for name in evict.$n evict.$n.$2; do
+				rm -rf "$name"
+				case $3 in
+				fifo) mkfifo "$name" ;;
+				dir) mkdir "$name" ;;
+				file) : >"$name" && chmod 666 "$name" ;;
+				esac || exit 1
+			done
+		done' sh "$(ns)/stats" "$(id -u)" "$1" || fail "the member cannot plant a $1"
+}
+
+# bounded NAME CMD...: runs CMD (output to NAME.out, NAME.err) under
+# `timeout 60`; it must succeed well within that, waiting on no one (a
+# compile that waited on a lock until the timeout interrupted it may still
+# exit 0).
+bounded() {
+	local name=$1 t0=$SECONDS
+	shift
+	timeout -k 5 60 "$@" >"$name.out" 2>"$name.err"
+	assertEquals "$name: succeeds: $(cat "$name.err")" 0 $?
+	assertTrue "$name: ends without waiting ($((SECONDS - t0)) s)" "[ $((SECONDS - t0)) -lt 30 ]"
+}
+
+# compile_limited NAME V: compiles variant V to NAME.o with max_size 1K, so
+# that every shard is over its share and the new entry's shard is emptied.
+compile_limited() {
+	CJC_MAX_SIZE=1K bounded "$1" "$CJC" "$NVCC" -c k.cu -o "$1.o" -arch=$ARCH -DV="$2"
+	assertTrue "$1: the object" "[ -s '$1.o' ]"
+}
+
+# --- 5. nobody waits on anyone ---------------------------------------------
+
+testAnOutsidersLockOnTheCountersHangsNoCompile() {
+	group_store
+	"$CJC" --target t "$NVCC" -c k.cu -o first.o -arch=$ARCH -DV=1 || fail "the first compile"
+	assertTrue "the outsider can read the counters" \
+		"as $OUTSIDER sh -c 'cat \"\$1\"/stats/* >/dev/null' sh '$(ns)'"
+	hold_locks "$OUTSIDER" LOCK_SH "$(ns)"/stats/*
+	bounded hit "$CJC" --target t "$NVCC" -c k.cu -o hit.o -arch=$ARCH -DV=1
+	assertTrue "with its object" "[ -s hit.o ]"
+	assertEquals "served, not compiled" 1 "$(nvcc_compiles)"
+	# the counters cannot be updated: eviction measures the shard instead
+	compile_limited miss 2
+	assertEquals "compiled" 2 "$(nvcc_compiles)"
+	assertTrue "and evicted all the same: $(entry_count) entries" "[ $(entry_count) -lt 2 ]"
+	assertTrue "eviction is logged" "grep -q 'evicted .* to stay under max_size' '$CJC_LOG'"
+	bounded stats "$CJC" stats
+	stop_holder
+	local before
+	before=$(($(stat_value hits) + $(stat_value misses)))
+	cjc_nvcc -c k.cu -o again.o -arch=$ARCH -DV=1 || fail
+	assertEquals "counting goes on once the lock is let go" $((before + 1)) \
+		$(($(stat_value hits) + $(stat_value misses)))
+}
+
+# --- 6. nobody switches eviction off ---------------------------------------
+
+testFifosAndDirectoriesAtTheEvictionLocksStopNoEviction() {
+	group_store
+	plant fifo
+	compile_limited fifo 1
+	assertEquals "FIFOs: the store stays under max_size" 0 "$(entry_count)"
+	assertTrue "eviction is logged" "grep -q 'evicted .* to stay under max_size' '$CJC_LOG'"
+	plant dir
+	compile_limited dir 2
+	assertEquals "directories: the store stays under max_size" 0 "$(entry_count)"
+	cjc_nvcc -c k.cu -o kept.o -arch=$ARCH -DV=3 || fail
+	assertEquals "an entry, without max_size" 1 "$(entry_count)"
+	plant fifo
+	"$CJC" gc --max-size 1K >/dev/null || fail "cjc gc"
+	assertEquals "cjc gc --max-size evicts" 0 "$(entry_count)"
+}
+
+testAMembersLockOnTheEvictionLocksStopsNoEviction() {
+	group_store
+	plant file
+	hold_locks "$MEMBER" LOCK_EX "$(ns)"/stats/evict.*
+	compile_limited held 1
+	assertEquals "held locks: the store stays under max_size" 0 "$(entry_count)"
+	assertTrue "eviction is logged" "grep -q 'evicted .* to stay under max_size' '$CJC_LOG'"
+	local mine
+	mine=$(find "$(ns)/stats" -name "evict.*.$(id -u)" -user "$(id -u)" -perm 600 | wc -l)
+	assertTrue "the evictor's lock is its own now" "[ $mine -ge 1 ]"
+}
+
+# --- 7. secrets stay private -----------------------------------------------
+
+# Passwords holding '|', a blank, or what looks like an attribute: some make
+# the value malformed (the compile runs uncached), some do not.
+odd_remotes() {
+	printf '%s\n' 'redis://:Secret|Part2@127.0.0.1:1' \
+		'redis://:Secret Part2@127.0.0.1:1' \
+		'redis://u:Secret|ca-file=Part2@127.0.0.1:1' \
+		'http://user:Secret|Part2 x@127.0.0.1:1/prefix' \
+		'redis+unix://:Secret|Part2@/nonexistent/redis.sock'
+}
+
+testAPasswordIsNeverShownWhateverItHolds() {
+	local value i=0
+	while IFS= read -r value; do
+		i=$((i + 1))
+		CJC_REMOTE=$value cjc_nvcc -c k.cu -o "k$i.o" -arch=$ARCH 2>"err$i.txt"
+		assertEquals "$value: the compile succeeds" 0 $?
+		assertTrue "$value: the object" "[ -s k$i.o ]"
+		CJC_REMOTE=$value "$CJC" config >"config$i.txt" 2>&1
+		assertTrue "$value: cjc config names the setting: $(cat "config$i.txt")" \
+			"grep -q 'CJC_REMOTE' 'config$i.txt'"
+		assertFalse "$value: no part of the password shown: $(cat "err$i.txt" "config$i.txt")" \
+			"grep -q 'Secret\|Part2' 'err$i.txt' 'config$i.txt'"
+	done < <(odd_remotes)
+	assertTrue "a malformed value is said" "grep -q \"bad value 'redis://...' for remote\" err1.txt"
+	assertTrue "an accepted one is shown with its user info as ***" \
+		"grep -q 'redis://\*\*\*@127.0.0.1:1' config3.txt"
+	assertFalse "nor in the log" "grep -q 'Secret\|Part2' '$CJC_LOG'"
+	"$CJC" stats --json >stats.json
+	assertFalse "nor in the counters" "grep -q 'Secret\|Part2' stats.json"
+}
+
+testSecretVariablesReachNoChild() {
+	cat >"$TEST_DIR/bin/nvcc-env" <<WRAP
+#!/bin/sh
+env >>"$TEST_DIR/nvcc-env.txt"
+exec "$NVCC" "\$@"
+WRAP
+	cat >"$TEST_DIR/bin/launcher" <<WRAP
+#!/bin/sh
+env >>"$TEST_DIR/launcher-env.txt"
+exec "\$@"
+WRAP
+	chmod +x "$TEST_DIR/bin/nvcc-env" "$TEST_DIR/bin/launcher"
+	# a well-formed value (nvcc runs for the cache) and a malformed one (nvcc
+	# runs in cjc's place, uncached)
+	CJC_REMOTE='redis://:Secret@127.0.0.1:1|connect-timeout=100ms' \
+		"$CJC" --wrap "$TEST_DIR/bin/launcher" "$TEST_DIR/bin/nvcc-env" -c k.cu -o k.o -arch=$ARCH 2>err.txt ||
+		fail "the cached compile: $(cat err.txt)"
+	assertEquals "nvcc ran for the cache" 1 "$(nvcc_compiles)"
+	CJC_REMOTE='redis://:Secret|Part2@127.0.0.1:1' \
+		"$CJC" --wrap "$TEST_DIR/bin/launcher" "$TEST_DIR/bin/nvcc-env" -c k.cu -o k2.o -arch=$ARCH 2>err.txt ||
+		fail "the uncached compile: $(cat err.txt)"
+	assertTrue "and uncached: $(cat err.txt)" "grep -q CJC_REMOTE err.txt && [ -s k2.o ]"
+	local f
+	for f in nvcc-env launcher-env; do
+		assertTrue "$f: the environment was seen" "grep -q '^PATH=' '$TEST_DIR/$f.txt'"
+		assertTrue "$f: both compiles" "[ $(grep -c '^PATH=' "$TEST_DIR/$f.txt") -ge 2 ]"
+		assertFalse "$f: no CJC_REMOTE" "grep -q 'CJC_REMOTE\|Secret' '$TEST_DIR/$f.txt'"
+	done
+}
+
+. "$SHUNIT2"
