@@ -2,15 +2,16 @@
 # damage_test.sh - docs/store.md: a damaged entry is a miss, never served and never
 # touched on the build path; `cjc verify` finds it and `--fix` moves it aside
 # so the next compile republishes.  Every case starts from a copy of one good
-# store, so each costs only the compiles it checks.
+# store, so each costs only the compiles it checks; they compile --cubin
+# (no host compile), since what is damaged is an artifact of any kind.
 
 . "$(dirname "$0")/helpers.sh"
 
 oneTimeSetUp() {
 	use_suite_dir damage
-	CJC_DIR="$SUITE_DIR/template" NVCC_LOG=/dev/null "$CJC" "$NVCC" -c k.cu -o good.o -arch=$ARCH
+	CJC_DIR="$SUITE_DIR/template" NVCC_LOG=/dev/null "$CJC" "$NVCC" --cubin k.cu -o good.cubin -arch=$ARCH
 	# A hit too, so every case also meets the memo of checked metadata (metamemo.h).
-	CJC_DIR="$SUITE_DIR/template" NVCC_LOG=/dev/null "$CJC" "$NVCC" -c k.cu -o good.o -arch=$ARCH
+	CJC_DIR="$SUITE_DIR/template" NVCC_LOG=/dev/null "$CJC" "$NVCC" --cubin k.cu -o good.cubin -arch=$ARCH
 	ls "$SUITE_DIR"/template/v1/*/hashes/*/*.meta >/dev/null || exit 1
 	CASES=0
 }
@@ -32,7 +33,7 @@ edit_first() {
 
 # damage CASE: applies the damage named CASE to $ENTRY.
 damage() {
-	local o="$ENTRY/output.o" m="$ENTRY/metadata.json" size
+	local o="$ENTRY/output.cubin" m="$ENTRY/metadata.json" size
 	size=$(stat -c %s "$o")
 	case $1 in
 	zeroed) head -c "$size" /dev/zero >"$o" ;;
@@ -73,9 +74,9 @@ check_damage() {
 	damage "$c"
 	before=$(snapshot "$ENTRY")
 
-	"$CJC" "$NVCC" -c k.cu -o "$c.o" -arch=$ARCH || fail "$c: the build broke"
+	"$CJC" "$NVCC" --cubin k.cu -o "$c.cubin" -arch=$ARCH || fail "$c: the build broke"
 	assertEquals "$c: nvcc compiled" 1 "$(nvcc_compiles)"
-	assert_same_devcode good.o "$c.o"
+	assert_same_devcode good.cubin "$c.cubin"
 	assertEquals "$c: counted as damaged" 1 "$(stat_value damaged)"
 	assertEquals "$c: the entry is untouched by the build and the later writer" "$before" "$(snapshot "$ENTRY")"
 	assertTrue "$c: stats says how to repair" "\"$CJC\" stats | grep -q 'cjc verify --fix'"
@@ -86,10 +87,10 @@ check_damage() {
 	assertTrue "$c: verify names the entry and a reason" "grep -q '^$key: ..' '$SUITE_DIR/verify-$c.txt'"
 	"$CJC" verify --fix >/dev/null
 	"$CJC" verify >/dev/null || fail "$c: verify --fix repaired the store"
-	"$CJC" "$NVCC" -c k.cu -o "$c-2.o" -arch=$ARCH || fail "$c: build after the fix"
-	"$CJC" "$NVCC" -c k.cu -o "$c-3.o" -arch=$ARCH || fail "$c: build after the fix"
+	"$CJC" "$NVCC" --cubin k.cu -o "$c-2.cubin" -arch=$ARCH || fail "$c: build after the fix"
+	"$CJC" "$NVCC" --cubin k.cu -o "$c-3.cubin" -arch=$ARCH || fail "$c: build after the fix"
 	assertEquals "$c: republished once, then served" 2 "$(nvcc_compiles)"
-	assert_same_devcode good.o "$c-3.o"
+	assert_same_devcode good.cubin "$c-3.cubin"
 	"$CJC" verify >/dev/null || fail "$c: the republished entry verifies"
 }
 
@@ -116,15 +117,15 @@ testOtherFormatVersion() {
 testVerifyJsonNamesEveryBadEntry() {
 	export CJC_DIR="$SUITE_DIR/cache-json" NVCC_LOG=/dev/null
 	rm -rf "$CJC_DIR" && cp -a "$SUITE_DIR/template" "$CJC_DIR"
-	"$CJC" "$NVCC" -c k.cu -o other.o -arch=$ARCH -DOTHER || fail
+	"$CJC" "$NVCC" --cubin k.cu -o other.cubin -arch=$ARCH -DOTHER || fail
 	local e
 	for e in "$CJC_DIR"/v1/*/entries/*/*; do
-		chmod u+w "$e/output.o" && truncate -s 10 "$e/output.o"
+		chmod u+w "$e/output.cubin" && truncate -s 10 "$e/output.cubin"
 	done
 	"$CJC" verify --json >"$SUITE_DIR/verify.json"
 	assertEquals "exit 1" 1 $?
 	assertTrue "both bad" "grep -q '\"bad\": 2' '$SUITE_DIR/verify.json'"
-	assertEquals "reasons" 2 "$(grep -c '"reason": "output.o has 10 bytes' "$SUITE_DIR/verify.json")"
+	assertEquals "reasons" 2 "$(grep -c '"reason": "output.cubin has 10 bytes' "$SUITE_DIR/verify.json")"
 }
 
 . "$SHUNIT2"

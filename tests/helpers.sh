@@ -18,6 +18,10 @@ if [ ! -r "$SHUNIT2" ]; then
 fi
 command -v jq >/dev/null || { echo "jq not found: skipping" >&2; exit 125; }
 ARCH=${CJC_TEST_ARCH:-sm_80}
+# SANITIZED=1 when the cjc under test is the ASan+UBSan build: suites that
+# run a matrix of cases take a sample of it there (HACKING.md, the budget).
+SANITIZED=
+grep -q 'CJC_SANITIZE:BOOL=ON' "${CJC_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2>/dev/null && SANITIZED=1
 
 # The key-relevant environment and our own settings must not leak in.
 unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE CJC_UMASK CJC_BASE_DIR
@@ -129,8 +133,14 @@ devcode() {
 		cat "$1.devcode"
 }
 
+# assert_same_devcode A B: objects (*.o) by their device code; cubins and
+# the other kinds whole (suites whose subject is not the kind compile
+# --cubin: a third of the CPU of -c, no host compile).
 assert_same_devcode() {
-	devcode "$1" >/dev/null && devcode "$2" >/dev/null
+	case $1 in
+	*.o) devcode "$1" >/dev/null && devcode "$2" >/dev/null ;;
+	*) cp "$1" "$1.devcode" && cp "$2" "$2.devcode" ;;
+	esac
 	assertTrue "device code of $1 and $2 differ" "cmp -s '$1.devcode' '$2.devcode'"
 	assertTrue "$1 has no device code" "[ -s '$1.devcode' ]"
 }
@@ -171,4 +181,30 @@ use_suite_dir() {
 cmake_at_least() {
 	CMAKE_VERSION=$(cmake --version | sed -n 's/cmake version \([0-9.]*\).*/\1/p')
 	[ "$(printf '%s\n%s\n' "$CMAKE_VERSION" "$1" | sort -V | head -1)" = "$1" ]
+}
+
+# use_others_dir: for suites that act as another user. The checkout and the
+# build tree may be under a directory nobody else can enter (/root is 0700
+# on Debian): OTHERS_DIR is a scratch directory every user can enter, made
+# here, and OTHERS_CJC a copy of the cjc under test in it. What another
+# user must run or read goes under OTHERS_DIR; the suite removes it
+# (rm_others_dir) in its oneTimeTearDown.
+use_others_dir() {
+	OTHERS_DIR=$(mktemp -d /tmp/cjc-others.XXXXXX) && chmod 755 "$OTHERS_DIR" &&
+		cp "$CJC" "$OTHERS_DIR/cjc" && chmod 755 "$OTHERS_DIR/cjc" || exit 1
+	OTHERS_CJC=$OTHERS_DIR/cjc
+}
+
+rm_others_dir() { [ -z "${OTHERS_DIR:-}" ] || rm -rf "$OTHERS_DIR"; }
+
+# Shares (tests/CMakeLists.txt: SUITE:N runs the script N times side by side
+# with CJC_SHARD=I/N): shunit2 calls suite() to list the tests; the I-th
+# share takes every N-th test function, in name order.  A suite that divides
+# its cases itself sets SHARDS_ITSELF=1 (hostile).
+suite() {
+	[ -n "${CJC_SHARD:-}" ] && [ -z "${SHARDS_ITSELF:-}" ] || return 0
+	local i=${CJC_SHARD%/*} n=${CJC_SHARD#*/} k=0 t
+	for t in $(declare -F | awk '$3 ~ /^test/ { print $3 }'); do
+		[ $((k++ % n)) = $((i - 1)) ] && suite_addTest "$t"
+	done
 }

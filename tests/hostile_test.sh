@@ -6,6 +6,16 @@
 # verify, gc, stats, why and audit run under a 1 GB address-space limit.
 # None may crash, hang, write outside the store, or fail a compile that
 # plain nvcc completes; the compile's output is nvcc's.
+#
+# Each case's compile is a miss (its nvcc, CASE_NVCC, is not the template's),
+# so publication meets the planted file too.  The audit then checks both
+# entries up to running the compilers' --version; the rebuild itself (audit
+# steps 4 and 5) runs nvcc in a scratch directory, outside the store, on
+# entries the planted file cannot be in, so it is done for real once
+# (testTheUndamagedStoreAuditsReproducible) and in the cases at ids/, whose
+# records could name the program an audit runs.  CJC_SHARD=I/N runs the
+# I-th of N shares of the cases (ctest runs hostile_1 and hostile_2 side by
+# side); under the sanitizers each path gets one kind, in turn.
 
 . "$(dirname "$0")/helpers.sh"
 
@@ -13,10 +23,12 @@
 # not a guess at timing (each takes a second or two).
 LIMIT=120
 SENTINEL=k.$(hostname | tr ./ __).999999.0badf00d
+# This suite divides its cases between shares itself (my_cases).
+SHARDS_ITSELF=1
 # The address-space limit (1 GB) is for the plain build: AddressSanitizer
 # reserves terabytes of shadow memory up front, and finds overruns itself.
 MEMORY=1000000
-grep -q 'CJC_SANITIZE:BOOL=ON' "${CJC_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2>/dev/null && MEMORY=unlimited
+[ -n "$SANITIZED" ] && MEMORY=unlimited
 
 oneTimeSetUp() {
 	use_suite_dir hostile
@@ -26,6 +38,10 @@ oneTimeSetUp() {
 	openssl genpkey -algorithm ed25519 -out "$SUITE_DIR/sign.pem" 2>/dev/null &&
 		openssl pkey -in "$SUITE_DIR/sign.pem" -pubout -out "$SUITE_DIR/trusted.pem" || exit 1
 	CJC_SIGN_KEY=$SUITE_DIR/sign.pem "$CJC" --target app "$NVCC" -c k.cu -o k.o -MD -arch=$ARCH || exit 1
+	# the template's entries no longer rebuild: their nvcc prints another --version
+	make_nvcc_wrapper "$NVCC" 'template nvcc, changed'
+	CASE_NVCC=$SUITE_DIR/bin/case/nvcc
+	mkdir -p "$(dirname "$CASE_NVCC")"
 	"$CJC" "$NVCC" -E k.cu >/dev/null || exit 1 # an uncacheable reason
 	"$REAL_NVCC" -c k.cu -o plain.o -arch=$ARCH || exit 1
 	devcode plain.o >/dev/null
@@ -72,9 +88,14 @@ check_case() {
 	plant "$(echo "$store"/v1/*)" "$1" "$2"
 	export CJC_DIR=$store
 	rm -f out.o
-	run_bounded compile 0 "$CJC" --target app "$REAL_NVCC" -c k.cu -o out.o -MD -arch=$ARCH
+	make_nvcc_wrapper "$CASE_NVCC"
+	run_bounded compile 0 "$CJC" --target app "$CASE_NVCC" -c k.cu -o out.o -MD -arch=$ARCH
 	devcode out.o >/dev/null
 	assertTrue "$CASE: the compile's output is nvcc's" "cmp -s out.o.devcode plain.o.devcode"
+	case $1 in
+	ids | ids/*) ;; # rebuilt for real: see the top of the file
+	*) make_nvcc_wrapper "$CASE_NVCC" 'case nvcc, changed' ;;
+	esac
 	run_bounded ls 1 "$CJC" ls
 	run_bounded verify 1 "$CJC" verify
 	CJC_TRUSTED_KEYS=$SUITE_DIR/trusted.pem run_bounded "verify, signatures" 1 "$CJC" verify
@@ -86,24 +107,63 @@ check_case() {
 	unset CJC_DIR
 }
 
-# Directories get links, FIFOs and files; files get links, FIFOs, huge files
-# and directories.
-testEveryPathOfTheLayout() {
-	local p kinds k n=0
-	OUTSIDE=$SUITE_DIR/outside
+# layout_cases [sample]: "PATH KIND" a line, every kind at every path; with
+# sample, one kind a path, the next kind at the next path.  Directories get
+# links, FIFOs and files; files get links, FIFOs, huge files and directories.
+layout_cases() {
+	local p kinds n=0
 	for p in $PATHS; do
-		if [ -d "$NS/$p" ]; then kinds="outside fifo huge"; else kinds="devzero outside fifo huge dir"; fi
-		for k in $kinds; do
-			check_case "$p" "$k"
+		if [ -d "$NS/$p" ]; then kinds=(outside fifo huge); else kinds=(devzero outside fifo huge dir); fi
+		if [ -n "${1:-}" ]; then
+			kinds=("${kinds[n % ${#kinds[@]}]}")
 			n=$((n + 1))
-		done
+		fi
+		printf "$p %s\n" "${kinds[@]}"
 	done
-	echo "planted $n cases at $(echo "$PATHS" | wc -l) paths"
-	assertTrue "every kind of file is covered" "[ $n -gt 40 ]"
+}
+
+# The cases this run takes: under the sanitizers a sample, then every N-th
+# from the I-th (CJC_SHARD=I/N).
+my_cases() {
+	local shard=${CJC_SHARD:-1/1}
+	layout_cases ${SANITIZED:+sample} | awk -v i="${shard%/*}" -v n="${shard#*/}" 'NR % n == i % n'
+}
+
+# first_share: whether this run is the first share (cases outside the
+# layout's run in one share only).
+first_share() {
+	local shard=${CJC_SHARD:-1/1}
+	[ "${shard%/*}" = 1 ]
+}
+
+testEveryPathOfTheLayout() {
+	local p k n=0 total
+	OUTSIDE=$SUITE_DIR/outside
+	total=$(layout_cases | wc -l)
+	assertTrue "every kind of file is covered: $total cases" "[ $total -gt 40 ]"
+	while read -r p k; do
+		check_case "$p" "$k"
+		n=$((n + 1))
+	done < <(my_cases)
+	echo "planted $n of $total cases (share ${CJC_SHARD:-1/1}) at $(echo "$PATHS" | wc -l) paths"
+	assertTrue "this share has cases" "[ $n -gt 0 ]"
+}
+
+# The rebuild that the damaged cases leave out: an undamaged copy of the
+# store, with the template's nvcc as it was, audits reproducible.
+testTheUndamagedStoreAuditsReproducible() {
+	first_share || return 0
+	CASE=undamaged
+	rm -rf "$SUITE_DIR/store" && cp -a "$TEMPLATE" "$SUITE_DIR/store"
+	make_nvcc_wrapper "$NVCC"
+	CJC_DIR=$SUITE_DIR/store run_bounded audit 0 "$CJC" audit all
+	assertTrue "reproducible: $(cat "$SUITE_DIR/case.out")" "grep -q '1 reproducible' '$SUITE_DIR/case.out'"
+	make_nvcc_wrapper "$NVCC" 'template nvcc, changed'
 }
 
 testPlantedConfigFileStillCompiles() {
 	local k
+	first_share || return 0
 	OUTSIDE=$SUITE_DIR/outside
 	for k in devzero fifo huge dir; do
 		CASE="$k as cudajitcache.conf"

@@ -2,6 +2,7 @@
 # store_test.sh - docs/store.md and docs/command-line.md for the store as a whole: eviction of the
 # least recently used entries (automatic with max_size, on demand with
 # `cjc gc`), a store shared by a group, and symbolic links planted in it.
+# The compiles are --cubin: no host compile, and an entry like any other.
 
 . "$(dirname "$0")/helpers.sh"
 
@@ -10,20 +11,20 @@ ns() { echo "$CJC_DIR"/v1/linux-*; }
 # variants N: compiles -DV=1..N, each a new entry.
 variants() {
 	local i
-	for i in $(seq "$1"); do cjc_nvcc -c k.cu -o v$i.o -arch=$ARCH -DV=$i || return 1; done
+	for i in $(seq "$1"); do cjc_nvcc --cubin k.cu -o v$i.cubin -arch=$ARCH -DV=$i || return 1; done
 }
 
 testAHitRefreshesRecency() {
-	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
 	local e
 	e=$(echo "$(ns)"/entries/*/*)
 	touch -d '2001-01-01' "$e"
-	cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
 	expect_stat hits 1
 	assertTrue "the hit refreshed the entry's time" "[ $(stat -c %Y "$e") -gt $(($(date +%s) - 60)) ]"
-	CJC_READONLY=1 cjc_nvcc -c k.cu -o c.o -arch=$ARCH || fail
+	CJC_READONLY=1 cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH || fail
 	touch -d '2001-01-01' "$e"
-	CJC_READONLY=1 cjc_nvcc -c k.cu -o d.o -arch=$ARCH || fail
+	CJC_READONLY=1 cjc_nvcc --cubin k.cu -o d.cubin -arch=$ARCH || fail
 	assertEquals "a read-only hit writes nothing" "$(date -d 2001-01-01 +%s)" "$(stat -c %Y "$e")"
 }
 
@@ -34,16 +35,16 @@ testGcMaxSizeEvictsLeastRecentlyUsedFirst() {
 	for i in 1 2 3 4 5 6; do
 		touch -d "$((10 - i)) minutes ago" "$(grep -l -- "-DV=$i\"" "$(ns)"/entries/*/*/metadata.json | xargs dirname)"
 	done
-	cjc_nvcc -c k.cu -o again1.o -arch=$ARCH -DV=1 || fail
+	cjc_nvcc --cubin k.cu -o again1.cubin -arch=$ARCH -DV=1 || fail
 	rm -rf "$(ns)"/hashes/* # gc counts hash caches too: none here, entries alone decide
 	bytes=$(stat_value bytes)
 	"$CJC" gc --max-size $((bytes / 2 + bytes / 12)) >gc.txt || fail
 	assertTrue "report: $(cat gc.txt)" "grep -q 'evicted 3 of 6 entries' gc.txt"
 	assertEquals "entries left" 3 "$(entry_count)"
 	assertTrue "store within the size" "[ $(stat_value bytes) -le $((bytes / 2 + bytes / 12)) ]"
-	for i in 1 5 6; do cjc_nvcc -c k.cu -o w$i.o -arch=$ARCH -DV=$i || fail; done
+	for i in 1 5 6; do cjc_nvcc --cubin k.cu -o w$i.cubin -arch=$ARCH -DV=$i || fail; done
 	assertEquals "the 3 most recently used were kept" 6 "$(nvcc_compiles)"
-	cjc_nvcc -c k.cu -o w2.o -arch=$ARCH -DV=2 || fail
+	cjc_nvcc --cubin k.cu -o w2.cubin -arch=$ARCH -DV=2 || fail
 	assertEquals "an evicted one compiles again" 7 "$(nvcc_compiles)"
 	"$CJC" verify >/dev/null || fail
 	assertEquals "no staging left" 0 "$(find "$(ns)"/staging -mindepth 1 | wc -l)"
@@ -61,7 +62,7 @@ testGcOlderThanEvictsUnusedEntries() {
 }
 
 testMaxSizeKeepsTheStoreUnderItsLimit() {
-	cjc_nvcc -c k.cu -o one.o -arch=$ARCH -DV=0 || fail
+	cjc_nvcc --cubin k.cu -o one.cubin -arch=$ARCH -DV=0 || fail
 	local one limit
 	one=$(stat_value bytes)
 	# Room for about 1.5 entries per sixteenth: with 20 entries, some sixteenth overflows.
@@ -73,7 +74,7 @@ testMaxSizeKeepsTheStoreUnderItsLimit() {
 	assertTrue "eviction is logged" "grep -q 'evicted .* to stay under max_size' '$CJC_LOG'"
 	assertEquals "the count matches the entries" "$(entry_count)" "$(stat_value entries)"
 	"$CJC" verify >/dev/null || fail
-	cjc_nvcc -c k.cu -o v20b.o -arch=$ARCH -DV=20 || fail
+	cjc_nvcc --cubin k.cu -o v20b.cubin -arch=$ARCH -DV=20 || fail
 	assertEquals "the newest entry was kept" 21 "$(nvcc_compiles)"
 	"$CJC" stats | grep -q 'of max_size' || fail "stats shows the limit"
 }
@@ -83,11 +84,11 @@ testGroupSharedStore() {
 	group=$(getent group users >/dev/null && echo users || echo nogroup)
 	mkdir -p "$CJC_DIR" && chgrp "$group" "$CJC_DIR" && chmod 2775 "$CJC_DIR"
 	echo 'umask = 002' >"$CJC_DIR/cudajitcache.conf"
-	(umask 077 && cjc_nvcc -c k.cu -o a.o -arch=$ARCH -MD) || fail
-	(umask 077 && cjc_nvcc -c k.cu -o b.o -arch=$ARCH -MD) || fail
+	(umask 077 && cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH -MD) || fail
+	(umask 077 && cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH -MD) || fail
 	expect_stat hits 1
 	# Subcommands that write the store use its umask too (quarantine/, here).
-	chmod u+w "$(ns)"/entries/*/*/output.o && truncate -s 10 "$(ns)"/entries/*/*/output.o
+	chmod u+w "$(ns)"/entries/*/*/output.cubin && truncate -s 10 "$(ns)"/entries/*/*/output.cubin
 	(umask 077 && "$CJC" verify --fix >/dev/null)
 	assertTrue "quarantine made" "[ -d '$(ns)/quarantine' ]"
 	assertEquals "every directory keeps the group and setgid" 0 \
@@ -95,8 +96,8 @@ testGroupSharedStore() {
 	assertEquals "every file is readable by the group" 0 \
 		"$(find "$CJC_DIR" -type f ! -perm -040 | wc -l)"
 	assertEquals "the user's outputs keep the user's umask" "600 600 600" \
-		"$(stat -c %a a.o b.o a.d | xargs)"
-	CJC_UMASK=8 cjc_nvcc -c k.cu -o c.o -arch=$ARCH 2>err.txt || fail "a bad umask broke the build"
+		"$(stat -c %a a.cubin b.cubin a.d | xargs)"
+	CJC_UMASK=8 cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH 2>err.txt || fail "a bad umask broke the build"
 	assertTrue "a bad umask is named" "grep -q CJC_UMASK err.txt"
 }
 
@@ -114,16 +115,16 @@ outside_untouched() {
 }
 
 testSymlinksInTheStoreCannotReachOutside() {
-	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
 	plant_links
 	local e
 	e=$(echo "$(ns)"/entries/*/*)
 	# A link in place of a shard of entries, an entry, and an artifact.
 	ln -s "$OUTSIDE/victim" "$(ns)/entries/ab"
 	ln -s "$OUTSIDE/victim" "$(ns)/entries/$(basename "$(dirname "$e")")/$(printf 'f%.0s' $(seq 64))"
-	chmod u+w "$e" && rm -f "$e/output.o" && ln -s "$OUTSIDE/victim/file" "$e/output.o"
-	cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail "the build broke"
-	assert_same_devcode a.o b.o
+	chmod u+w "$e" && rm -f "$e/output.cubin" && ln -s "$OUTSIDE/victim/file" "$e/output.cubin"
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail "the build broke"
+	assert_same_devcode a.cubin b.cubin
 	"$CJC" verify --fix >/dev/null
 	"$CJC" gc --max-size 1 >/dev/null
 	"$CJC" clean >/dev/null
@@ -132,8 +133,8 @@ testSymlinksInTheStoreCannotReachOutside() {
 	rm -rf "$(ns)/staging" "$(ns)/manifests"
 	ln -s "$OUTSIDE/victim" "$(ns)/staging"
 	ln -s "$OUTSIDE/victim" "$(ns)/manifests"
-	cjc_nvcc -c k.cu -o c.o -arch=$ARCH || fail "the build broke"
-	assert_same_devcode a.o c.o
+	cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH || fail "the build broke"
+	assert_same_devcode a.cubin c.cubin
 	assertTrue "the reason is logged" "grep -q 'Too many levels of symbolic links' '$CJC_LOG'"
 	"$CJC" gc >/dev/null 2>&1
 	"$CJC" clean >/dev/null 2>&1

@@ -10,6 +10,8 @@ command -v setpriv >/dev/null || { echo "setpriv not found: skipping" >&2; exit 
 ns() { echo "$CJC_DIR"/v1/*; }
 
 # as_nobody CMD...: runs CMD as another user (the tests run as root in CI).
+oneTimeSetUp() { use_others_dir; }
+oneTimeTearDown() { rm_others_dir; }
 as_nobody() {
 	setpriv --reuid=nobody --regid=nogroup --clear-groups env CJC_DIR="$CJC_DIR" "$@"
 }
@@ -144,7 +146,7 @@ testStoreTheUserCannotWrite() {
 	chmod 755 "$TEST_DIR"
 	local cmd
 	for cmd in clean gc "stats --zero" "verify --fix"; do
-		as_nobody "$CJC" $cmd >out.txt 2>err.txt
+		as_nobody "$OTHERS_CJC" $cmd >out.txt 2>err.txt
 		assertEquals "$cmd: fails" 1 $?
 		assertTrue "$cmd: says why: $(cat err.txt)" "grep -q 'cannot change the store .*: Permission denied' err.txt"
 	done
