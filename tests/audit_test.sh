@@ -337,4 +337,24 @@ testBadUsage() {
 	assertTrue "says so" "grep -q 'no entry matches' err.txt"
 }
 
+testAForgedKindIsShownEscapedOrInvalid() {
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	local entry key
+	entry=$(entry_of cubin)
+	key=$(basename "$entry")
+	edit_metadata "$entry" '.options.kind = "cubin\u001b]0;owned\u0007"'
+	"$CJC" show "$key" >show.txt || fail "show"
+	"$CJC" audit all >audit.txt
+	assertFalse "show prints no control byte" "grep -q '[[:cntrl:]]' show.txt"
+	assertContains "show escapes the kind" "$(cat show.txt)" 'cubin\x1b]0;owned\x07'
+	assertFalse "audit prints no control byte" "grep -q '[[:cntrl:]]' audit.txt"
+	assertContains "audit escapes the kind" "$(cat audit.txt)" 'cubin\x1b]0;owned\x07'
+	edit_metadata "$entry" '.options.kind = 7'
+	"$CJC" show "$key" >show.txt || fail "show"
+	"$CJC" audit all >audit.txt
+	assertContains "show: not a string" "$(grep '^kind' show.txt)" "(invalid: not a string)"
+	assertContains "audit: not a string" "$(cat audit.txt)" "(invalid: not a string)"
+	assertNotContains "$(cat show.txt audit.txt)" "(null)"
+}
+
 . "$SHUNIT2"

@@ -324,4 +324,31 @@ testNoGpuAndNoArchIsAClearError() {
 	assertContains "$(cat err)" "give the request an arch"
 }
 
+testNullOptionsWithACountIsAClearError() {
+	write_kernel
+	jit --null-options 5 kernel.cu >out 2>err && fail "options = NULL with noptions = 5 succeeded"
+	assertContains "a message, not a crash" "$(cat err)" "noptions = 5 but options = NULL"
+	expect_nvcc_runs 0
+}
+
+testTheErrorDescribesTheLastCallOnly() {
+	write_kernel
+	# jit_cli fails when cjc_jit_error() is not empty after a success
+	jit --fail-first 1 kernel.cu -I"$PWD/inc" >out 2>err || fail "$(cat err)"
+	assertEquals "the compile after the failed call" miss "$(cut -d' ' -f1 out)"
+}
+
+testOptionsThatChooseTheOutputAreRefused() {
+	write_kernel
+	local opt
+	for opt in --ptx -ptx --fatbin --cubin -c -dc -E -M -lib -ox.ptx --output-file=x.ptx \
+		-odir=out -MF=x.d; do
+		jit kernel.cu -I"$PWD/inc" "$opt" >out 2>err && fail "$opt was taken: $(cat out)"
+		assertContains "$opt is named" "$(cat err)" "option $opt chooses the output kind"
+	done
+	expect_nvcc_runs 0
+	assertEquals "nothing published" 0 "$(entry_count)"
+	assertFalse "no output where -o said" "[ -e x.ptx ]"
+}
+
 . "$SHUNIT2"

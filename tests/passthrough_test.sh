@@ -122,4 +122,25 @@ testUnknownOptionRunsUncached() {
 	assertTrue "reason logged" "grep -q 'unknown option --no-such-option' \"$CJC_LOG\""
 }
 
+# Every way of handing the host compiler a program directory, plugin or
+# specs file runs nvcc as it is (the unit tests parse more spellings).
+expect_uncached_with() {
+	local before
+	before=$(stat_value uncacheable)
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "$@" || fail "$*"
+	assertEquals "uncacheable with $*" $((before + 1)) "$(stat_value uncacheable)"
+}
+
+testHostProgramOptionsInEverySpellingRunUncached() {
+	local dir=$PWD/hostbin
+	mkdir "$dir"
+	expect_uncached_with -Xcompiler=-B"$dir"
+	expect_uncached_with --compiler-options=-O2,-B"$dir"
+	expect_uncached_with -Xcompiler "-O2 -B $dir"
+	expect_uncached_with -forward-unknown-to-host-compiler -B"$dir"
+	expect_uncached_with -Xcompiler -iplugindir="$dir"
+	NVCC_PREPEND_FLAGS="-Xcompiler -B$dir" expect_uncached_with
+	expect_stat misses 0
+}
+
 . "$SHUNIT2"

@@ -374,4 +374,77 @@ testHeaderNewlyShadowingInCpathMisses() {
 	assertEquals "the shadowing header is seen" 2 "$(nvcc_compiles)"
 }
 
+# fake_toolkit: $TEST_DIR/cuda, the real toolkit through links but for its
+# __nvcc_device_query (device_query sets what it does), with the counting
+# $NVCC in its bin.  nvcc runs the query beside the nvcc it was run as for
+# -arch=native, and so does cjc, so the two agree on the GPU.
+fake_toolkit() {
+	local real f
+	real=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")
+	mkdir -p "$TEST_DIR/cuda/bin"
+	for f in "$real"/*; do [ "${f##*/}" = bin ] || ln -s "$f" "$TEST_DIR/cuda/"; done
+	for f in "$real"/bin/*; do ln -s "$f" "$TEST_DIR/cuda/bin/"; done
+	rm -f "$TEST_DIR/cuda/bin/__nvcc_device_query" "$TEST_DIR/cuda/bin/nvcc"
+	ln -s "$real/bin/nvcc" "$TEST_DIR/cuda/bin/nvcc.real"
+	REAL_NVCC=$TEST_DIR/cuda/bin/nvcc.real make_nvcc_wrapper "$TEST_DIR/cuda/bin/nvcc"
+	NVCC=$TEST_DIR/cuda/bin/nvcc
+}
+
+# device_query SHELL-COMMAND: what the fake toolkit's __nvcc_device_query does
+# (the real one prints the GPUs' compute capabilities: "80" or "80,90").
+device_query() {
+	printf '#!/bin/sh\n%s\n' "$1" >"$TEST_DIR/cuda/bin/__nvcc_device_query"
+	chmod +x "$TEST_DIR/cuda/bin/__nvcc_device_query"
+}
+
+testNativeArchIsKeyedByTheGpuItResolvesTo() {
+	fake_toolkit
+	device_query 'printf 80'
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=native || fail
+	device_query 'printf 90'
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=native || fail
+	device_query 'printf 80'
+	cjc_nvcc --cubin k.cu -o c.cubin -arch=native || fail
+	expect_nvcc_runs 2
+	"$REAL_NVCC" --cubin k.cu -o plain90.cubin -arch=sm_90
+	assertTrue "the cubin for the GPU now here" "cmp -s b.cubin plain90.cubin"
+	assertFalse "sm_80 and sm_90 cubins differ" "cmp -s a.cubin b.cubin"
+	assertTrue "the sm_80 entry serves sm_80" "cmp -s a.cubin c.cubin"
+	expect_why b.cubin "miss: -arch=native now resolves to sm_90 (was sm_80)"
+	expect_why c.cubin "hit: served from entry"
+}
+
+testNativeArchRunsUncachedWhenNoGpuIsFound() {
+	fake_toolkit
+	device_query 'exit 1'
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=native || fail
+	cjc_nvcc --cubin k.cu -o a.cubin -gencode arch=compute_80,code=native 2>/dev/null
+	NVCC_APPEND_FLAGS=-arch=native cjc_nvcc --cubin k.cu -o b.cubin || fail
+	expect_nvcc_runs 3
+	expect_stat uncacheable 3
+	assertEquals "the reason logged" 3 \
+		"$(grep -c 'uncacheable: -arch=native, and __nvcc_device_query beside nvcc names no GPU' "$CJC_LOG")"
+	# the usual wrapper has no __nvcc_device_query beside it at all
+	NVCC=$TEST_DIR/bin/nvcc
+	cjc_nvcc --cubin k.cu -o c.cubin --gpu-architecture native || fail
+	cjc_nvcc --cubin k.cu -o c.cubin --gpu-architecture native || fail
+	expect_stat uncacheable 5
+	expect_stat misses 0
+}
+
+# -B names where gcc takes cc1plus from: not a file cjc can key.
+testHostCompilerProgramDirectoryRunsUncached() {
+	mkdir hostbin
+	printf '#!/bin/sh\necho ran >>%s\nexec %s "$@"\n' "$PWD/cc1plus.log" \
+		"$(gcc -print-prog-name=cc1plus)" >hostbin/cc1plus
+	chmod +x hostbin/cc1plus
+	compile a.o -Xcompiler -B"$PWD/hostbin/"
+	compile b.o -Xcompiler -B"$PWD/hostbin/"
+	expect_nvcc_runs 2
+	expect_stat uncacheable 2
+	assertTrue "gcc ran the cc1plus in -B's directory" "[ -s cc1plus.log ]"
+	assertTrue "the reason logged: $(cat "$CJC_LOG")" \
+		"grep -q 'uncacheable: a host-compiler option names a program' \"$CJC_LOG\""
+}
+
 . "$SHUNIT2"

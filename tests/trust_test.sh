@@ -187,4 +187,28 @@ testGcReclaimsKilledWritersTemporariesAndOldHashCaches() {
 	assertEquals "clean takes the hash caches too" "" "$(find "$(ns)/hashes" -type f)"
 }
 
+testAnOptionsFileThatIsNotASmallRegularFileGoesToNvccUncached() {
+	truncate -s 3G big.optf
+	# nvcc here logs its arguments and fails without reading the file
+	cat >"$NVCC" <<WRAP
+#!/bin/sh
+echo "\$*" >>"\$NVCC_LOG"
+case " \$* " in *" --version "*) exec "$REAL_NVCC" --version ;; esac
+exit 3
+WRAP
+	local f rc
+	for f in /dev/zero "$PWD/big.optf"; do
+		cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH -optf "$f" 2>err.txt
+		rc=$?
+		assertEquals "nvcc's status with $f: $(cat err.txt)" 3 $rc
+		assertTrue "nvcc got the options file $f" "grep -qF -- '-optf $f' '$NVCC_LOG'"
+	done
+	expect_stat uncacheable 2
+	expect_stat errors 0
+	assertContains "the log says why" "$(cat "$CJC_LOG")" \
+		"cannot read options file /dev/zero: not a regular file"
+	assertContains "the log says why" "$(cat "$CJC_LOG")" \
+		"cannot read options file $PWD/big.optf: larger than 1 MiB"
+}
+
 . "$SHUNIT2"

@@ -82,7 +82,7 @@ testNothingRecorded() {
 
 testDamagedJournalLinesAreSkipped() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
-	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal
+	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal-$(id -u)
 	printf '{"output": "%s/k.o", \n["%s/k.o"]\n\377\376 %s/k.o\n{"result": 7, "output": "%s/k.o", "changes": [{"kind": 3}]}\n' \
 		"$PWD" "$PWD" "$PWD" "$PWD" >>"$journal"
 	"$CJC" why k.o >why.txt 2>err.txt
@@ -94,7 +94,7 @@ testDamagedJournalLinesAreSkipped() {
 
 testParallelCompilesWriteWholeLines() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
-	local i journal=$CJC_DIR/v1/linux-$(uname -m)/journal
+	local i journal=$CJC_DIR/v1/linux-$(uname -m)/journal-$(id -u)
 	for i in $(seq 1 16); do
 		cjc_nvcc -c k.cu -o "par$i.o" -arch=$ARCH &
 	done
@@ -108,7 +108,7 @@ testParallelCompilesWriteWholeLines() {
 
 testJournalStaysBounded() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
-	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal
+	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal-$(id -u)
 	head -c 1100000 /dev/zero | tr '\0' '\n' >>"$journal"
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
 	assertTrue "rotated" "[ -f '$journal.1' ]"
@@ -123,6 +123,29 @@ testReadonlyMissesAreExplainedToo() {
 	expect_why k.o "miss: -DX=1 added"
 	"$CJC" why k.o >why.txt
 	assertTrue "not published" "grep -q 'not published: readonly is set' why.txt"
+}
+
+testARecordAppendedByAnotherMemberIsNotTrusted() {
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	local ns forged
+	ns=$(echo "$CJC_DIR"/v1/*)
+	forged=$(cat "$ns"/journal* | tail -1 |
+		jq -c '.result = "hit" | .entry = "'"$(printf 'f%.0s' $(seq 64))"'"')
+	# a shared journal as a group store has it: anyone may append
+	touch "$ns/journal" && chmod 666 "$ns/journal"
+	echo "$forged" >>"$ns/journal"
+	expect_why k.cubin "miss:"
+	"$CJC" why k.cubin --json | jq -e '.result == "miss"' >/dev/null || fail "--json: the miss"
+	# nor your own journal once others can write it
+	local own=$ns/journal-$(id -u)
+	chmod 666 "$own" && echo "$forged" >>"$own"
+	"$CJC" why k.cubin >why.txt 2>err.txt
+	assertEquals "no trusted record: $(cat why.txt)" 1 "$(wc -l <err.txt)"
+	assertContains "$(cat err.txt)" "no compile of k.cubin is recorded"
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	expect_why k.cubin "hit: served from entry"
+	assertEquals "begun afresh, writable by you alone" "1 644" \
+		"$(wc -l <"$own") $(stat -c %a "$own")"
 }
 
 . "$SHUNIT2"

@@ -143,6 +143,7 @@ static int ensure_context(struct cjc_jit *h, struct driver *d)
 int cjc_jit_load(cjc_jit *h, const struct cjc_jit_result *res, const char *kernel,
 		 void **module, void **function)
 {
+	jit_clear_error(h);
 	struct driver *d = driver_of(h);
 	if (!d || ensure_context(h, d))
 		return -1;
@@ -170,6 +171,7 @@ int cjc_jit_load(cjc_jit *h, const struct cjc_jit_result *res, const char *kerne
 
 int cjc_jit_unload(cjc_jit *h, void *module)
 {
+	jit_clear_error(h);
 	struct driver *d = driver_of(h);
 	if (!d)
 		return -1;

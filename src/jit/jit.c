@@ -72,6 +72,13 @@ int jit_fail(struct cjc_jit *h, const char *fmt, ...)
 	return -1;
 }
 
+void jit_clear_error(struct cjc_jit *h)
+{
+	char *msg = pthread_getspecific(h->error_key);
+	if (msg)
+		msg[0] = '\0';
+}
+
 const char *cjc_jit_error(const cjc_jit *jit)
 {
 	const char *msg = jit ? pthread_getspecific(jit->error_key) : NULL;
@@ -285,16 +292,23 @@ int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_ji
 {
 	static const char *const exts[] = { [CJC_JIT_CUBIN] = "cubin", [CJC_JIT_FATBIN] = "fatbin",
 					    [CJC_JIT_PTX] = "ptx" };
+	if (out)
+		memset(out, 0, sizeof *out);
+	if (!h)
+		return -1;
+	jit_clear_error(h);
 	if (!out)
-		return h ? jit_fail(h, "no result to fill") : -1;
-	memset(out, 0, sizeof *out);
-	if (!h || !req)
-		return h ? jit_fail(h, "no request") : -1;
+		return jit_fail(h, "no result to fill");
+	if (!req)
+		return jit_fail(h, "no request");
 	struct jit_job j = { .h = h, .req = req, .out = out,
 			     .name = req->name ? req->name : "kernel.cu" };
 	char arch[32];
 	if (!req->code)
 		return jit_fail(h, "the request has no code");
+	if (req->noptions && !req->options)
+		return jit_fail(h, "the request has noptions = %zu but options = NULL: give the "
+			       "options, or noptions = 0", req->noptions);
 	if (!name_ok(j.name))
 		return jit_fail(h, "name %s: expected a file name ending in .cu, of letters, digits "
 			       "and ._-+", j.name);
@@ -313,5 +327,6 @@ int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_ji
 
 int cjc_jit_device_arch(cjc_jit *h, char *arch, size_t len)
 {
+	jit_clear_error(h);
 	return jit_driver_arch(h, arch, len);
 }

@@ -98,6 +98,9 @@ void jit_unlock(struct cjc_jit *h);
 
 /* Sets this thread's error on the handle; always returns -1. */
 int jit_fail(struct cjc_jit *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Empties this thread's error: each public call starts with it, so that
+ * cjc_jit_error() describes the last call only. */
+void jit_clear_error(struct cjc_jit *h);
 /* A line for the cjc log (the `log` setting), when there is one. */
 void jit_note(const struct cjc_jit *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

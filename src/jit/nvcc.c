@@ -423,8 +423,28 @@ out:
 	return rc;
 }
 
+/* The request's format decides the output kind, and the library where the
+ * output goes: an option that would choose either is refused, as it would
+ * make nvcc write something else, or somewhere else, uncached. */
+static int check_options(const struct jit_job *j)
+{
+	struct cjc_strvec given = CJC_STRVEC_INIT;
+	for (size_t i = 0; i < j->req->noptions; i++)
+		if (j->req->options[i])
+			cjc_strvec_push(&given, j->req->options[i]);
+	const char *bad = cjc_compile_output_option((int)given.n, given.v);
+	int rc = bad ? jit_fail(j->h, "%s: option %s chooses the output kind or where an output "
+				"goes; the request's format (%s) decides that: remove the option",
+				j->name, bad, j->ext)
+		     : 0;
+	cjc_strvec_clear(&given);
+	return rc;
+}
+
 int jit_nvcc_compile(struct jit_job *j)
 {
+	if (check_options(j))
+		return -1;
 	struct nvcc_job n = { .j = j, .h = j->h };
 	build_command(&n);
 	n.cacheable = !prepare(&n);

@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,12 +11,45 @@
 
 #include "fs.h"
 
+/* This user's journal, or its older half: "journal-<uid>[.1]". */
+static void own_name(char *name, size_t len, bool older)
+{
+	snprintf(name, len, "journal-%lu%s", (unsigned long)geteuid(), older ? ".1" : "");
+}
+
+/* Written by you or root, and by nobody else since. */
+static bool trusted(int fd)
+{
+	struct stat st;
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && (st.st_uid == geteuid() || !st.st_uid) &&
+	       !(st.st_mode & (S_IWGRP | S_IWOTH)) && st.st_nlink == 1;
+}
+
+/* Your journal open for appending; one that others wrote or can write is
+ * taken out of sight and begun afresh. */
+static int open_own(const struct cjc_store *s, const char *name)
+{
+	int flags = O_WRONLY | O_CREAT | O_APPEND;
+	int fd = cjc_store_open_regular(s, name, flags, 0644);
+	if (fd < 0 || trusted(fd))
+		return fd;
+	close(fd);
+	char *path = cjc_store_path(s, name);
+	fd = cjc_store_discard(s, path) ? -1 : cjc_store_open_regular(s, name, flags | O_EXCL, 0644);
+	free(path);
+	if (fd < 0)
+		errno = EPERM;
+	return fd;
+}
+
 int cjc_journal_append(const struct cjc_store *s, json_t *record)
 {
+	char name[64];
+	own_name(name, sizeof name, false);
 	char *text = json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	char *path = cjc_store_path(s, "journal");
+	char *path = cjc_store_path(s, name);
 	int rc = -1, e = ENOMEM;
-	int fd = text ? cjc_store_open_regular(s, "journal", O_WRONLY | O_CREAT | O_APPEND, 0666) : -1;
+	int fd = text ? open_own(s, name) : -1;
 	if (fd >= 0) {
 		size_t n = strlen(text);
 		text[n] = '\n'; /* the NUL becomes the end of the line */
@@ -22,7 +57,9 @@ int cjc_journal_append(const struct cjc_store *s, json_t *record)
 		e = errno;
 		struct stat st;
 		if (!rc && !fstat(fd, &st) && st.st_size > CJC_JOURNAL_MAX_BYTES) {
-			char *old = cjc_store_path(s, "journal.1");
+			char older[64];
+			own_name(older, sizeof older, true);
+			char *old = cjc_store_path(s, older);
 			(void)rename(path, old); /* another writer may have done it first */
 			free(old);
 		}
@@ -41,7 +78,12 @@ static int foreach_in(const struct cjc_store *s, const char *name, const char *n
 		      int (*fn)(json_t *, void *), void *ctx, size_t *skipped)
 {
 	struct cjc_buf text = CJC_BUF_INIT;
-	if (cjc_store_read(s, name, CJC_STORE_MAX_FILE, &text)) {
+	int fd = cjc_store_openat(s, name, O_RDONLY | O_NONBLOCK, 0);
+	if (fd >= 0 && !trusted(fd)) { /* anyone may have written it: ignored */
+		close(fd);
+		return 0;
+	}
+	if (cjc_read_regular_and_close(fd, CJC_STORE_MAX_FILE, &text)) {
 		cjc_buf_release(&text);
 		return errno == ENOENT ? 0 : -1;
 	}
@@ -65,9 +107,12 @@ static int foreach_in(const struct cjc_store *s, const char *name, const char *n
 int cjc_journal_foreach(const struct cjc_store *s, const char *needle,
 			int (*fn)(json_t *record, void *ctx), void *ctx, size_t *skipped)
 {
-	static const char *const files[] = { "journal.1", "journal" };
+	/* the shared journal of earlier versions, then yours, oldest first */
+	char files[4][64] = { "journal.1", "journal" };
+	own_name(files[2], sizeof files[2], true);
+	own_name(files[3], sizeof files[3], false);
 	int rc = 0;
-	for (size_t i = 0; i < 2 && !rc; i++)
+	for (size_t i = 0; i < 4 && !rc; i++)
 		rc = foreach_in(s, files[i], needle, fn, ctx, skipped);
 	return rc > 0 ? 0 : rc;
 }

@@ -104,7 +104,9 @@ json_t *cjc_environment_json(char *const *env, size_t n);
 json_t *cjc_json_bytes(const char *s);
 /* The bytes of either form (malloc'd), or NULL when v is neither. */
 char *cjc_json_text(json_t *v);
-/* Either form for a terminal (cjc_printable), or `none` when v is neither (malloc'd). */
+/* Either form for a terminal (cjc_printable), or `none` when v is neither (malloc'd):
+ * CJC_JSON_NOT_TEXT where a string belongs. */
+#define CJC_JSON_NOT_TEXT "(invalid: not a string)"
 char *cjc_json_shown(json_t *v, const char *none);
 /* The current time as RFC 3339 UTC. */
 void cjc_rfc3339_now(char out[32]);

@@ -3,10 +3,12 @@
 #include "hash.h"
 #include "metadata.h"
 #include "place.h"
+#include "run.h"
 #include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,6 +43,7 @@ enum action {
 	RDC,         /* -rdc=true|false */
 	FORWARD,     /* -forward-unknown-to-host-compiler */
 	LANGUAGE,    /* -x: the input's language, whatever its extension */
+	HOST_OPTIONS,/* -Xcompiler: key; none may make the host compiler run a program */
 };
 
 /* Which field of metadata.json "options" the value feeds ("extra" if none). */
@@ -61,7 +64,7 @@ struct nvcc_option {
 /* Why an UNCACHEABLE option's command is run as is (its `detail`). */
 enum reason {
 	R_PREPROCESS, R_DEPS_ONLY, R_LINK, R_DEVICE_LINK, R_KEEPS_FILES, R_DRY_RUN, R_QUERY,
-	R_EXTRA_FILES, R_RUNS, R_OTHER_KIND,
+	R_EXTRA_FILES, R_RUNS, R_OTHER_KIND, R_HOST_PROGRAM, R_NATIVE, R_NATIVE_UNKNOWN,
 };
 
 static const char *const reasons[] = {
@@ -75,7 +78,54 @@ static const char *const reasons[] = {
 	[R_EXTRA_FILES] = "writes extra files (--time, -fdevice-time-trace)",
 	[R_RUNS] = "runs the program (--run)",
 	[R_OTHER_KIND] = "an output kind cjc does not cache (-cuda, -optix-ir, -dw, -lto)",
+	[R_HOST_PROGRAM] = "a host-compiler option names a program, plugin or specs file (-Xcompiler -B, -specs, -fplugin, ...)",
+	[R_NATIVE] = "-arch=native, not resolved to this machine's GPUs",
+	[R_NATIVE_UNKNOWN] = "-arch=native, and __nvcc_device_query beside nvcc names no GPU",
 };
+
+/* Host-compiler (and linker) options whose value names a program to run, or
+ * something that can name one.  Sorted by prefix. */
+static const struct {
+	const char *prefix;
+	const char *names;
+} program_options[] = {
+	{ "--gcc-install-dir", "a GCC installation the compiler takes its programs from" },
+	{ "--gcc-toolchain", "a GCC installation the compiler takes its programs from" },
+	{ "--ld-path", "a linker" },
+	{ "--plugin", "a linker plugin" },
+	{ "--specs", "a specs file, which can run any program" },
+	{ "--sysroot", "where clang looks for a GCC installation and its programs" },
+	{ "-B", "a directory the compiler takes its programs from" },
+	{ "-Xclang", "front-end options, which can load plugins" },
+	{ "-ccc-", "programs for clang's driver" },
+	{ "-fcompare-debug", "options for a second compile" },
+	{ "-fpass-plugin", "a compiler plugin" },
+	{ "-fplugin", "a compiler plugin" },
+	{ "-fuse-ld", "a linker" },
+	{ "-iplugindir", "a directory of compiler plugins" },
+	{ "-load", "a compiler plugin" },
+	{ "-plugin", "a linker plugin" },
+	{ "-specs", "a specs file, which can run any program" },
+	{ "-wrapper", "a program to run the compiler's programs under" },
+	{ "@", "a response file, whose options nobody checked" },
+};
+
+const char *cjc_host_program_option(const char *word, const char **names)
+{
+	char *copy = cjc_xstrdup(word), *save = NULL;
+	const char *found = NULL;
+	for (char *t = strtok_r(copy, ", \t\n", &save); t && !found; t = strtok_r(NULL, ", \t\n", &save))
+		for (const char *v = t; v && !found; v = strchr(v, '=') ? strchr(v, '=') + 1 : NULL)
+			for (size_t i = 0; i < sizeof program_options / sizeof *program_options; i++)
+				if (cjc_starts_with(v, program_options[i].prefix)) {
+					found = program_options[i].prefix;
+					if (names)
+						*names = program_options[i].names;
+					break;
+				}
+	free(copy);
+	return found;
+}
 
 /* Sorted by name (strcmp order): a unit test checks it. */
 static const struct nvcc_option options[] = {
@@ -104,7 +154,7 @@ static const struct nvcc_option options[] = {
 	{ "Wno-deprecated-gpu-targets", 0, KEY, F_EXTRA, 0 },
 	{ "Wreorder", 0, KEY, F_EXTRA, 0 },
 	{ "Xarchive", VALUE, KEY, F_EXTRA, 0 },
-	{ "Xcompiler", VALUE, KEY, F_EXTRA, 0 },
+	{ "Xcompiler", VALUE, HOST_OPTIONS, F_EXTRA, 0 },
 	{ "Xcudafe", VALUE, KEY, F_EXTRA, 0 },
 	{ "Xfatbin", VALUE, KEY, F_EXTRA, 0 },
 	{ "Xlinker", VALUE, KEY, F_EXTRA, 0 },
@@ -120,7 +170,7 @@ static const struct nvcc_option options[] = {
 	{ "code", VALUE, KEY, F_ARCH, 0 },
 	{ "compile", 0, MODE, F_NONE, CJC_KIND_OBJECT },
 	{ "compiler-bindir", VALUE, CCBIN, F_EXTRA, 0 },
-	{ "compiler-options", VALUE, KEY, F_EXTRA, 0 },
+	{ "compiler-options", VALUE, HOST_OPTIONS, F_EXTRA, 0 },
 	{ "compress-mode", VALUE, KEY, F_EXTRA, 0 },
 	{ "cubin", 0, MODE, F_NONE, CJC_KIND_CUBIN },
 	{ "cuda", 0, UNCACHEABLE, F_NONE, R_OTHER_KIND },
@@ -389,6 +439,17 @@ static void add_archs(json_t *archs, const char *value)
 	free(copy);
 }
 
+/* Whether an architecture value (-arch, -code, -gencode) names "native". */
+static bool names_native(const char *value)
+{
+	char *copy = cjc_xstrdup(value), *save = NULL;
+	bool native = false;
+	for (char *t = strtok_r(copy, ",=[] ", &save); t && !native; t = strtok_r(NULL, ",=[] ", &save))
+		native = !strcmp(t, "native");
+	free(copy);
+	return native;
+}
+
 static void record_field(struct parser *p, const struct nvcc_option *o, char *const *words,
 			 int used, const char *value)
 {
@@ -483,9 +544,16 @@ static void read_options_file(struct parser *p, char *const *words, int used, co
 		uncacheable(c, "options files nested too deeply");
 		return;
 	}
-	struct stat st;
-	if (cjc_read_file(path, &text) || stat(path, &st)) {
-		char *why = cjc_xasprintf("cannot read options file %s: %s", path, strerror(errno));
+	/* bounded, regular files only, never blocking on a FIFO: /dev/zero or a
+	 * huge sparse file is nvcc's to read, uncached */
+	struct stat st = { 0 };
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0)
+		(void)fstat(fd, &st); /* when it fails, so does the read */
+	if (cjc_read_regular_and_close(fd, CJC_OPTIONS_FILE_MAX, &text)) {
+		char *why = cjc_xasprintf("cannot read options file %s: %s", path,
+					  errno == EFBIG ? "larger than 1 MiB"
+					  : errno == EINVAL ? "not a regular file" : strerror(errno));
 		uncacheable(c, why);
 		free(why);
 		cjc_buf_release(&text);
@@ -570,6 +638,8 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	}
 	if (o->flags & PATH)
 		value = relocate_path(p, words, used, value, from, &own);
+	if (o->field == F_ARCH && names_native(value))
+		c->native_arch = true;
 	if (o->action == OPTFILE) {
 		read_options_file(p, words, used, value, from);
 		return;
@@ -585,6 +655,10 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	}
 	switch (o->action) {
 	case KEY: case FORWARD: break;
+	case HOST_OPTIONS:
+		if (cjc_host_program_option(value, NULL))
+			uncacheable(c, reasons[R_HOST_PROGRAM]);
+		break;
 	case LANGUAGE: p->language_given = true; break;
 	case MODE:
 		if (c->kind != CJC_KIND_NONE && c->kind != (enum cjc_kind)o->detail)
@@ -647,6 +721,8 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 		bool missing;
 		const struct nvcc_option *o = lookup(argv, argc, i, &value, &used, &missing);
 		if (!o && p->forward_unknown) {
+			if (cjc_host_program_option(a, NULL))
+				uncacheable(c, reasons[R_HOST_PROGRAM]);
 			cjc_strvec_push(&c->key_args, a);
 			if (from != FILE_KEPT)
 				cjc_strvec_push(&c->nvcc_args, a);
@@ -722,6 +798,8 @@ static void finish(struct parser *p)
 		c->dep_file = default_depfile(c->output);
 	if (c->dep_requested && !c->dep_target)
 		c->dep_target = cjc_xstrdup(c->output);
+	if (c->native_arch)
+		uncacheable(c, reasons[R_NATIVE]); /* until cjc_compile_resolve_native() */
 }
 
 static void build_options(struct parser *p)
@@ -785,6 +863,24 @@ static void finish_place(struct parser *p)
 	}
 }
 
+/* NVCC_PREPEND_FLAGS and NVCC_APPEND_FLAGS reach nvcc too: their words are
+ * keyed as text (key.c), so what they name must not depend on anything else. */
+static void check_flag_variables(struct cjc_compile *c)
+{
+	static const char *const variables[] = { "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS" };
+	for (size_t i = 0; i < sizeof variables / sizeof *variables; i++) {
+		const char *flags = getenv(variables[i]);
+		if (!flags)
+			continue;
+		if (cjc_host_program_option(flags, NULL))
+			uncacheable(c, reasons[R_HOST_PROGRAM]);
+		char *copy = cjc_xstrdup(flags), *save = NULL;
+		for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
+			c->native_arch |= names_native(w);
+		free(copy);
+	}
+}
+
 void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *where,
 		       struct cjc_compile *c)
 {
@@ -798,12 +894,62 @@ void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *wher
 	p.extra = json_array();
 	p.forward_unknown = forwards_unknown(argc, argv);
 	parse_words(&p, argc, argv, ARGV);
+	check_flag_variables(c);
 	finish(&p);
 	finish_place(&p);
 	build_options(&p);
 	free(p.odir);
 	cjc_strvec_clear(&p.inputs);
 	cjc_strvec_clear(&p.relative);
+}
+
+int cjc_native_parse(const char *text, struct cjc_buf *archs)
+{
+	size_t n = strlen(text);
+	if (!n || strspn(text, "0123456789,") != n)
+		return -1;
+	char *copy = cjc_xstrdup(text), *save = NULL;
+	int found = 0;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save), found++)
+		cjc_buf_addf(archs, "%ssm_%s", found ? "," : "", t);
+	free(copy);
+	return found ? 0 : -1;
+}
+
+/* What the toolkit's __nvcc_device_query beside nvcc prints ("80,90"), as
+ * nvcc runs it for -arch=native; -1 when it fails or names no GPU. */
+static int query_native(const char *nvcc, struct cjc_buf *out)
+{
+	char *path = cjc_find_program(nvcc);
+	if (!path)
+		return -1;
+	char *bin = cjc_dirname(path);
+	char *query = cjc_path_join(bin, "__nvcc_device_query");
+	char *argv[] = { query, NULL };
+	int rc = cjc_run_capture(argv, out);
+	free(query);
+	free(bin);
+	free(path);
+	return !rc && out->len == strlen(out->data ? out->data : "") ? 0 : -1;
+}
+
+void cjc_compile_resolve_native(struct cjc_compile *c, const char *nvcc)
+{
+	if (!c->native_arch || !c->uncacheable || strcmp(c->uncacheable, reasons[R_NATIVE]))
+		return;
+	struct cjc_buf out = CJC_BUF_INIT, archs = CJC_BUF_INIT;
+	free(c->uncacheable);
+	c->uncacheable = NULL;
+	if (query_native(nvcc, &out) || cjc_native_parse(out.data ? out.data : "", &archs)) {
+		uncacheable(c, reasons[R_NATIVE_UNKNOWN]);
+	} else {
+		char *arg = cjc_xasprintf("native:%s", out.data);
+		cjc_strvec_push(&c->key_args, arg);
+		json_object_set_new(c->resolved, "-arch=native", json_string(archs.data));
+		free(arg);
+	}
+	cjc_buf_release(&archs);
+	cjc_buf_release(&out);
 }
 
 void cjc_compile_release(struct cjc_compile *c)
@@ -864,4 +1010,29 @@ char *cjc_compile_host(const struct cjc_compile *c)
 		return gcc;
 	}
 	return ccbin;
+}
+
+/* The UNCACHEABLE reasons whose options choose what nvcc makes. */
+static const bool reason_sets_kind[] = {
+	[R_PREPROCESS] = true, [R_DEPS_ONLY] = true, [R_LINK] = true, [R_DEVICE_LINK] = true,
+	[R_RUNS] = true, [R_OTHER_KIND] = true,
+};
+
+const char *cjc_compile_output_option(int argc, char *const *argv)
+{
+	for (int i = 0; i < argc; i++) {
+		if (argv[i][0] != '-' || !argv[i][1])
+			continue;
+		const char *value;
+		int used;
+		bool missing;
+		const struct nvcc_option *o = lookup(argv, argc, i, &value, &used, &missing);
+		if (!o)
+			continue;
+		if (o->action == MODE || is_output_option(o->action) ||
+		    (o->action == UNCACHEABLE && reason_sets_kind[o->detail]))
+			return argv[i];
+		i += used - 1;
+	}
+	return NULL;
 }

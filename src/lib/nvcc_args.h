@@ -50,6 +50,7 @@ struct cjc_compile {
 	char *dep_file;
 	char *dep_target;
 	char *ccbin;
+	bool native_arch;  /* an architecture is "native": see cjc_compile_resolve_native() */
 	struct cjc_place place; /* where it happens, as the key sees it (place.h) */
 	bool rewritten;    /* base_dir made a path relative */
 	json_t *resolved;  /* relative path -> where it resolves, as keyed */
@@ -63,12 +64,40 @@ struct cjc_compile {
 	json_t *options_files; /* for metadata.json: [{"path", "sha256", "private"}], or NULL */
 };
 
+/* An options file is read only when it is a regular file of at most this
+ * many bytes; any other makes the compile uncacheable (nvcc reads it). */
+#define CJC_OPTIONS_FILE_MAX ((size_t)1 << 20)
+
 /* Fills c; c->uncacheable is set when the command is not one we cache.
  * `where` gives the working directory and base_dir (place.h; its strings
  * must outlive c); NULL keys relative paths as written and rewrites none. */
 void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *where,
 		       struct cjc_compile *c);
 void cjc_compile_release(struct cjc_compile *c);
+/* The first of argv (options, as nvcc takes them) that chooses what kind of
+ * output nvcc makes or where an output goes (-c, --ptx, -E, -lib, -o, -odir,
+ * -MF, ...), as written; NULL when none does.  Options files are not read. */
+const char *cjc_compile_output_option(int argc, char *const *argv);
+/* -arch=native (or -code/-gencode naming native, here or in NVCC_PREPEND_FLAGS
+ * or NVCC_APPEND_FLAGS) means this machine's GPUs, so the parse leaves such a
+ * compile uncacheable.  This runs the toolkit's __nvcc_device_query from
+ * the directory of `nvcc` (found on PATH when a bare name), as nvcc itself
+ * does, and keys what it prints ("native:80,90"); c->resolved gets
+ * "-arch=native": "sm_80,sm_90" for `cjc why`.  When it fails (no GPU, no
+ * driver, no such program) the compile stays uncacheable, with that reason.
+ * Does nothing unless native is the only reason. */
+void cjc_compile_resolve_native(struct cjc_compile *c, const char *nvcc);
+/* __nvcc_device_query's output ("80,90") as architectures ("sm_80,sm_90")
+ * appended to archs; -1 when it is empty or not digits and commas. */
+int cjc_native_parse(const char *text, struct cjc_buf *archs);
+/* Whether a host-compiler option word makes the compiler find or run a
+ * program, plugin, specs or response file that the key does not cover (-B,
+ * -specs, -fplugin, -wrapper, @file, ...): the prefix of the first token
+ * (tokens split at blanks and commas, and again after each '='), with
+ * *names (if not NULL) saying what it names; NULL if none.  Such a word in
+ * -Xcompiler, forwarded to the host compiler, or in NVCC_PREPEND_FLAGS or
+ * NVCC_APPEND_FLAGS makes the compile uncacheable; `cjc audit` refuses it. */
+const char *cjc_host_program_option(const char *word, const char **names);
 /* The host compiler nvcc runs for c, in nvcc's order (docs/key.md): the
  * last -ccbin of NVCC_PREPEND_FLAGS, the command and NVCC_APPEND_FLAGS,
  * else NVCC_CCBIN, else gcc; a directory means its gcc.  malloc'd. */

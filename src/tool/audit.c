@@ -650,18 +650,36 @@ static pid_t start_child(const char *key, const char *dir, const char *scratch, 
 	_exit(rc);
 }
 
+/* A result's field for the terminal: escaped, since source, kind and target
+ * come from the entry's metadata as another member wrote it. */
+static char *shown(json_t *r, const char *name)
+{
+	json_t *v = json_object_get(r, name);
+	return v ? cjc_json_shown(v, CJC_JSON_NOT_TEXT) : cjc_xstrdup("");
+}
+
 static void print_result(json_t *r)
 {
 	static const char *const lists[] = { "details", "differences", "compared", "normalised" };
-	const char *target = json_string_value(json_object_get(r, "target"));
-	printf("%-15s %.12s  %s (%s%s%s)\n", meta_str(r, "status"), meta_str(r, "key"),
-	       meta_str(r, "source"), meta_str(r, "kind"), target ? ", target " : "",
+	static const char *const fields[] = { "status", "key", "source", "kind" };
+	char *f[4];
+	for (size_t i = 0; i < 4; i++)
+		f[i] = shown(r, fields[i]);
+	json_t *t = json_object_get(r, "target");
+	char *target = t && !json_is_null(t) ? shown(r, "target") : NULL;
+	printf("%-15s %.12s  %s (%s%s%s)\n", f[0], f[1], f[2], f[3], target ? ", target " : "",
 	       target ? target : "");
+	for (size_t i = 0; i < 4; i++)
+		free(f[i]);
+	free(target);
 	for (size_t l = 0; l < sizeof lists / sizeof *lists; l++) {
 		size_t i;
 		json_t *line;
-		json_array_foreach(json_object_get(r, lists[l]), i, line)
-			printf("  %s: %s\n", lists[l], json_string_value(line));
+		json_array_foreach(json_object_get(r, lists[l]), i, line) {
+			char *text = cjc_json_shown(line, CJC_JSON_NOT_TEXT);
+			printf("  %s: %s\n", lists[l], text);
+			free(text);
+		}
 	}
 }
 

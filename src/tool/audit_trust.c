@@ -13,33 +13,6 @@
 #include "nvcc_args.h"
 #include "util.h"
 
-/* Host-compiler (and linker) options whose value names a program to run, or
- * something that can name one; a token starting with one is refused. */
-static const struct {
-	const char *prefix;
-	const char *names;
-} program_options[] = {
-	{ "-B", "a directory the compiler takes its programs from" },
-	{ "--gcc-install-dir", "a GCC installation the compiler takes its programs from" },
-	{ "--gcc-toolchain", "a GCC installation the compiler takes its programs from" },
-	{ "--ld-path", "a linker" },
-	{ "--plugin", "a linker plugin" },
-	{ "--specs", "a specs file, which can run any program" },
-	{ "--sysroot", "where clang looks for a GCC installation and its programs" },
-	{ "-Xclang", "front-end options, which can load plugins" },
-	{ "-ccc-", "programs for clang's driver" },
-	{ "-fcompare-debug", "options for a second compile" },
-	{ "-fpass-plugin", "a compiler plugin" },
-	{ "-fplugin", "a compiler plugin" },
-	{ "-fuse-ld", "a linker" },
-	{ "-iplugindir", "a directory of compiler plugins" },
-	{ "-load", "a compiler plugin" },
-	{ "-plugin", "a linker plugin" },
-	{ "-specs", "a specs file, which can run any program" },
-	{ "-wrapper", "a program to run the compiler's programs under" },
-	{ "@", "a response file, whose options nobody checked" },
-};
-
 /* Characters /bin/sh acts on, quoted or not (nvcc pastes values into shell
  * commands, some in double quotes, some bare). */
 static const char shell_chars[] = "$`\\\"';&|<>()*?[]{}~#!";
@@ -232,35 +205,19 @@ static int shell_char(const char *word, bool arch_value)
 	return 0;
 }
 
-/* The program_options entry that a token of word starts with (tokens split
- * at blanks and commas, and again after each '='), or -1. */
-static long program_option(const char *word)
-{
-	char *copy = cjc_xstrdup(word), *save = NULL;
-	long found = -1;
-	for (char *t = strtok_r(copy, ", ", &save); t && found < 0; t = strtok_r(NULL, ", ", &save))
-		for (const char *v = t; v && found < 0; v = strchr(v, '=') ? strchr(v, '=') + 1 : NULL)
-			for (size_t i = 0; i < COUNT(program_options) && found < 0; i++)
-				if (cjc_starts_with(v, program_options[i].prefix))
-					found = (long)i;
-	free(copy);
-	return found;
-}
-
 static int check_word(struct scan *s, const char *word, bool arch_value, const char *from)
 {
 	int c = shell_char(word, arch_value);
-	long opt = c ? -1 : program_option(word);
+	const char *names = NULL, *opt = c ? NULL : cjc_host_program_option(word, &names);
 	if (c && (c < 0x20 || c == 0x7f))
 		cjc_buf_addf(s->why, "the argument '%s' (%s) holds the control character 0x%02x, "
 			     "which nvcc's shell would act on", word, from, c);
 	else if (c)
 		cjc_buf_addf(s->why, "the argument '%s' (%s) holds '%c', which nvcc's shell would act on",
 			     word, from, c);
-	else if (opt >= 0)
-		cjc_buf_addf(s->why, "the argument '%s' (%s) names %s (%s)", word, from,
-			     program_options[opt].names, program_options[opt].prefix);
-	return c || opt >= 0 ? -1 : 0;
+	else if (opt)
+		cjc_buf_addf(s->why, "the argument '%s' (%s) names %s (%s)", word, from, names, opt);
+	return c || opt ? -1 : 0;
 }
 
 static void split_blanks(const char *text, struct cjc_strvec *words)

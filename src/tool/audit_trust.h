@@ -44,7 +44,7 @@
  *                  No token of a word (words split at blanks, commas and
  *                  after each '=') may start with a host-compiler option
  *                  that names a program, plugin, program directory, specs
- *                  or response file (the table in audit_trust.c: -B,
+ *                  or response file (cjc_host_program_option(), nvcc_args.h: -B,
  *                  -wrapper, -fplugin, -specs, @file, ...): this covers
  *                  -Xcompiler, --compiler-options, options forwarded by
  *                  -forward-unknown-to-host-compiler, and the -X values of

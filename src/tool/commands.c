@@ -405,8 +405,10 @@ static void print_entry_summary(json_t *meta)
 	char *compiler = cjc_json_shown(json_object_get(json_object_get(meta, "compiler"), "realpath"), "?");
 	printf("%-14s %s\n", "compiler", compiler);
 	free(compiler);
-	printf("%-14s %s\n", "kind",
-	       json_string_value(json_object_get(json_object_get(meta, "options"), "kind")));
+	char *kind = cjc_json_shown(json_object_get(json_object_get(meta, "options"), "kind"),
+				    CJC_JSON_NOT_TEXT);
+	printf("%-14s %s\n", "kind", kind);
+	free(kind);
 	printf("%-14s %lld ms\n", "duration",
 	       (long long)json_integer_value(json_object_get(meta, "duration_ms")));
 	printf("%-14s %zu\n", "inputs", json_array_size(json_object_get(meta, "inputs")));

@@ -759,6 +759,7 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	}
 	struct cjc_place where = { .cwd = j->cwd, .base_dir = j->cfg.base_dir };
 	cjc_compile_parse(j->argc - 1, j->argv + 1, &where, &j->c);
+	cjc_compile_resolve_native(&j->c, j->argv[0]);
 	if (!j->c.uncacheable) {
 		j->deliver = through_links(j->c.output);
 		if (missing_directory(j))

@@ -3,14 +3,17 @@
  * and the benchmark: compiles one source file's text through the library.
  *
  *     jit_cli [--prefix P] [--arch A] [--format cubin|fatbin|ptx] [--name N]
- *             [--out FILE] [--repeat N] [--setting NAME] [--between CMD] SOURCE [OPTION...]
+ *             [--out FILE] [--repeat N] [--setting NAME] [--between CMD]
+ *             [--null-options N] [--fail-first 1] SOURCE [OPTION...]
  *
  * Prints "hit KEY" or "miss KEY" per compile (KEY "-" when not cached) on
  * stdout; --setting prints one effective setting instead; --repeat N compiles
  * N times and prints the mean time per compile after the first, in ms;
  * --between CMD compiles, runs CMD (sh -c), and compiles again with the same
  * handle, printing both results (what one handle remembers must not outlive
- * a change).
+ * a change).  --null-options N sends options = NULL with noptions = N;
+ * --fail-first 1 first makes a call that fails (a request without code).
+ * After a success, an error left in cjc_jit_error() is a failure.
  * Exit 0, or 1 with the library's error on stderr (and the compiler's log).
  */
 #include <stdio.h>
@@ -50,7 +53,7 @@ int main(int argc, char **argv)
 {
 	const char *prefix = NULL, *out = NULL, *setting = NULL, *between = NULL;
 	struct cjc_jit_request req = { .arch = "sm_80", .format = CJC_JIT_CUBIN };
-	int repeat = 1, i = 1;
+	int repeat = 1, i = 1, null_options = -1, fail_first = 0;
 	for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
 		const char *v = argv[i + 1];
 		if (!strcmp(argv[i], "--prefix"))
@@ -70,6 +73,10 @@ int main(int argc, char **argv)
 			setting = v;
 		else if (!strcmp(argv[i], "--between"))
 			between = v, repeat = 2;
+		else if (!strcmp(argv[i], "--null-options"))
+			null_options = atoi(v);
+		else if (!strcmp(argv[i], "--fail-first"))
+			fail_first = atoi(v);
 		else
 			return fprintf(stderr, "jit_cli: unknown option %s\n", argv[i]), 2;
 	}
@@ -91,7 +98,17 @@ int main(int argc, char **argv)
 	req.code = code;
 	req.options = (const char *const *)argv + i + 1;
 	req.noptions = (size_t)(argc - i - 1);
+	if (null_options >= 0)
+		req.options = NULL, req.noptions = (size_t)null_options;
 	int rc = 0;
+	if (fail_first) {
+		struct cjc_jit_request bad = req;
+		struct cjc_jit_result res;
+		bad.code = NULL;
+		if (!cjc_jit_compile(jit, &bad, &res) || !*cjc_jit_error(jit))
+			rc = 1, fprintf(stderr, "jit_cli: a request without code did not fail\n");
+		cjc_jit_result_free(&res);
+	}
 	double t0 = 0;
 	for (int r = 0; r < repeat && !rc; r++) {
 		struct cjc_jit_result res;
@@ -104,6 +121,9 @@ int main(int argc, char **argv)
 		rc = cjc_jit_compile(jit, &req, &res);
 		if (rc) {
 			fprintf(stderr, "jit_cli: %s\n%s", cjc_jit_error(jit), res.log ? res.log : "");
+		} else if (*cjc_jit_error(jit)) {
+			rc = 1;
+			fprintf(stderr, "jit_cli: an error after a success: %s\n", cjc_jit_error(jit));
 		} else if (repeat == 1 || between) {
 			printf("%s %s\n", res.hit ? "hit" : "miss", res.key[0] ? res.key : "-");
 			if (res.log)

@@ -327,12 +327,115 @@ static void test_place(void)
 	CHECK(!cjc_place_maps_cwd("-fdebug-prefix-map=/w", "/w/build"));
 }
 
+/* The uncacheable reason of a compile of a.cu with the given words (NULL:
+ * cacheable); *native says whether it names -arch=native.  malloc'd. */
+static char *reason_with(char *const *words, bool *native)
+{
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	cjc_strvec_push(&argv, "-c");
+	cjc_strvec_push(&argv, "a.cu");
+	for (char *const *w = words; *w; w++)
+		cjc_strvec_push(&argv, *w);
+	struct cjc_compile c;
+	cjc_compile_parse((int)argv.n, argv.v, NULL, &c);
+	char *reason = c.uncacheable ? cjc_xstrdup(c.uncacheable) : NULL;
+	if (native)
+		*native = c.native_arch;
+	cjc_compile_release(&c);
+	cjc_strvec_clear(&argv);
+	return reason;
+}
+
+static bool host_program_refused(char *const *words)
+{
+	char *reason = reason_with(words, NULL);
+	bool refused = reason && strstr(reason, "host-compiler option names a program");
+	free(reason);
+	return refused;
+}
+
+static void test_host_program_options(void)
+{
+	static char *const refused[][4] = {
+		{ "-Xcompiler", "-B/x" }, { "-Xcompiler=-B/x" }, { "--compiler-options=-B/x" },
+		{ "-Xcompiler", "-Wall,-B/x" }, { "-Xcompiler", "-O2 -B /x" }, { "-Xcompiler", "-specs=/x" },
+		{ "-Xcompiler", "--specs=/x" }, { "-Xcompiler", "-fplugin=/x.so" },
+		{ "-Xcompiler", "-fplugin-arg-x-y=1,-fplugin=/x.so" }, { "-Xcompiler", "-wrapper,gdb" },
+		{ "-Xcompiler", "-iplugindir=/x" }, { "-Xcompiler", "@opts" },
+		{ "-forward-unknown-to-host-compiler", "-B/x" }, { "-forward-unknown-to-host-compiler", "-specs=/x" },
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		bool ok = host_program_refused(refused[i]);
+		if (!ok)
+			fprintf(stderr, "expected refused: %s %s\n", refused[i][0], refused[i][1] ? refused[i][1] : "");
+		CHECK(ok);
+	}
+	static char *const kept[][4] = {
+		{ "-Xcompiler", "-fPIC,-Wall" }, { "-Xcompiler", "-fdebug-prefix-map=/a/b=." },
+		{ "-Xcompiler", "-O2 -fopenmp" }, { "-DB=1" },
+	};
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+		char *reason = reason_with(kept[i], NULL);
+		CHECK(!reason);
+		free(reason);
+	}
+	const char *names = NULL;
+	CHECK(!strcmp(cjc_host_program_option("-x,-B/y", &names), "-B") && strstr(names, "directory"));
+	CHECK(cjc_host_program_option("-fPIC", NULL) == NULL);
+	setenv("NVCC_APPEND_FLAGS", "-O2 -Xcompiler -B/x", 1);
+	CHECK(host_program_refused((char *const[]){ NULL }));
+	unsetenv("NVCC_APPEND_FLAGS");
+}
+
+static void test_native_arch(void)
+{
+	static char *const native[][4] = {
+		{ "-arch=native" }, { "-arch", "native" }, { "--gpu-architecture=native" },
+		{ "-gencode", "arch=compute_80,code=native" }, { "-code=sm_80,native" },
+	};
+	for (size_t i = 0; i < sizeof native / sizeof *native; i++) {
+		bool is_native = false;
+		char *reason = reason_with(native[i], &is_native);
+		CHECK(is_native && reason && strstr(reason, "-arch=native, not resolved"));
+		free(reason);
+	}
+	bool is_native = true;
+	char *reason = reason_with((char *const[]){ "-arch=sm_80", "-DNATIVE=native_x", NULL }, &is_native);
+	CHECK(!is_native && !reason);
+	free(reason);
+	setenv("NVCC_PREPEND_FLAGS", "-arch=native", 1);
+	reason = reason_with((char *const[]){ NULL }, &is_native);
+	CHECK(is_native && reason);
+	free(reason);
+	unsetenv("NVCC_PREPEND_FLAGS");
+
+	struct cjc_buf archs = CJC_BUF_INIT;
+	CHECK(!cjc_native_parse("80", &archs) && !strcmp(archs.data, "sm_80"));
+	cjc_buf_reset(&archs);
+	CHECK(!cjc_native_parse("80,90,", &archs) && !strcmp(archs.data, "sm_80,sm_90"));
+	static const char *const malformed[] = { "", ",", "80\n", "sm_80", "8.0", "80 90" };
+	for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
+		cjc_buf_reset(&archs);
+		CHECK(cjc_native_parse(malformed[i], &archs) == -1);
+	}
+	cjc_buf_release(&archs);
+
+	/* no __nvcc_device_query beside this "nvcc": uncacheable, saying so */
+	struct cjc_compile c;
+	parse(&c, "--cubin a.cu -arch=native");
+	cjc_compile_resolve_native(&c, "/nonexistent/bin/nvcc");
+	CHECK(c.uncacheable && strstr(c.uncacheable, "names no GPU"));
+	cjc_compile_release(&c);
+}
+
 int main(void)
 {
 	test_option_table_sorted();
 	test_option_lookups();
 	test_parse_compiles();
 	test_parse_uncacheable();
+	test_host_program_options();
+	test_native_arch();
 	test_keys();
 	test_metadata_validator();
 	test_depfile();
