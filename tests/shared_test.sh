@@ -112,15 +112,15 @@ plant() {
 }
 
 # bounded NAME CMD...: runs CMD (output to NAME.out, NAME.err) under
-# `timeout 60`; it must succeed well within that, waiting on no one (a
-# compile that waited on a lock until the timeout interrupted it may still
-# exit 0).
+# `timeout 60`, while the locks stay held, and it must succeed.  A CMD that
+# waits on a lock is interrupted at 60 s, and then timeout exits 124 even
+# when CMD itself exits 0; no clock of ours is read, so a busy machine
+# cannot fail this.
 bounded() {
-	local name=$1 t0=$SECONDS
+	local name=$1
 	shift
 	timeout -k 5 60 "$@" >"$name.out" 2>"$name.err"
-	assertEquals "$name: succeeds: $(cat "$name.err")" 0 $?
-	assertTrue "$name: ends without waiting ($((SECONDS - t0)) s)" "[ $((SECONDS - t0)) -lt 30 ]"
+	assertEquals "$name: succeeds without waiting (124: the timeout ended it): $(cat "$name.err")" 0 $?
 }
 
 # compile_limited NAME V: compiles variant V to NAME.o with max_size 1K, so

@@ -308,10 +308,8 @@ static int find_setting(const char *name)
  * user or root and writable by no one else (docs/store.md, trust). */
 static int read_settings(const char *path, struct cjc_buf *text, bool *trusted)
 {
-	struct stat st;
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	*trusted = fd >= 0 && !fstat(fd, &st) && (st.st_uid == geteuid() || st.st_uid == 0) &&
-		   !(st.st_mode & (S_IWGRP | S_IWOTH));
+	*trusted = fd >= 0 && cjc_fd_trusted(fd);
 	return cjc_read_regular_and_close(fd, CONFIG_MAX, text);
 }
 

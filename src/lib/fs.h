@@ -49,6 +49,10 @@ int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out);
 int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
 /* fd when it is open on a regular file; else closes it: -1, errno EINVAL. */
 int cjc_keep_regular(int fd);
+/* Whether the file fd is open on is owned by you or root and writable by no
+ * one else: what another user of a shared store cannot have written
+ * (settings files, journals; docs/trust.md).  False when fstat fails. */
+bool cjc_fd_trusted(int fd);
 int cjc_write_all(int fd, const void *p, size_t n);
 /* flock(fd, op) (LOCK_SH or LOCK_EX) without waiting on anyone: retried with
  * growing pauses for at most CJC_LOCK_BUDGET_US in all; then -1 with

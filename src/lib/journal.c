@@ -17,26 +17,17 @@ static void own_name(char *name, size_t len, bool older)
 	snprintf(name, len, "journal-%lu%s", (unsigned long)geteuid(), older ? ".1" : "");
 }
 
-/* Written by you or root, and by nobody else since. */
-static bool trusted(int fd)
-{
-	struct stat st;
-	return !fstat(fd, &st) && S_ISREG(st.st_mode) && (st.st_uid == geteuid() || !st.st_uid) &&
-	       !(st.st_mode & (S_IWGRP | S_IWOTH)) && st.st_nlink == 1;
-}
-
 /* Your journal open for appending; one that others wrote or can write is
- * taken out of sight and begun afresh. */
+ * unlinked (relative to the namespace's fd: the name, never what a link
+ * there points to) and begun afresh. */
 static int open_own(const struct cjc_store *s, const char *name)
 {
 	int flags = O_WRONLY | O_CREAT | O_APPEND;
 	int fd = cjc_store_open_regular(s, name, flags, 0644);
-	if (fd < 0 || trusted(fd))
+	if (fd < 0 || cjc_fd_trusted(fd))
 		return fd;
 	close(fd);
-	char *path = cjc_store_path(s, name);
-	fd = cjc_store_discard(s, path) ? -1 : cjc_store_open_regular(s, name, flags | O_EXCL, 0644);
-	free(path);
+	fd = unlinkat(s->fd, name, 0) ? -1 : cjc_store_open_regular(s, name, flags | O_EXCL, 0644);
 	if (fd < 0)
 		errno = EPERM;
 	return fd;
@@ -47,7 +38,6 @@ int cjc_journal_append(const struct cjc_store *s, json_t *record)
 	char name[64];
 	own_name(name, sizeof name, false);
 	char *text = json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	char *path = cjc_store_path(s, name);
 	int rc = -1, e = ENOMEM;
 	int fd = text ? open_own(s, name) : -1;
 	if (fd >= 0) {
@@ -59,16 +49,14 @@ int cjc_journal_append(const struct cjc_store *s, json_t *record)
 		if (!rc && !fstat(fd, &st) && st.st_size > CJC_JOURNAL_MAX_BYTES) {
 			char older[64];
 			own_name(older, sizeof older, true);
-			char *old = cjc_store_path(s, older);
-			(void)rename(path, old); /* another writer may have done it first */
-			free(old);
+			/* another of your writers may have done it first */
+			(void)renameat(s->fd, name, s->fd, older);
 		}
 		close(fd);
 	} else if (text) {
 		e = errno;
 	}
 	free(text);
-	free(path);
 	errno = e;
 	return rc;
 }
@@ -79,7 +67,7 @@ static int foreach_in(const struct cjc_store *s, const char *name, const char *n
 {
 	struct cjc_buf text = CJC_BUF_INIT;
 	int fd = cjc_store_openat(s, name, O_RDONLY | O_NONBLOCK, 0);
-	if (fd >= 0 && !trusted(fd)) { /* anyone may have written it: ignored */
+	if (fd >= 0 && !cjc_fd_trusted(fd)) { /* anyone may have written it: ignored */
 		close(fd);
 		return 0;
 	}
