@@ -188,8 +188,8 @@ testEntryWithSassCannotRebuildWithoutCuobjdump() {
 }
 
 testParallelAuditMatchesSerial() {
-	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
-	cjc_nvcc -c k.cu -o b.o -arch=$ARCH -DFOO=1 || fail
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH -DFOO=1 || fail
 	cjc_nvcc --ptx k.cu -o k.ptx -arch=$ARCH || fail
 	"$CJC" audit all --json | grep '"status"' | sort >serial.txt
 	"$CJC" audit all --jobs 3 --json | grep '"status"' | sort >parallel.txt

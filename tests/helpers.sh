@@ -202,9 +202,21 @@ rm_others_dir() { [ -z "${OTHERS_DIR:-}" ] || rm -rf "$OTHERS_DIR"; }
 # share takes every N-th test function, in name order.  A suite that divides
 # its cases itself sets SHARDS_ITSELF=1 (hostile).
 suite() {
+	[ -z "${CJC_TEST_TIMES:-}" ] || time_each_test
 	[ -n "${CJC_SHARD:-}" ] && [ -z "${SHARDS_ITSELF:-}" ] || return 0
 	local i=${CJC_SHARD%/*} n=${CJC_SHARD#*/} k=0 t
 	for t in $(declare -F | awk '$3 ~ /^test/ { print $3 }'); do
 		[ $((k++ % n)) = $((i - 1)) ] && suite_addTest "$t"
+	done
+}
+
+# CJC_TEST_TIMES=FILE: each test function's wall time is appended to FILE
+# ("SECONDS SCRIPT TEST"), for planning the time budget (HACKING.md).
+time_each_test() {
+	local t
+	for t in $(declare -F | awk '$3 ~ /^test/ { print $3 }'); do
+		eval "timed_$(declare -f "$t")"
+		eval "$t() { local s=\$EPOCHREALTIME; timed_$t; local rc=\$?
+			echo \"\$(bc <<<\"\$EPOCHREALTIME - \$s\") ${0##*/} $t\" >>\"\$CJC_TEST_TIMES\"; return \$rc; }"
 	done
 }

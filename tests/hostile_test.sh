@@ -7,7 +7,7 @@
 # None may crash, hang, write outside the store, or fail a compile that
 # plain nvcc completes; the compile's output is nvcc's.
 #
-# Each case's compile is a miss (its nvcc, CASE_NVCC, is not the template's),
+# Each case's compile (a cubin: the kind is not the subject) is a miss (its nvcc, CASE_NVCC, is not the template's),
 # so publication meets the planted file too.  The audit then checks both
 # entries up to running the compilers' --version; the rebuild itself (audit
 # steps 4 and 5) runs nvcc in a scratch directory, outside the store, on
@@ -15,7 +15,8 @@
 # (testTheUndamagedStoreAuditsReproducible) and in the cases at ids/, whose
 # records could name the program an audit runs.  CJC_SHARD=I/N runs the
 # I-th of N shares of the cases (ctest runs hostile_1 and hostile_2 side by
-# side); under the sanitizers each path gets one kind, in turn.
+# side); under the sanitizers each path gets one kind, in turn, and the
+# plain build the other kinds: CI runs both, so every case once.
 
 . "$(dirname "$0")/helpers.sh"
 
@@ -37,14 +38,13 @@ oneTimeSetUp() {
 	# signed, so the layout has metadata.sig, which verify reads with trusted_keys
 	openssl genpkey -algorithm ed25519 -out "$SUITE_DIR/sign.pem" 2>/dev/null &&
 		openssl pkey -in "$SUITE_DIR/sign.pem" -pubout -out "$SUITE_DIR/trusted.pem" || exit 1
-	CJC_SIGN_KEY=$SUITE_DIR/sign.pem "$CJC" --target app "$NVCC" -c k.cu -o k.o -MD -arch=$ARCH || exit 1
+	CJC_SIGN_KEY=$SUITE_DIR/sign.pem "$CJC" --target app "$NVCC" --cubin k.cu -o k.cubin -MD -arch=$ARCH || exit 1
 	# the template's entries no longer rebuild: their nvcc prints another --version
 	make_nvcc_wrapper "$NVCC" 'template nvcc, changed'
 	CASE_NVCC=$SUITE_DIR/bin/case/nvcc
 	mkdir -p "$(dirname "$CASE_NVCC")"
 	"$CJC" "$NVCC" -E k.cu >/dev/null || exit 1 # an uncacheable reason
-	"$REAL_NVCC" -c k.cu -o plain.o -arch=$ARCH || exit 1
-	devcode plain.o >/dev/null
+	"$REAL_NVCC" --cubin k.cu -o plain.cubin -arch=$ARCH || exit 1
 	NS=$(echo "$TEMPLATE"/v1/*)
 	PATHS=$(cd "$NS" && find . -mindepth 1 | sed 's|^\./||' | grep -v '^staging/' | sort)
 	echo "$PATHS" | grep -q metadata.json && echo "$PATHS" | grep -q metadata.sig || exit 1
@@ -87,11 +87,10 @@ check_case() {
 	touch -d '2 days ago' "$OUTSIDE/$SENTINEL"
 	plant "$(echo "$store"/v1/*)" "$1" "$2"
 	export CJC_DIR=$store
-	rm -f out.o
+	rm -f out.cubin
 	make_nvcc_wrapper "$CASE_NVCC"
-	run_bounded compile 0 "$CJC" --target app "$CASE_NVCC" -c k.cu -o out.o -MD -arch=$ARCH
-	devcode out.o >/dev/null
-	assertTrue "$CASE: the compile's output is nvcc's" "cmp -s out.o.devcode plain.o.devcode"
+	run_bounded compile 0 "$CJC" --target app "$CASE_NVCC" --cubin k.cu -o out.cubin -MD -arch=$ARCH
+	assertTrue "$CASE: the compile's output is nvcc's" "cmp -s out.cubin plain.cubin"
 	case $1 in
 	ids | ids/*) ;; # rebuilt for real: see the top of the file
 	*) make_nvcc_wrapper "$CASE_NVCC" 'case nvcc, changed' ;;
@@ -101,32 +100,39 @@ check_case() {
 	CJC_TRUSTED_KEYS=$SUITE_DIR/trusted.pem run_bounded "verify, signatures" 1 "$CJC" verify
 	run_bounded gc 1 "$CJC" gc
 	run_bounded stats 1 "$CJC" stats
-	run_bounded why 1 "$CJC" why out.o
+	run_bounded why 1 "$CJC" why out.cubin
 	run_bounded audit 1 "$CJC" audit all
 	assertEquals "$CASE: nothing written or removed outside the store" "$SENTINEL" "$(ls -A "$OUTSIDE")"
 	unset CJC_DIR
 }
 
-# layout_cases [sample]: "PATH KIND" a line, every kind at every path; with
-# sample, one kind a path, the next kind at the next path.  Directories get
-# links, FIFOs and files; files get links, FIFOs, huge files and directories.
+# layout_cases [sample|rest]: "PATH KIND" a line, every kind at every path;
+# with sample, one kind a path, the next kind at the next path; with rest,
+# the others.  Directories get links, FIFOs and files; files get links,
+# FIFOs, huge files and directories.
 layout_cases() {
-	local p kinds n=0
+	local p kinds n=0 k
 	for p in $PATHS; do
 		if [ -d "$NS/$p" ]; then kinds=(outside fifo huge); else kinds=(devzero outside fifo huge dir); fi
-		if [ -n "${1:-}" ]; then
-			kinds=("${kinds[n % ${#kinds[@]}]}")
-			n=$((n + 1))
-		fi
-		printf "$p %s\n" "${kinds[@]}"
+		for k in "${!kinds[@]}"; do
+			case ${1:-all} in
+			sample) [ "$k" = $((n % ${#kinds[@]})) ] || continue ;;
+			rest) [ "$k" != $((n % ${#kinds[@]})) ] || continue ;;
+			esac
+			echo "$p ${kinds[k]}"
+		done
+		n=$((n + 1))
 	done
 }
 
-# The cases this run takes: under the sanitizers a sample, then every N-th
-# from the I-th (CJC_SHARD=I/N).
+# The cases this run takes: under the sanitizers the sample, in the plain
+# build the rest (CI runs both: every case once; HACKING.md, the budget),
+# then every N-th from the I-th (CJC_SHARD=I/N).  CJC_HOSTILE_ALL=1: all.
 my_cases() {
-	local shard=${CJC_SHARD:-1/1}
-	layout_cases ${SANITIZED:+sample} | awk -v i="${shard%/*}" -v n="${shard#*/}" 'NR % n == i % n'
+	local shard=${CJC_SHARD:-1/1} which=rest
+	[ -n "$SANITIZED" ] && which=sample
+	[ -n "${CJC_HOSTILE_ALL:-}" ] && which=all
+	layout_cases $which | awk -v i="${shard%/*}" -v n="${shard#*/}" 'NR % n == i % n'
 }
 
 # first_share: whether this run is the first share (cases outside the
@@ -170,9 +176,9 @@ testPlantedConfigFileStillCompiles() {
 		rm -rf "$SUITE_DIR/store" && cp -a "$TEMPLATE" "$SUITE_DIR/store"
 		plant "$SUITE_DIR/store" cudajitcache.conf "$k"
 		export CJC_DIR=$SUITE_DIR/store
-		rm -f out.o
-		run_bounded compile 0 "$CJC" "$REAL_NVCC" -c k.cu -o out.o -arch=$ARCH
-		assertTrue "$CASE: compiled" "[ -s out.o ]"
+		rm -f out.cubin
+		run_bounded compile 0 "$CJC" "$REAL_NVCC" --cubin k.cu -o out.cubin -arch=$ARCH
+		assertTrue "$CASE: compiled" "[ -s out.cubin ]"
 		assertTrue "$CASE: says why: $(cat "$SUITE_DIR/case.out")" \
 			"grep -q 'cudajitcache.conf: cannot read' '$SUITE_DIR/case.out'"
 		unset CJC_DIR

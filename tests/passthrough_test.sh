@@ -41,35 +41,35 @@ testFailingUncachedCommandKeepsExitStatus() {
 }
 
 testDisableRunsNvccUncached() {
-	CJC_DISABLE=1 cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
-	CJC_DISABLE=1 cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail
+	CJC_DISABLE=1 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	CJC_DISABLE=1 cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
 	expect_nvcc_runs 2
 	assertEquals "entries" 0 "$(entry_count)"
 }
 
 testReadonlyPublishesNothing() {
-	CJC_READONLY=1 cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	CJC_READONLY=1 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
 	assertEquals "entries" 0 "$(entry_count)"
-	cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail
-	CJC_READONLY=1 cjc_nvcc -c k.cu -o c.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
+	CJC_READONLY=1 cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH || fail
 	expect_nvcc_runs 2
-	assert_same_devcode b.o c.o
+	assert_same_devcode b.cubin c.cubin
 }
 
 testUnusableCacheDirectoryStillBuilds() {
 	echo "a file, not a directory" >notadir
-	CJC_DIR=$PWD/notadir cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail "build broke"
-	assertTrue "output made" "[ -s a.o ]"
-	CJC_DIR=/proc/cjc-cache cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail "build broke"
-	assertTrue "output made" "[ -s b.o ]"
+	CJC_DIR=$PWD/notadir cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail "build broke"
+	assertTrue "output made" "[ -s a.cubin ]"
+	CJC_DIR=/proc/cjc-cache cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail "build broke"
+	assertTrue "output made" "[ -s b.cubin ]"
 	assertEquals "both reasons logged" 2 "$(grep -c 'is unusable' "$CJC_LOG")"
 }
 
 testHitIntoMissingDirectoryFailsLikeNvccAndIsNoDamage() {
-	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
-	cjc_nvcc -c k.cu -o no/such/dir/b.o -arch=$ARCH 2>cjc.err
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o no/such/dir/b.cubin -arch=$ARCH 2>cjc.err
 	local got=$?
-	"$REAL_NVCC" -c k.cu -o no/such/dir/b.o -arch=$ARCH 2>/dev/null
+	"$REAL_NVCC" --cubin k.cu -o no/such/dir/b.cubin -arch=$ARCH 2>/dev/null
 	assertEquals "nvcc's exit status" "$?" "$got"
 	assertNotEquals "a failure" 0 "$got"
 	expect_stat damaged 0
@@ -77,17 +77,17 @@ testHitIntoMissingDirectoryFailsLikeNvccAndIsNoDamage() {
 }
 
 testDebugLogsToStderr() {
-	CJC_DEBUG=1 cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>err.txt || fail
+	CJC_DEBUG=1 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail
 	assertTrue "miss explained on stderr" "grep -q 'miss for k.cu' err.txt"
-	cjc_nvcc -c k.cu -o b.o -arch=$ARCH 2>err.txt || fail
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH 2>err.txt || fail
 	assertFalse "quiet without debug" "grep -q 'hit' err.txt"
 }
 
 testMalformedVariableStillBuilds() {
-	CJC_MAX_SIZE=lots cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>err.txt || fail "build broke"
-	assertTrue "output made" "[ -s a.o ]"
+	CJC_MAX_SIZE=lots cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail "build broke"
+	assertTrue "output made" "[ -s a.cubin ]"
 	assertTrue "message names the variable" "grep -q CJC_MAX_SIZE err.txt"
-	CJC_DISABLE=maybe cjc_nvcc -c k.cu -o b.o -arch=$ARCH 2>err.txt || fail "build broke"
+	CJC_DISABLE=maybe cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH 2>err.txt || fail "build broke"
 	assertTrue "message names the variable" "grep -q CJC_DISABLE err.txt"
 	assertEquals "entries" 0 "$(entry_count)"
 }
@@ -95,28 +95,28 @@ testMalformedVariableStillBuilds() {
 testMalformedConfigFileStillBuilds() {
 	mkdir -p "$CJC_DIR"
 	printf 'max_size = 1G\nthis line is wrong\n' >"$CJC_DIR/cudajitcache.conf"
-	cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>err.txt || fail "build broke"
-	assertTrue "output made" "[ -s a.o ]"
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail "build broke"
+	assertTrue "output made" "[ -s a.cubin ]"
 	assertTrue "message names the file" "grep -q 'cudajitcache.conf' err.txt"
 	printf 'max_size = huge\n' >"$CJC_DIR/cudajitcache.conf"
-	cjc_nvcc -c k.cu -o b.o -arch=$ARCH 2>err.txt || fail "build broke"
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH 2>err.txt || fail "build broke"
 	assertTrue "message names file and line" "grep -q 'cudajitcache.conf:1' err.txt"
 }
 
 testDamagedManifestIsIgnored() {
-	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
 	local m
 	for m in "$CJC_DIR"/v1/*/manifests/*/*; do
 		chmod u+w "$m"
 		printf 'garbage' | dd of="$m" bs=1 seek=20 conv=notrunc 2>/dev/null
 	done
-	cjc_nvcc -c k.cu -o b.o -arch=$ARCH || fail "build broke"
-	assert_same_devcode a.o b.o
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail "build broke"
+	assert_same_devcode a.cubin b.cubin
 	assertTrue "logged" "grep -q 'unusable manifest .*: damaged; ignored' \"$CJC_LOG\""
 }
 
 testUnknownOptionRunsUncached() {
-	cjc_nvcc -c k.cu -o a.o -arch=$ARCH --no-such-option 2>/dev/null
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH --no-such-option 2>/dev/null
 	assertNotEquals "nvcc's own error" 0 $?
 	expect_stat uncacheable 1
 	assertTrue "reason logged" "grep -q 'unknown option --no-such-option' \"$CJC_LOG\""

@@ -4,8 +4,12 @@
 # And for each miss, `cjc why` names the change that caused it.
 . "$(dirname "$0")/helpers.sh"
 
+# compile OUTPUT [ARG...]: an object, or a cubin when OUTPUT is *.cubin (a
+# third of the time: the tests whose subject is not host code use cubins).
 compile() {
-	cjc_nvcc -c k.cu -o "$1" -arch=$ARCH "${@:2}" || fail "compile of $1 failed"
+	local kind=-c
+	[ "${1##*.}" = cubin ] && kind=--cubin
+	cjc_nvcc $kind k.cu -o "$1" -arch=$ARCH "${@:2}" || fail "compile of $1 failed"
 }
 
 # expect_miss_after ACTION...: compile, do ACTION, compile again: nvcc must run.
@@ -44,12 +48,12 @@ testHostOnlyLineChangeMisses() {
 }
 
 testDefineMisses() {
-	compile a.o -DFOO=1
-	compile b.o -DFOO=2
-	compile c.o -DFOO=1
+	compile a.cubin -DFOO=1
+	compile b.cubin -DFOO=2
+	compile c.cubin -DFOO=1
 	expect_nvcc_runs 2
-	expect_why b.o "miss: -DFOO=2 added; -DFOO=1 removed"
-	expect_why c.o "hit: served from entry"
+	expect_why b.cubin "miss: -DFOO=2 added; -DFOO=1 removed"
+	expect_why c.cubin "hit: served from entry"
 }
 
 testArchListMisses() {
@@ -62,30 +66,30 @@ testArchListMisses() {
 
 testOptionsFileContentMisses() {
 	echo "-DFOO=1 -I$PWD" >opts.rsp
-	compile a.o --options-file opts.rsp
-	compile b.o --options-file opts.rsp
+	compile a.cubin --options-file opts.rsp
+	compile b.cubin --options-file opts.rsp
 	echo "-DFOO=2 -I$PWD" >opts.rsp
-	compile c.o -optf opts.rsp
+	compile c.cubin -optf opts.rsp
 	expect_nvcc_runs 2
-	expect_why c.o "-DFOO=2 added"
-	expect_why c.o "-DFOO=1 removed"
+	expect_why c.cubin "-DFOO=2 added"
+	expect_why c.cubin "-DFOO=1 removed"
 }
 
 testEachEnvironmentVariableMisses() {
 	mkdir -p empty
-	compile base.o
+	compile base.cubin
 	local n=1 var
 	for var in "NVCC_PREPEND_FLAGS=-DPRE=1" "NVCC_APPEND_FLAGS=-DAPP=1" "NVCC_CCBIN=/usr/bin/gcc" \
 		"CPATH=$PWD/empty" "C_INCLUDE_PATH=$PWD/empty" "CPLUS_INCLUDE_PATH=$PWD/empty"; do
-		env "$var" "$CJC" "$NVCC" -c k.cu -o env.o -arch=$ARCH || fail "compile with $var failed"
+		env "$var" "$CJC" "$NVCC" --cubin k.cu -o env.cubin -arch=$ARCH || fail "compile with $var failed"
 		n=$((n + 1))
 		assertEquals "a miss with $var" "$n" "$(nvcc_compiles)"
 		case $var in
-		NVCC_*_FLAGS=*) expect_why env.o "${var%%=*} set" ;; # by hash: it may hold secrets
-		*) expect_why env.o "${var%%=*} set to '${var#*=}'" ;;
+		NVCC_*_FLAGS=*) expect_why env.cubin "${var%%=*} set" ;; # by hash: it may hold secrets
+		*) expect_why env.cubin "${var%%=*} set to '${var#*=}'" ;;
 		esac
 	done
-	env NVCC_APPEND_FLAGS=-DAPP=1 "$CJC" "$NVCC" -c k.cu -o again.o -arch=$ARCH || fail
+	env NVCC_APPEND_FLAGS=-DAPP=1 "$CJC" "$NVCC" --cubin k.cu -o again.cubin -arch=$ARCH || fail
 	assertEquals "the same value again hits" "$n" "$(nvcc_compiles)"
 }
 
@@ -102,11 +106,11 @@ testOtherHostCompilerOnPathMisses() {
 }
 
 testOtherNvccVersionAtSamePathMisses() {
-	compile a.o
+	compile a.cubin
 	make_nvcc_wrapper "$NVCC" "Cuda compilation tools, release 99.9"
-	compile b.o
+	compile b.cubin
 	expect_nvcc_runs 2
-	expect_why b.o "miss: nvcc changed (version 'Cuda compilation tools, release 99.9', was 'Build cuda_"
+	expect_why b.cubin "miss: nvcc changed (version 'Cuda compilation tools, release 99.9', was 'Build cuda_"
 }
 
 testShadowingHeaderInEarlierIncludeDirMisses() {
@@ -116,13 +120,13 @@ testShadowingHeaderInEarlierIncludeDirMisses() {
 #include <shadow.h>
 __global__ void f(float *a) { a[0] = SHADOW; }
 SRC
-	cjc_nvcc -c s.cu -o a.o -Iinc1 -Iinc2 -arch=$ARCH || fail
+	cjc_nvcc --cubin s.cu -o a.cubin -Iinc1 -Iinc2 -arch=$ARCH || fail
 	echo '#define SHADOW 2.0f' >inc1/shadow.h
-	cjc_nvcc -c s.cu -o b.o -Iinc1 -Iinc2 -arch=$ARCH || fail
+	cjc_nvcc --cubin s.cu -o b.cubin -Iinc1 -Iinc2 -arch=$ARCH || fail
 	expect_nvcc_runs 2
-	expect_why b.o "miss: inc1/shadow.h is now read; inc2/shadow.h is no longer read"
-	"$REAL_NVCC" -c s.cu -o plain.o -Iinc1 -Iinc2 -arch=$ARCH
-	assert_same_devcode b.o plain.o
+	expect_why b.cubin "miss: inc1/shadow.h is now read; inc2/shadow.h is no longer read"
+	"$REAL_NVCC" --cubin s.cu -o plain.cubin -Iinc1 -Iinc2 -arch=$ARCH
+	assert_same_devcode b.cubin plain.cubin
 }
 
 testShadowingHeaderBesideSourceMisses() {
@@ -132,26 +136,26 @@ testShadowingHeaderBesideSourceMisses() {
 #include "near.h"
 __global__ void f(float *a) { a[0] = NEAR; }
 SRC
-	cjc_nvcc -c n.cu -o a.o -Iinc -arch=$ARCH || fail
+	cjc_nvcc --cubin n.cu -o a.cubin -Iinc -arch=$ARCH || fail
 	echo '#define NEAR 2.0f' >near.h
-	cjc_nvcc -c n.cu -o b.o -Iinc -arch=$ARCH || fail
+	cjc_nvcc --cubin n.cu -o b.cubin -Iinc -arch=$ARCH || fail
 	expect_nvcc_runs 2
-	expect_why b.o "miss: near.h is now read; inc/near.h is no longer read"
+	expect_why b.cubin "miss: near.h is now read; inc/near.h is no longer read"
 }
 
 testMtimeOnlyTouchHits() {
-	compile a.o
+	compile a.cubin
 	touch k.cu k.h dev.h host.h
-	compile b.o
+	compile b.cubin
 	expect_nvcc_runs 1
-	expect_why b.o "hit: served from entry"
+	expect_why b.cubin "hit: served from entry"
 }
 
 testOtherOutputPathAndTargetLabelHit() {
-	"$CJC" --target one "$NVCC" -c k.cu -o a.o -arch=$ARCH || fail
+	"$CJC" --target one "$NVCC" --cubin k.cu -o a.cubin -arch=$ARCH || fail
 	mkdir -p sub
-	"$CJC" --target two -- "$NVCC" -c k.cu -o sub/b.o -arch=$ARCH || fail
-	"$CJC" --target=three "$NVCC" -c k.cu -o sub/c.o -arch=$ARCH || fail
+	"$CJC" --target two -- "$NVCC" --cubin k.cu -o sub/b.cubin -arch=$ARCH || fail
+	"$CJC" --target=three "$NVCC" --cubin k.cu -o sub/c.cubin -arch=$ARCH || fail
 	expect_nvcc_runs 1
 	expect_stat hits 2
 	assertTrue "label recorded" "\"$CJC\" ls | grep -q ' one '"
@@ -173,21 +177,21 @@ testSameSourceFromAnotherDirectoryHitsUnlessDebugInfo() {
 }
 
 testDamagedArtifactIsRecompiledNotServed() {
-	compile a.o
+	compile a.cubin
 	local entry
 	entry=$("$CJC" ls --json | sed -n 's/.*"path": "\(.*\)".*/\1/p')
-	chmod u+w "$entry/output.o"
-	printf '\x55' | dd of="$entry/output.o" bs=1 seek=100 conv=notrunc 2>/dev/null
+	chmod u+w "$entry/output.cubin"
+	printf '\x55' | dd of="$entry/output.cubin" bs=1 seek=100 conv=notrunc 2>/dev/null
 	local before
-	before=$(sha256sum "$entry/output.o")
-	compile b.o
+	before=$(sha256sum "$entry/output.cubin")
+	compile b.cubin
 	expect_nvcc_runs 2
-	assert_same_devcode a.o b.o
+	assert_same_devcode a.cubin b.cubin
 	expect_stat damaged 1
-	assertEquals "damaged entry untouched" "$before" "$(sha256sum "$entry/output.o")"
+	assertEquals "damaged entry untouched" "$before" "$(sha256sum "$entry/output.cubin")"
 	assertTrue "stats says how to repair" "\"$CJC\" stats | grep -q 'cjc verify --fix'"
 	local key=${entry##*/}
-	expect_why b.o "miss: entry ${key:0:12} was damaged: "
+	expect_why b.cubin "miss: entry ${key:0:12} was damaged: "
 }
 
 testHeaderEditedDuringCompileIsNotPublished() {
@@ -199,13 +203,13 @@ sleep 0.05
 echo '#define EDITED 1' >>"$PWD/k.h"
 WRAP
 	chmod +x "$TEST_DIR/bin/nvcc-edits"
-	"$CJC" "$TEST_DIR/bin/nvcc-edits" -c k.cu -o a.o -arch=$ARCH || fail "build broke"
-	assertTrue "output delivered" "[ -s a.o ]"
+	"$CJC" "$TEST_DIR/bin/nvcc-edits" --cubin k.cu -o a.cubin -arch=$ARCH || fail "build broke"
+	assertTrue "output delivered" "[ -s a.cubin ]"
 	assertEquals "nothing published" 0 "$(entry_count)"
 	assertTrue "reason logged" "grep -q 'k.h changed during the compile' \"$CJC_LOG\""
-	assertTrue "and told by why" "\"$CJC\" why a.o | grep -q '^  not published: .*k.h changed during the compile'"
-	compile b.o
-	compile c.o
+	assertTrue "and told by why" "\"$CJC\" why a.cubin | grep -q '^  not published: .*k.h changed during the compile'"
+	compile b.cubin
+	compile c.cubin
 	expect_nvcc_runs 2
 }
 
@@ -213,34 +217,33 @@ WRAP
 # changed one is, even when its size and mtime are put back.
 testHashCacheRereadsOnlyChangedFiles() {
 	sleep 2.1 # older than the racy window: their hashes may be remembered
-	compile a.o
-	compile b.o
+	compile a.cubin
+	compile b.cubin
 	assertTrue "a hit reads no file: $(grep hit "$CJC_LOG")" "grep -q 'hit .* 0 files read' '$CJC_LOG'"
 	assertTrue "the first hit parses the metadata" "grep -q 'hit .* metadata parsed' '$CJC_LOG'"
-	compile b2.o
+	compile b2.cubin
 	assertTrue "a later hit recognises it by its hash" "grep -q 'hit .* metadata recognised by its hash' '$CJC_LOG'"
 	local mtime
 	mtime=$(stat -c %y k.h)
 	sed -i 's/2.0f/3.0f/' k.h
 	touch -d "$mtime" k.h
-	compile c.o
+	compile c.cubin
 	expect_nvcc_runs 2
-	devcode a.o >/dev/null && devcode c.o >/dev/null
-	assertFalse "the edit is compiled in" "cmp -s a.o.devcode c.o.devcode"
+	assertFalse "the edit is compiled in" "cmp -s a.cubin c.cubin"
 	sed -i 's/3.0f/2.0f/' k.h
 	touch -d "$mtime" k.h
-	compile d.o
+	compile d.cubin
 	expect_nvcc_runs 2
-	assert_same_devcode a.o d.o
+	assert_same_devcode a.cubin d.cubin
 }
 
 # Settled metadata is recognised by its stamp, unread (metamemo.h); edited
 # in place, even with its mtime put back, it is read, and refused.
 testMetadataRecognisedByItsStampStillCatchesAnEdit() {
-	compile a.o
+	compile a.cubin
 	sleep 2.1 # the entry older than the racy window
-	compile b.o
-	compile c.o
+	compile b.cubin
+	compile c.cubin
 	assertTrue "a settled entry is recognised unread: $(grep hit "$CJC_LOG")" \
 		"grep -q 'hit .* metadata recognised by its stamp' '$CJC_LOG'"
 	local entry mtime
@@ -249,10 +252,10 @@ testMetadataRecognisedByItsStampStillCatchesAnEdit() {
 	chmod u+w "$entry/metadata.json"
 	sed -i 's/cudajitcache.entry.v1/cudajitcache.entry.v9/' "$entry/metadata.json"
 	touch -d "$mtime" "$entry/metadata.json"
-	compile d.o
+	compile d.cubin
 	expect_nvcc_runs 2
 	expect_stat damaged 1
-	assert_same_devcode a.o d.o
+	assert_same_devcode a.cubin d.cubin
 }
 
 # For the absent-candidate tests: inc1, searched first, and inc2 holding
@@ -269,11 +272,11 @@ two_include_dirs() {
 }
 build() {
 	BUILT=$((BUILT + 1))
-	cjc_nvcc -c a.cu -o out$BUILT.o -Iinc1 -Iinc2 -arch=$ARCH || fail
+	cjc_nvcc --cubin a.cu -o out$BUILT.cubin -Iinc1 -Iinc2 -arch=$ARCH || fail
 }
 like_plain() {
-	"$REAL_NVCC" -c a.cu -o plain.o -Iinc1 -Iinc2 -arch=$ARCH
-	assert_same_devcode out$BUILT.o plain.o
+	"$REAL_NVCC" --cubin a.cu -o plain.cubin -Iinc1 -Iinc2 -arch=$ARCH
+	assert_same_devcode out$BUILT.cubin plain.cubin
 }
 
 # Absent include candidates are known absent by the stamp of their
@@ -337,7 +340,7 @@ case " \$* " in *" --version "*) exit 0 ;; esac
 echo '// edited' >>"$PWD/k.cu"
 WRAP
 	chmod +x "$TEST_DIR/bin/nvcc-edits"
-	"$CJC" "$TEST_DIR/bin/nvcc-edits" -c k.cu -o a.o -arch=$ARCH || fail "build broke"
+	"$CJC" "$TEST_DIR/bin/nvcc-edits" --cubin k.cu -o a.cubin -arch=$ARCH || fail "build broke"
 	assertEquals "nothing published" 0 "$(entry_count)"
 	assertTrue "reason logged" "grep -q 'k.cu changed during the compile' \"$CJC_LOG\""
 }
@@ -345,9 +348,9 @@ WRAP
 testSourceWrittenJustBeforeTheCompileIsPublished() {
 	local i
 	for i in 1 2 3 4 5; do
-		sed "s/2.0f/$i.0f/" k.cu >new$i.cu && cjc_nvcc -c new$i.cu -o new$i.o -arch=$ARCH || fail
+		sed "s/2.0f/$i.0f/" k.cu >new$i.cu && cjc_nvcc --cubin new$i.cu -o new$i.cubin -arch=$ARCH || fail
 	done
-	cjc_nvcc -c new1.cu -o again.o -arch=$ARCH || fail
+	cjc_nvcc --cubin new1.cu -o again.cubin -arch=$ARCH || fail
 	expect_nvcc_runs 5
 	assertTrue "all five published" "[ \$(entry_count) -eq 5 ]"
 }
@@ -368,9 +371,9 @@ testHeaderNewlyShadowingInCpathMisses() {
 	mkdir -p first second
 	echo '#define FROM_SECOND 1' >second/where.h
 	printf '#include <where.h>\n#include "k.h"\n__global__ void f(float *a) { a[0] = SCALE; }\n' >w.cu
-	CPATH=$PWD/first "$CJC" "$NVCC" -c w.cu -o w1.o -isystem second -arch=$ARCH || fail
+	CPATH=$PWD/first "$CJC" "$NVCC" --cubin w.cu -o w1.cubin -isystem second -arch=$ARCH || fail
 	echo '#define FROM_FIRST 1' >first/where.h
-	CPATH=$PWD/first "$CJC" "$NVCC" -c w.cu -o w2.o -isystem second -arch=$ARCH || fail
+	CPATH=$PWD/first "$CJC" "$NVCC" --cubin w.cu -o w2.cubin -isystem second -arch=$ARCH || fail
 	assertEquals "the shadowing header is seen" 2 "$(nvcc_compiles)"
 }
 
@@ -386,14 +389,19 @@ fake_toolkit() {
 	for f in "$real"/bin/*; do ln -s "$f" "$TEST_DIR/cuda/bin/"; done
 	rm -f "$TEST_DIR/cuda/bin/__nvcc_device_query" "$TEST_DIR/cuda/bin/nvcc"
 	ln -s "$real/bin/nvcc" "$TEST_DIR/cuda/bin/nvcc.real"
-	REAL_NVCC=$TEST_DIR/cuda/bin/nvcc.real make_nvcc_wrapper "$TEST_DIR/cuda/bin/nvcc"
+	REAL_NVCC=$TEST_DIR/cuda/bin/nvcc.real make_nvcc_wrapper "$TEST_DIR/cuda/bin/nvcc.inner"
+	# nvcc runs __nvcc_device_query through PATH: the fake toolkit's comes first.
+	printf '#!/bin/sh\nPATH=%s:$PATH exec %s "$@"\n' "$TEST_DIR/cuda/bin" \
+		"$TEST_DIR/cuda/bin/nvcc.inner" >"$TEST_DIR/cuda/bin/nvcc"
+	chmod +x "$TEST_DIR/cuda/bin/nvcc"
 	NVCC=$TEST_DIR/cuda/bin/nvcc
 }
 
 # device_query SHELL-COMMAND: what the fake toolkit's __nvcc_device_query does
 # (the real one prints the GPUs' compute capabilities: "80" or "80,90").
 device_query() {
-	printf '#!/bin/sh\n%s\n' "$1" >"$TEST_DIR/cuda/bin/__nvcc_device_query"
+	printf '#!/bin/sh\necho "query $*" >>%s\n%s\n' "$TEST_DIR/query.log" "$1" \
+		>"$TEST_DIR/cuda/bin/__nvcc_device_query"
 	chmod +x "$TEST_DIR/cuda/bin/__nvcc_device_query"
 }
 
@@ -407,6 +415,8 @@ testNativeArchIsKeyedByTheGpuItResolvesTo() {
 	cjc_nvcc --cubin k.cu -o c.cubin -arch=native || fail
 	expect_nvcc_runs 2
 	"$REAL_NVCC" --cubin k.cu -o plain90.cubin -arch=sm_90
+	assertEquals "cjc asked 3 times, nvcc twice: $(cat "$TEST_DIR/query.log")" "3 2" \
+		"$(grep -c '^query $' "$TEST_DIR/query.log") $(grep -c '^query --silent$' "$TEST_DIR/query.log")"
 	assertTrue "the cubin for the GPU now here" "cmp -s b.cubin plain90.cubin"
 	assertFalse "sm_80 and sm_90 cubins differ" "cmp -s a.cubin b.cubin"
 	assertTrue "the sm_80 entry serves sm_80" "cmp -s a.cubin c.cubin"
@@ -445,6 +455,34 @@ testHostCompilerProgramDirectoryRunsUncached() {
 	assertTrue "gcc ran the cc1plus in -B's directory" "[ -s cc1plus.log ]"
 	assertTrue "the reason logged: $(cat "$CJC_LOG")" \
 		"grep -q 'uncacheable: a host-compiler option names a program' \"$CJC_LOG\""
+}
+
+# A host compiler's identity record renamed onto another's name in ids/ (a
+# member of a group store can) is not believed: the record says which
+# compiler it was made for (identity.c).
+testAnIdentityRecordMovedToAnotherNameIsNotBelieved() {
+	mkdir hc1 hc2
+	printf '#!/bin/sh\nexec /usr/bin/gcc "$@"\n' >hc1/gcc
+	printf '#!/bin/sh\nexec /usr/bin/gcc -DV=42 "$@"\n' >hc2/gcc
+	chmod +x hc1/gcc hc2/gcc
+	printf '#ifndef V\n#define V 1\n#endif\n__global__ void set(int *p) { *p = V; }\n' >v.cu
+	# a record is believed only for files past the racy window (stamp.h)
+	# when it was made, ctime included, which touch cannot set back
+	sleep 2.1
+	PATH="$PWD/hc2:$PATH" cjc_nvcc --cubin v.cu -o two.cubin -arch=$ARCH || fail "with hc2"
+	PATH="$PWD/hc1:$PATH" cjc_nvcc --cubin v.cu -o one.cubin -arch=$ARCH || fail "with hc1"
+	local ids hc1_id hc2_id
+	ids=$(echo "$CJC_DIR"/v1/*/ids)
+	hc1_id=$(grep -lF "$PWD/hc1/gcc" "$ids"/*) && hc2_id=$(grep -lF "$PWD/hc2/gcc" "$ids"/*) ||
+		fail "the records: $(ls "$ids")"
+	mv "$hc2_id" "$hc1_id"
+	PATH="$PWD/hc1:$PATH" cjc_nvcc --cubin v.cu -o again.cubin -arch=$ARCH || fail "hc1 again"
+	PATH="$PWD/hc1:$PATH" "$REAL_NVCC" --cubin v.cu -o plain.cubin -arch=$ARCH || fail "plain"
+	expect_nvcc_runs 2
+	assertFalse "the wrappers make different cubins" "cmp -s two.cubin plain.cubin"
+	assertTrue "hc1's cubin" "cmp -s one.cubin plain.cubin"
+	assertTrue "hc1's cubin after the rename, not hc2's" "cmp -s again.cubin plain.cubin"
+	assertTrue "hc1's record made again" "grep -qF '$PWD/hc1/gcc' '$hc1_id'"
 }
 
 . "$SHUNIT2"

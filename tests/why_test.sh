@@ -31,7 +31,7 @@ testMissOfAFatbinNamesEveryChange() {
 # published; every other dependency is still hashed, so `why` names the
 # header alone (it once listed the rest as changed, with zero hashes).
 testHeaderEditedDuringTheCompileIsTheOnlyChange() {
-	cjc_nvcc -c k.cu -o a.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
 	cat >"$TEST_DIR/bin/nvcc-edits" <<WRAP
 #!/bin/sh
 "$NVCC" "\$@" || exit
@@ -39,18 +39,18 @@ case " \$* " in *" --version "*) exit 0 ;; esac
 echo '#define EDITED 1' >>"$PWD/k.h"
 WRAP
 	chmod +x "$TEST_DIR/bin/nvcc-edits"
-	"$CJC" "$TEST_DIR/bin/nvcc-edits" -c k.cu -o b.o -arch=$ARCH || fail
-	expect_why b.o "miss: k.h changed"
-	"$CJC" why b.o --json >why.json || fail
+	"$CJC" "$TEST_DIR/bin/nvcc-edits" --cubin k.cu -o b.cubin -arch=$ARCH || fail
+	expect_why b.cubin "miss: k.h changed"
+	"$CJC" why b.cubin --json >why.json || fail
 	assertEquals "one change: $(cat why.json)" 1 "$(grep -c '"kind": "dependency"' why.json)"
 	assertFalse "no zero hash" "grep -q '\"new\": \"0000000000000000' why.json"
 }
 
 testNearestEarlierEntryIsTheMostAlike() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DMODE=1 || fail
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DMODE=2 || fail
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DMODE=1 -lineinfo || fail
-	expect_why k.o "miss: -lineinfo added"
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH -DMODE=1 || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH -DMODE=2 || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH -DMODE=1 -lineinfo || fail
+	expect_why k.cubin "miss: -lineinfo added"
 }
 
 testEvictedEntryIsNamedAsTheCause() {
@@ -68,60 +68,60 @@ testUncacheableSaysWhy() {
 
 testFailedCompileIsRecorded() {
 	echo 'this is not C++' >bad.cu
-	cjc_nvcc -c bad.cu -o bad.o -arch=$ARCH 2>/dev/null
+	cjc_nvcc --cubin bad.cu -o bad.cubin -arch=$ARCH 2>/dev/null
 	expect_why bad.cu "failed: nvcc failed; nothing was cached"
 }
 
 testNothingRecorded() {
-	"$CJC" why nowhere.o 2>err.txt
+	"$CJC" why nowhere.cubin 2>err.txt
 	assertEquals "exit status" 1 $?
-	assertTrue "says so" "grep -q 'no compile of nowhere.o is recorded' err.txt"
+	assertTrue "says so" "grep -q 'no compile of nowhere.cubin is recorded' err.txt"
 	"$CJC" why 2>/dev/null
 	assertEquals "missing argument" 2 $?
 }
 
 testDamagedJournalLinesAreSkipped() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal-$(id -u)
-	printf '{"output": "%s/k.o", \n["%s/k.o"]\n\377\376 %s/k.o\n{"result": 7, "output": "%s/k.o", "changes": [{"kind": 3}]}\n' \
+	printf '{"output": "%s/k.cubin", \n["%s/k.cubin"]\n\377\376 %s/k.cubin\n{"result": 7, "output": "%s/k.cubin", "changes": [{"kind": 3}]}\n' \
 		"$PWD" "$PWD" "$PWD" "$PWD" >>"$journal"
-	"$CJC" why k.o >why.txt 2>err.txt
+	"$CJC" why k.cubin >why.txt 2>err.txt
 	assertEquals "exit status" 0 $?
 	assertTrue "counts what it skipped" "grep -q '3 damaged journal lines skipped' err.txt"
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
-	expect_why k.o "hit: served from entry"
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	expect_why k.cubin "hit: served from entry"
 }
 
 testParallelCompilesWriteWholeLines() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	local i journal=$CJC_DIR/v1/linux-$(uname -m)/journal-$(id -u)
 	for i in $(seq 1 16); do
-		cjc_nvcc -c k.cu -o "par$i.o" -arch=$ARCH &
+		cjc_nvcc --cubin k.cu -o "par$i.cubin" -arch=$ARCH &
 	done
 	wait
 	assertEquals "one line per compile" 17 "$(wc -l <"$journal")"
 	assertEquals "every line a record" 17 "$(grep -c '^{"time":.*}$' "$journal")"
-	"$CJC" why par7.o 2>err.txt | head -1 >why.txt
+	"$CJC" why par7.cubin 2>err.txt | head -1 >why.txt
 	assertTrue "found" "grep -q '^hit: served from entry' why.txt"
 	assertEquals "nothing skipped" 0 "$(wc -c <err.txt)"
 }
 
 testJournalStaysBounded() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	local journal=$CJC_DIR/v1/linux-$(uname -m)/journal-$(id -u)
 	head -c 1100000 /dev/zero | tr '\0' '\n' >>"$journal"
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	assertTrue "rotated" "[ -f '$journal.1' ]"
-	cjc_nvcc -c k.cu -o k2.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH || fail
 	assertTrue "small again" "[ \$(stat -c %s '$journal') -lt 10000 ]"
-	expect_why k.o "hit: served from entry"
+	expect_why k.cubin "hit: served from entry"
 }
 
 testReadonlyMissesAreExplainedToo() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
-	CJC_READONLY=1 cjc_nvcc -c k.cu -o k.o -arch=$ARCH -DX=1 || fail
-	expect_why k.o "miss: -DX=1 added"
-	"$CJC" why k.o >why.txt
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	CJC_READONLY=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH -DX=1 || fail
+	expect_why k.cubin "miss: -DX=1 added"
+	"$CJC" why k.cubin >why.txt
 	assertTrue "not published" "grep -q 'not published: readonly is set' why.txt"
 }
 
