@@ -7,7 +7,8 @@ Listens on 127.0.0.1:PORT (0: the kernel picks one), writes the port to
 PORTFILE once it is bound (readiness: the file appears whole, by rename),
 serves until it has run LIFETIME seconds (FAKE_LIFETIME, 120), then exits by
 itself.  Each connection's bytes sent are added to PORTFILE.sent, one line
-per connection, when it ends.  MODE:
+per connection, when it ends; each HTTP request answered is a line of
+PORTFILE.requests ("METHOD PATH").  MODE:
 
   http-huge ROOT   HTTP: GET and HEAD of /PATH serve ROOT/PATH (nginx's
                    WebDAV root, where a real machine published), but every
@@ -21,9 +22,21 @@ per connection, when it ends.  MODE:
                    one byte a second.
   http-slow        HTTP: every request is answered after FAKE_DELAY seconds
                    (0.9): GET and HEAD 404, PUT 201.
+  http-oracle      HTTP: a server that probes the client's files (issue 22,
+                   item 9).  GET of a manifest (.../m/DIRECT_KEY) is answered
+                   with a forged, unsigned one whose record names the file
+                   FAKE_SECRET (an absolute path) as a dependency, with its
+                   size and SHA-256 (as if guessed right), and FAKE_SECRET.gone
+                   as an include candidate that must be absent, under the
+                   entry key that the client computes for them
+                   (src/lib/key.c): a client that matches the record asks
+                   for .../e/THAT_KEY, telling the server the file holds
+                   what it guessed.  The key is written to PORTFILE.forged.
+                   Every other GET and HEAD is 404, PUT 201.
 
 Standard library only.
 """
+import hashlib
 import json
 import os
 import socket
@@ -47,10 +60,42 @@ def count_sent(portfile, n):
         f.write("%d\n" % n)
 
 
-def count_request(portfile):
+def count_request(portfile, method, path):
     """One line in PORTFILE.requests for each HTTP request answered."""
     with sent_lock, open(portfile + ".requests", "a") as f:
-        f.write("1\n")
+        f.write("%s %s\n" % (method, path))
+
+
+def cstr(s):
+    """What cjc_hash_str hashes: the bytes and their NUL."""
+    return s.encode() + b"\0"
+
+
+def u32str(s):
+    """What cjc_buf_add_str writes: a u32 length and the bytes."""
+    return struct.pack("<I", len(s.encode())) + s.encode()
+
+
+def oracle_manifest(direct_key):
+    """A manifest file (src/lib/manifest.h: blob "CJCM", version 1) of one
+    record: FAKE_SECRET as a dependency, FAKE_SECRET.gone as absent, under
+    the entry key cjc_key_entry gives them (an absolute path resolves to
+    nothing)."""
+    secret = os.environ["FAKE_SECRET"]
+    with open(secret, "rb") as f:
+        data = f.read()
+    sha = hashlib.sha256(data).digest()
+    absent = secret + ".gone"
+    h = hashlib.sha256(cstr("cudajitcache-entry") + cstr(direct_key))
+    h.update(cstr(secret) + cstr("") + sha)
+    h.update(cstr("absent") + cstr(absent))
+    key = h.hexdigest()
+    with open(PORTFILE + ".forged", "a") as f:
+        f.write(key + "\n")
+    record = (key.encode() + struct.pack("<I", 1) + u32str(secret) + struct.pack("<Q", len(data)) +
+              sha + struct.pack("<I", 1) + u32str(absent))
+    framed = b"CJCM" + struct.pack("<II", 1, 1) + record
+    return framed + struct.pack("<I", zlib.crc32(framed))
 
 
 def huge_record(data):
@@ -102,9 +147,13 @@ class Http(BaseHTTPRequestHandler):
             self.sent += len(body)
 
     def do_GET(self):
-        count_request(PORTFILE)
+        count_request(PORTFILE, self.command, self.path)
         if MODE == "http-slow":
             time.sleep(DELAY)
+            return self.answer(404)
+        if MODE == "http-oracle":
+            if "/m/" in self.path and self.command == "GET":
+                return self.answer(200, oracle_manifest(self.path.rsplit("/", 1)[1]))
             return self.answer(404)
         if "/c/" in self.path:
             return self.answer(200, length=HUGE, stream=True)
@@ -118,7 +167,7 @@ class Http(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_PUT(self):
-        count_request(PORTFILE)
+        count_request(PORTFILE, self.command, self.path)
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         if MODE == "http-slow":
             time.sleep(DELAY)

@@ -3,8 +3,9 @@
 # tests/jit/jit_cli.c and jit_threads_test.c: a hit returns the bytes
 # `nvcc --cubin` makes without compiling, every option and setting is in the
 # key, damaged entries are recompiled and left alone, the store's races
-# (8 processes, a killed writer, 16 threads, fork) hold, and the settings
-# resolve DeepJIT's way.
+# (8 processes, a killed writer, 16 threads, fork) hold, the settings
+# resolve DeepJIT's way, and a miss works in a private directory that no
+# other user can reach (docs/trust.md), as a second user tries.
 
 . "$(dirname "$0")/helpers.sh"
 : "${CJC_JIT_CLI:?set CJC_JIT_CLI to build/tests/jit_cli}"
@@ -44,21 +45,88 @@ entry_dir() {
 	echo "$CJC_DIR"/v1/*/entries/"${1:0:2}"/"$1"
 }
 
+# make_spy_nvcc: $TEST_DIR/bin/nvcc-spy, an nvcc that writes to
+# $TEST_DIR/spy, for each compile, the mode, owner and path of its TMPDIR,
+# and the sources it was given.
+make_spy_nvcc() {
+	cat >"$TEST_DIR/bin/nvcc-spy" <<WRAP
+#!/bin/sh
+case " \$* " in *" --version "*) ;; *)
+	stat -c '%a %u %n' "\$TMPDIR" >>"$TEST_DIR/spy"
+	for a; do case \$a in *.cu) echo "source \$a" >>"$TEST_DIR/spy" ;; esac; done ;;
+esac
+exec "$NVCC" "\$@"
+WRAP
+	chmod +x "$TEST_DIR/bin/nvcc-spy"
+}
+
+# The miss works in a directory of its own under TMPDIR (0700, the caller's,
+# gone when the call returns), not in the store; where that was is in no
+# key, so a copy of the store hits.
 testAHitSkipsTheCompileAndReturnsNvccsCubin() {
 	write_kernel
-	local first second
-	first=$(jit --out a.cubin kernel.cu -I"$PWD/inc") || fail "miss"
-	second=$(jit --out b.cubin kernel.cu -I"$PWD/inc") || fail "hit"
+	make_spy_nvcc
+	mkdir "$TEST_DIR/tmp"
+	local spy=$TEST_DIR/bin/nvcc-spy first second copied mode owner private source
+	first=$(JIT_NVCC=$spy TMPDIR=$TEST_DIR/tmp jit --out a.cubin kernel.cu -I"$PWD/inc") || fail "miss"
+	second=$(JIT_NVCC=$spy jit --out b.cubin kernel.cu -I"$PWD/inc") || fail "hit"
+	cp -a "$CJC_DIR" "$TEST_DIR/copy"
+	copied=$(JIT_NVCC=$spy CJC_DIR=$TEST_DIR/copy jit --out c.cubin kernel.cu -I"$PWD/inc") ||
+		fail "copy"
 	assertEquals "miss ${first#miss }" "$first"
 	assertEquals "hit ${first#miss }" "$second"
+	assertEquals "a copy of the store hits" "hit ${first#miss }" "$copied"
 	expect_nvcc_runs 1
-	local src
-	src=$(ls "$CJC_DIR"/jit-sources/*/*/kernel.cu)
-	"$REAL_NVCC" --cubin -arch=$ARCH -I"$PWD/inc" "$src" -o nvcc.cubin || fail "nvcc"
+	read -r mode owner private <"$TEST_DIR/spy"
+	source=$(sed -n 's/^source //p' "$TEST_DIR/spy")
+	assertEquals "the private directory's mode" 700 "$mode"
+	assertEquals "and owner" "$(id -u)" "$owner"
+	assertEquals "in TMPDIR" "$(readlink -f "$TEST_DIR/tmp")" "$(dirname "$private")"
+	assertEquals "the source is in it" "$private/" "${source%"${source#"$private/"}"}"
+	assertFalse "it is gone after the call" "[ -e '$private' ]"
+	assertEquals "and nothing is left in TMPDIR" "" "$(ls -A "$TEST_DIR/tmp")"
+	assertFalse "nothing in the store but the store" "[ -e '$CJC_DIR/jit-sources' ]"
+	"$REAL_NVCC" --cubin -arch=$ARCH -I"$PWD/inc" kernel.cu -o nvcc.cubin || fail "nvcc"
 	assertTrue "the miss returns nvcc's bytes" "cmp -s a.cubin nvcc.cubin"
 	assertTrue "the hit returns nvcc's bytes" "cmp -s b.cubin nvcc.cubin"
+	assertTrue "and the copy's" "cmp -s c.cubin nvcc.cubin"
 	expect_stat hits 1
 	expect_stat misses 1
+}
+
+# A member of a group store (2775, umask 002) plants jit-sources in its root,
+# a link to a directory of hers with a tile.h where the old layout put the
+# source (the first place #include "tile.h" looks), and root's TMPDIR is
+# that directory too.  Root's compile returns what nvcc makes of root's code
+# and writes nothing there: nothing is created or removed in any directory
+# of hers (their mtimes and ctimes hold).
+testAMemberCannotReachAJitCompile() {
+	local member=cjc-member2 group=cjc-team
+	if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! command -v useradd >/dev/null; then
+		startSkipping
+		return
+	fi
+	getent group $group >/dev/null || groupadd $group || getent group $group >/dev/null || fail "group"
+	id -u $member >/dev/null 2>&1 || useradd -M -N -s /usr/sbin/nologin -g $group $member ||
+		id -u $member >/dev/null 2>&1 || fail "user"
+	write_kernel
+	chmod 755 "$TEST_DIR"
+	mkdir -p "$CJC_DIR" "$TEST_DIR/hers" && chgrp $group "$CJC_DIR" && chmod 2775 "$CJC_DIR" &&
+		chown $member "$TEST_DIR/hers" || fail "the store"
+	local h
+	h=$({ printf 'kernel.cu\0'; cat kernel.cu; printf '\0'; } | sha256sum | cut -c1-64)
+	setpriv --reuid=$member --regid="$(id -g $member)" --init-groups sh -c '
+		mkdir -p "$1/$2" && echo "#define FACTOR 666.0f" >"$1/$2/tile.h" &&
+		chmod -R a+rwx "$1" && ln -s "$1" "$3/jit-sources"' sh "$TEST_DIR/hers" "${h:0:2}/$h" \
+		"$CJC_DIR" || fail "the member cannot plant"
+	local before
+	before=$(find "$TEST_DIR/hers" -printf '%p %T@ %C@\n')
+	(umask 002 && CJC_UMASK=002 TMPDIR=$TEST_DIR/hers jit --out a.cubin kernel.cu -I"$PWD/inc") \
+		>/dev/null || fail "the compile"
+	"$REAL_NVCC" --cubin -arch=$ARCH -I"$PWD/inc" kernel.cu -o nvcc.cubin || fail "nvcc"
+	assertTrue "root gets nvcc's cubin of root's code" "cmp -s a.cubin nvcc.cubin"
+	assertEquals "nothing written in her directory" "$before" \
+		"$(find "$TEST_DIR/hers" -printf '%p %T@ %C@\n')"
 }
 
 testTheEntryIsAnOrdinaryEntry() {

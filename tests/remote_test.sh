@@ -31,11 +31,12 @@ oneTimeSetUp() {
 		openssl pkey -in "$SUITE_DIR/other.pem" -pubout -out "$SUITE_DIR/other.pub" || exit 1
 	# The template: what machine A compiled, signed; uploaded where a case needs it.
 	CJC_DIR="$SUITE_DIR/template" CJC_SIGN_KEY="$SUITE_DIR/sign.pem" NVCC_LOG=/dev/null \
-		"$CJC" "$NVCC" -c k.cu -o a.o -arch=$ARCH || exit 1
+		"$CJC" "$NVCC" --cubin k.cu -o a.cubin -arch=$ARCH || exit 1
 }
 
 oneTimeTearDown() {
 	servers_stop_all
+	rm_others_dir
 	rm -rf "$SUITE_DIR"
 }
 
@@ -57,7 +58,7 @@ on() {
 
 # compile_on MACHINE: the suite's compile through the cache on MACHINE.
 compile_on() {
-	on "$1" "$CJC" "$NVCC" -c k.cu -o "$CASE/$1.o" -arch=$ARCH 2>"$CASE/$1.err"
+	on "$1" "$CJC" "$NVCC" --cubin k.cu -o "$CASE/$1.cubin" -arch=$ARCH 2>"$CASE/$1.err"
 }
 
 remote_stat() {
@@ -78,7 +79,7 @@ expect_shared() {
 	assertEquals "B compiled nothing" 1 "$(nvcc_compiles)"
 	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
 	assertEquals "B's hits" 1 "$(remote_stat B hits)"
-	assertTrue "B got A's bytes" "cmp -s '$CASE/A.o' '$CASE/B.o'"
+	assertTrue "B got A's bytes" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
 	assertTrue "B's store verifies" "on B '$CJC' verify >/dev/null"
 }
 
@@ -134,7 +135,7 @@ testShardsSpreadKeysOverServers() {
 	ln -sf "$REDIS_SOCKET" s1.sock && ln -sf "$second" s2.sock
 	expect_shared "redis+unix://:$REDIS_PASSWORD@*|shards=s1.sock,s2.sock"
 	for i in 1 2 3; do # more keys: 4 manifests, 4 records, artifacts
-		on A "$CJC" "$NVCC" -c k.cu -o "$CASE/v$i.o" -arch=$ARCH -DVARIANT=$i
+		on A "$CJC" "$NVCC" --cubin k.cu -o "$CASE/v$i.cubin" -arch=$ARCH -DVARIANT=$i
 	done
 	rm -f s1.sock s2.sock
 	local one two
@@ -161,7 +162,7 @@ testEveryDamagedValueIsAMissNeverServed() {
 			compile_on B || fail "$how $key: the build failed"
 			assertEquals "$how $key: compiled" 1 "$(nvcc_compiles)"
 			assertEquals "$how $key: no hit" 0 "$(remote_stat B remote_hits)"
-			assert_same_devcode "$SUITE_DIR/src/a.o" "$CASE/B.o"
+			assert_same_devcode "$SUITE_DIR/src/a.cubin" "$CASE/B.cubin"
 			assertTrue "$how $key: store verifies" "on B '$CJC' verify >/dev/null"
 			redis_cli FLUSHALL >/dev/null
 		done
@@ -211,7 +212,7 @@ exec "$NVCC" "\$@"
 WRAP
 	chmod +x "$CASE/nvcc"
 	export CJC_REMOTE=$REDIS_URL
-	on A "$CJC" "$CASE/nvcc" -c k.cu -o "$CASE/A.o" -arch=$ARCH || fail "the build failed"
+	on A "$CJC" "$CASE/nvcc" --cubin k.cu -o "$CASE/A.cubin" -arch=$ARCH || fail "the build failed"
 	assertEquals "only the wrapper's own connection" 1 "$(grep -c 'cmd=client' "$CASE/clients")"
 	assertEquals "no other" 1 "$(grep -c . "$CASE/clients")"
 	assertEquals "and the miss was published after" 1 "$(redis_cli --raw KEYS 'cjc/*/e/*' | grep -c .)"
@@ -245,7 +246,7 @@ testServerDyingMidTransferIsAnError() {
 		compile_on $kind || fail "$kind: the build failed"
 		assertEquals "$kind: an error" 1 "$(remote_stat $kind remote_errors)"
 		assertEquals "$kind: no hit" 0 "$(remote_stat $kind remote_hits)"
-		assert_same_devcode "$SUITE_DIR/src/a.o" "$CASE/$kind.o"
+		assert_same_devcode "$SUITE_DIR/src/a.cubin" "$CASE/$kind.cubin"
 		kill_server partial
 	done
 }
@@ -264,14 +265,14 @@ grep -q 'CJC_SANITIZE:BOOL=ON' "${CJC_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2
 # generous bound (60 s) should cjc hang.
 bounded_compile() {
 	(ulimit -v $MEMORY && CJC_DIR="$CASE/$1" exec timeout -s KILL 60 \
-		"$CJC" "$NVCC" -c k.cu -o "$CASE/$1.o" -arch=$ARCH) 2>"$CASE/$1.err"
+		"$CJC" "$NVCC" --cubin k.cu -o "$CASE/$1.cubin" -arch=$ARCH) 2>"$CASE/$1.err"
 }
 
 # expect_compiled MACHINE STATUS: the build succeeded with nvcc's device code.
 expect_compiled() {
 	assertEquals "$1: the build's status ($(tail -2 "$CASE/$1.err"))" 0 "$2"
 	assertEquals "$1: compiled" 1 "$(nvcc_compiles)"
-	assert_same_devcode "$SUITE_DIR/src/a.o" "$CASE/$1.o"
+	assert_same_devcode "$SUITE_DIR/src/a.cubin" "$CASE/$1.cubin"
 }
 
 # What the fake server saw, all connections together (it counts; no clock
@@ -335,6 +336,31 @@ testSlowServerCostsOneTimeoutPerCompile() {
 	assertTrue "the server answered $(fake_requests) requests" "[ $(fake_requests) -le 2 ]"
 }
 
+# A server that probes this machine's files (issue 22, item 9): its forged
+# manifest names a file outside the project as a dependency, with the size
+# and SHA-256 it guesses, and a name beside it as absent, under the entry
+# key the client computes for them; a client that matched it would ask for
+# that key's record.  With trusted_keys, an unsigned manifest is a miss
+# and nothing it names is looked at: the manifest is the only request, and
+# the file is nowhere in the store (no hash of it remembered).
+testUnsignedManifestProbesNoFile() {
+	echo "a secret" >"$CASE/secret"
+	FAKE_SECRET=$CASE/secret start_fake "$CASE/fake" http-oracle || fail "fake server"
+	export CJC_REMOTE="http://127.0.0.1:$FAKE_PORT/cache|read-only"
+	export CJC_TRUSTED_KEYS="$SUITE_DIR/trusted.pem"
+	on B "$CJC" "$NVCC" --cubin k.cu -o "$CASE/B.cubin" -arch=$ARCH 2>"$CASE/B.err"
+	assertEquals "the build's status ($(tail -2 "$CASE/B.err"))" 0 $?
+	kill_server fake
+	local requests=$CASE/fake/port.requests
+	assertEquals "compiled" 1 "$(nvcc_compiles)"
+	assertTrue "a forged manifest was served" "[ -s '$CASE/fake/port.forged' ]"
+	assertEquals "one request: $(cat "$requests")" 1 "$(grep -c . "$requests")"
+	assertTrue "for the manifest" "grep -q '^GET /cache/v1/[^/]*/m/' '$requests'"
+	assertFalse "none for the forged record's key" "grep -qFf '$CASE/fake/port.forged' '$requests'"
+	assertFalse "the file is nowhere in the store" "grep -rqF '$CASE/secret' '$CASE/B'"
+	assertEquals "the manifest counted untrusted" 1 "$(remote_stat B untrusted)"
+}
+
 testRefusedConnectionIsAnErrorAndTheBuildGoesOn() {
 	export CJC_REMOTE="redis://127.0.0.1:1 http://127.0.0.1:1/cache"
 	compile_on A || fail "the build failed"
@@ -371,10 +397,10 @@ testMalformedUrlNamesTheSettingAndCompiles() {
 testEveryArtifactOfAnEntryIsSent() {
 	printf '#warning "a warning to replay"\n__global__ void w(int *p) { *p = 2; }\n' >warn.cu
 	export CJC_REMOTE=$REDIS_URL
-	on A "$CJC" "$NVCC" -c warn.cu -o "$CASE/A.o" -arch=$ARCH 2>"$CASE/A.err" || fail "A"
+	on A "$CJC" "$NVCC" --cubin warn.cu -o "$CASE/A.cubin" -arch=$ARCH 2>"$CASE/A.err" || fail "A"
 	assertContains "$(cat "$CASE/A.err")" "a warning to replay"
 	assertEquals "two artifacts on the server" 2 "$(redis_cli --raw KEYS 'cjc/*/c/*' | grep -c .)"
-	on B "$CJC" "$NVCC" -c warn.cu -o "$CASE/B.o" -arch=$ARCH 2>"$CASE/B.err" || fail "B"
+	on B "$CJC" "$NVCC" --cubin warn.cu -o "$CASE/B.cubin" -arch=$ARCH 2>"$CASE/B.err" || fail "B"
 	assertEquals "B hit" 1 "$(remote_stat B remote_hits)"
 	assertContains "the warning replayed" "$(cat "$CASE/B.err")" "a warning to replay"
 	rm -f warn.cu
@@ -415,7 +441,7 @@ testReadOnlyStoreIsNeverWritten() {
 }
 
 testUntrustedEntriesAreMisses() {
-	upload_template # signed by sign.pem
+	CJC_SIGN_KEY="$SUITE_DIR/sign.pem" upload_template # entry and manifest signed by sign.pem
 	export CJC_REMOTE=$REDIS_URL CJC_TRUSTED_KEYS="$SUITE_DIR/other.pub"
 	compile_on B
 	assertEquals "compiled" 1 "$(nvcc_compiles)"
@@ -449,7 +475,7 @@ testKeyThatCannotSignPublishesUnsigned() {
 
 testForgedSignatureIsDamageToVerify() {
 	export CJC_REMOTE=$REDIS_URL CJC_TRUSTED_KEYS="$SUITE_DIR/trusted.pem"
-	upload_template
+	CJC_SIGN_KEY="$SUITE_DIR/sign.pem" upload_template
 	compile_on B
 	local sig
 	sig=$(echo "$CASE"/B/v1/*/entries/*/*/metadata.sig)
@@ -465,7 +491,10 @@ testSecretsAppearNowhere() {
 	export CJC_REMOTE="$REDIS_URL $NGINX_BEARER_URL|bearer-token-file=$NGINX_TOKEN_FILE"
 	export CJC_SIGN_KEY="$SUITE_DIR/sign.pem" CJC_DEBUG=1
 	compile_on A 2>>"$CASE/A.err"
-	compile_on B 2>>"$CASE/B.err"
+	# A, with no trusted_keys, signed its manifest with its own key: B, who
+	# trusts that key, is served through it
+	CJC_TRUSTED_KEYS="$SUITE_DIR/trusted.pem" compile_on B 2>>"$CASE/B.err"
+	assertEquals "B hit through A's signed manifest" 1 "$(remote_stat B remote_hits)"
 	on A "$CJC" config >"$CASE/config.txt"
 	on A "$CJC" config --json >>"$CASE/config.txt"
 	on A "$CJC" stats >>"$CASE/config.txt"
@@ -496,7 +525,74 @@ testUploadSeedsAnotherMachine() {
 	assertContains "$out" "1 now held"
 	compile_on B
 	assertEquals "no compile" 0 "$(nvcc_compiles)"
-	assertTrue "same bytes" "cmp -s '$SUITE_DIR/src/a.o' '$CASE/B.o'"
+	assertTrue "same bytes" "cmp -s '$SUITE_DIR/src/a.cubin' '$CASE/B.cubin'"
+}
+
+# --- Local entries another user wrote (docs/trust.md) -----------------------
+# As tests/shared_test.sh does: the member cjc-member2 of group cjc-team
+# (made here too, once, with useradd) publishes into a group store that
+# root uses.  trusted_keys covers local entries she wrote as it does remote
+# ones: an unsigned one is a miss counted as untrusted, a signed one a hit.
+
+MEMBER=cjc-member2
+GROUP=cjc-team
+
+# member_ready: the member exists and OTHERS_DIR too; false (with a reason)
+# where this suite cannot act as another user.
+member_ready() {
+	[ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && command -v useradd >/dev/null ||
+		{ echo "not root, or no setpriv or useradd: cannot act as another user" >&2; return 1; }
+	getent group "$GROUP" >/dev/null || groupadd "$GROUP" || getent group "$GROUP" >/dev/null ||
+		return 1
+	id -u "$MEMBER" >/dev/null 2>&1 || useradd -M -N -s /usr/sbin/nologin -g "$GROUP" "$MEMBER" ||
+		id -u "$MEMBER" >/dev/null 2>&1 || return 1
+	[ -n "${OTHERS_DIR:-}" ] || use_others_dir
+}
+
+# as_member CMD...: CMD as the member, with her own groups.
+as_member() {
+	setpriv --reuid="$MEMBER" --regid="$(id -g "$MEMBER")" --init-groups "$@"
+}
+
+testLocalEntryAnotherUserWroteNeedsATrustedSignature() {
+	member_ready || { startSkipping; return; }
+	# a group store, sources, nvcc and logs that both reach at the same paths
+	local work
+	work=$(mktemp -d "$OTHERS_DIR/work.XXXXXX") && chmod 755 "$work" &&
+		mkdir -p "$work/store" "$work/src" "$work/bin" && chmod 777 "$work/src" &&
+		chgrp "$GROUP" "$work/store" && chmod 2775 "$work/store" || fail "the work directory"
+	cp k.cu k.h dev.h host.h "$work/src" && make_nvcc_wrapper "$work/bin/nvcc" &&
+		touch "$work/nvcc.log" "$work/member.log" && chmod 666 "$work/nvcc.log" "$work/member.log" &&
+		install -m 600 -o "$MEMBER" "$SUITE_DIR/sign.pem" "$work/member.pem" || fail "the files"
+	cd "$work/src" || fail "cd"
+	export CJC_DIR=$work/store CJC_UMASK=002 NVCC_LOG=$work/nvcc.log
+	CJC_LOG=$work/member.log as_member "$OTHERS_CJC" "$work/bin/nvcc" --cubin k.cu -o m1.cubin \
+		-arch=$ARCH -DV=1 || fail "the member's compile"
+	"$CJC" "$work/bin/nvcc" --cubin k.cu -o r0.cubin -arch=$ARCH -DV=1 || fail "root's compile"
+	assertEquals "without trusted_keys, as before: served" 1 "$(nvcc_compiles)"
+	export CJC_TRUSTED_KEYS="$SUITE_DIR/trusted.pem"
+	"$CJC" "$work/bin/nvcc" --cubin k.cu -o r1.cubin -arch=$ARCH -DV=1 || fail "root's compile"
+	assertEquals "her unsigned entry is not served" 2 "$(nvcc_compiles)"
+	expect_stat untrusted 1
+	assert_same_devcode m1.cubin r1.cubin
+	CJC_LOG=$work/member.log CJC_SIGN_KEY=$work/member.pem as_member "$OTHERS_CJC" \
+		"$work/bin/nvcc" --cubin k.cu -o m2.cubin -arch=$ARCH -DV=2 || fail "the member's compile"
+	"$CJC" "$work/bin/nvcc" --cubin k.cu -o r2.cubin -arch=$ARCH -DV=2 || fail "root's compile"
+	assertEquals "her signed entry is served" 3 "$(nvcc_compiles)"
+	expect_stat untrusted 1
+	assertTrue "the same bytes" "cmp -s m2.cubin r2.cubin"
+	assertEquals "verify names the one not served" 1 \
+		"$("$CJC" verify --json | jq .signatures.not_served)"
+	# audit runs nothing an entry of hers records unless a trusted key signed it
+	"$CJC" audit all --json >"$work/audit.json"
+	assertEquals "her signed entry rebuilt: $(cat "$work/audit.json")" 1 \
+		"$(jq .reproducible "$work/audit.json")"
+	assertEquals "her unsigned one not" 1 "$(jq '[.entries[] | select(.status == "cannot rebuild")
+		| select(.details[] | test("written by uid [0-9]+, not you or root"))] | length' "$work/audit.json")"
+	unset CJC_TRUSTED_KEYS
+	"$CJC" audit all --json >"$work/audit.json"
+	assertEquals "without trusted_keys, neither" 2 "$(jq .cannot_rebuild "$work/audit.json")"
+	cd "$SUITE_DIR/src" && unset CJC_DIR CJC_UMASK
 }
 
 . "$SHUNIT2"

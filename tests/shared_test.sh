@@ -1,6 +1,8 @@
 #!/bin/bash
 # shared_test.sh - docs/store.md and docs/remote.md: a store shared by a
-# group holds against the other people who can reach it.  Nobody waits on
+# group holds against the other people who can reach it.  Nobody writes
+# outside it: a member who replaces each new staging directory with a link,
+# as fast as inotify lets her, redirects none of root's writes.  Nobody waits on
 # anyone: a lock held by a user outside the group hangs no compile.  Nobody
 # switches eviction off: FIFOs, directories or held locks planted at the
 # eviction locks by a member leave the store under max_size.  A password in
@@ -128,6 +130,74 @@ bounded() {
 compile_limited() {
 	CJC_MAX_SIZE=1K bounded "$1" "$CJC" "$NVCC" -c k.cu -o "$1.o" -arch=$ARCH -DV="$2"
 	assertTrue "$1: the object" "[ -s '$1.o' ]"
+}
+
+# --- 3. nobody writes outside the store -----------------------------------
+
+# member_python: a python3 the member can run (the one on root's PATH may be
+# under /root); fails when there is none.
+member_python() {
+	local p
+	for p in /usr/bin/python3 /usr/local/bin/python3 "$(command -v python3)"; do
+		[ -x "$p" ] && as "$MEMBER" "$p" -c '' 2>/dev/null && echo "$p" && return 0
+	done
+	return 1
+}
+
+# race_staging PYTHON DIR: the member watches staging/ with inotify and, for
+# each new s.* directory, renames it away and plants a link to DIR in its
+# place, a few microseconds after the mkdir.  Returns once the watch is set:
+# the attacker says so on a pipe.  stop_holder ends it.
+race_staging() {
+	local said=
+	exec {HOLDER_FD}< <(exec setpriv --reuid="$MEMBER" --regid="$(id -g "$MEMBER")" --init-groups \
+		"$1" -c '
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+if fd < 0 or libc.inotify_add_watch(fd, os.fsencode(sys.argv[1]), 0x100) < 0:  # IN_CREATE
+    sys.exit("inotify: " + os.strerror(ctypes.get_errno()))
+os.chdir(sys.argv[1])
+target = sys.argv[2]
+print("watching", flush=True)
+while True:
+    events = os.read(fd, 65536)
+    i = 0
+    while i < len(events):
+        wd, mask, cookie, length = struct.unpack_from("=iIII", events, i)
+        name = events[i + 16:i + 16 + length].split(b"\0", 1)[0]
+        i += 16 + length
+        if mask & 0x40000000 and name.startswith(b"s."):  # IN_ISDIR
+            try:
+                os.rename(name, b"away." + name)
+                os.symlink(target, name)
+            except OSError:
+                pass' "$(ns)/staging" "$2")
+	HOLDER=$!
+	read -r -t 60 -u "$HOLDER_FD" said
+	assertEquals "$MEMBER watches staging/" watching "$said"
+}
+
+# The race is real: the link may land before root opens its staging
+# directory, after, or not at all; whichever, nothing lands in root's
+# directory and every compile succeeds.
+testAMemberRacingStagingRedirectsNoWrite() {
+	group_store
+	local python private=$TEST_DIR/root-only i
+	if ! python=$(member_python); then
+		echo "no python3 that $MEMBER can run: skipped" >&2
+		startSkipping
+		return
+	fi
+	mkdir -m 700 "$private" || fail "the root-only directory"
+	race_staging "$python" "$private"
+	for i in 1 2 3; do
+		"$CJC" "$NVCC" --cubin k.cu -o "k$i.cubin" -arch=$ARCH -DV=$i 2>"err$i.txt"
+		assertEquals "compile $i succeeds: $(cat "err$i.txt")" 0 $?
+		assertTrue "compile $i: its cubin" "[ -s k$i.cubin ]"
+	done
+	stop_holder
+	assertEquals "nothing written in root's directory" "" "$(ls -A "$private")"
 }
 
 # --- 5. nobody waits on anyone ---------------------------------------------

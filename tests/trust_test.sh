@@ -1,11 +1,13 @@
 #!/bin/bash
 # trust_test.sh - docs/store.md, trust beyond planted files (hostile_test.sh): settings
-# from a store's config, bytes that are not UTF-8, secrets, symbolic links in
-# the layout and at the output, a store the user cannot write, labels with
-# control characters, and what gc reclaims.
+# from a store's config, memos a member forged (identity, hash and absence
+# records), bytes that are not UTF-8, secrets, symbolic links in the layout
+# and at the output, a store the user cannot write, labels with control
+# characters, and what gc reclaims.
 
 . "$(dirname "$0")/helpers.sh"
 command -v setpriv >/dev/null || { echo "setpriv not found: skipping" >&2; exit 125; }
+command -v python3 >/dev/null || { echo "python3 not found: skipping" >&2; exit 125; }
 
 ns() { echo "$CJC_DIR"/v1/*; }
 
@@ -33,6 +35,101 @@ testStoreConfigOfAnotherUserDirectsNoWrite() {
 	chmod 644 "$CJC_DIR/cudajitcache.conf"
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>err.txt || fail
 	assertTrue "a trusted file is honoured" "[ -s private/x.log ] && [ ! -s err.txt ]"
+}
+
+# forge KIND ARGS...: writes a memo as a member of the store would (blob.h:
+# magic, payload, CRC-32) and prints its path; the caller gives it away.
+#   identity NVCC REALPATH  nvcc's record in ids/, naming REALPATH, stamping
+#                           no file (so it always holds)
+#   hash SRC SHA PATH...    SRC's hash cache: each PATH hashed to SHA, as of
+#                           its stamp now
+#   absent SRC PATH...      SRC's hash cache: no file at each PATH, as of its
+#                           directory's stamp now
+# Records are taken far in the future: every stamp in them is settled.
+forge() {
+	python3 - "$(ns)" "$@" <<'PY'
+import hashlib, os, struct, sys, zlib
+ns, kind, *args = sys.argv[1:]
+cwd = os.getcwd()
+def text(t):
+    return struct.pack('<I', len(t.encode())) + t.encode()
+def stamp(p):
+    st = os.stat(p)
+    return struct.pack('<5Q', st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+late = struct.pack('<Q', 1 << 62)
+if kind == 'identity':
+    name = 'ids/' + hashlib.sha256(b'nvcc\0' + args[0].encode() + b'\0').hexdigest()[:40]
+    magic = b'CJI3'  # made for nvcc at NVCC, as identity.c's records say
+    payload = late + text('nvcc') + text(args[0]) + text(args[1]) + text('forged') + text('f' * 64) \
+        + struct.pack('<I', 0)
+else:
+    tu = hashlib.sha256((cwd + '\0' + args[0]).encode()).hexdigest()
+    name = 'hashes/%s/%s' % (tu[:2], tu)
+    paths = args[2:] if kind == 'hash' else args[1:]
+    records = b''
+    for p in paths:
+        if kind == 'hash':
+            records += text(p) + struct.pack('<I', 0) + stamp(p) + late + bytes.fromhex(args[1])
+        else:
+            records += text(p) + struct.pack('<I', 1) + stamp(os.path.dirname(p)) + late
+    magic = b'CJCF'
+    payload = struct.pack('<II', 2, len(paths)) + records
+path = os.path.join(ns, name)
+os.makedirs(os.path.dirname(path), exist_ok=True)
+with open(path, 'wb') as f:
+    f.write(magic + payload + struct.pack('<I', zlib.crc32(magic + payload)))
+print(path)
+PY
+}
+
+# Issue 22, 1: a member sets keep_sass in the store's config and rewrites
+# nvcc's identity record to name a directory with a cuobjdump of theirs.
+testAMembersIdentityRecordAndKeepSassRunNothing() {
+	"$CJC" stats --zero >/dev/null || fail "the namespace"
+	mkdir planted && printf '#!/bin/sh\ntouch "%s/ran"\n' "$PWD" >planted/cuobjdump &&
+		chmod 755 planted/cuobjdump || fail "the member's program"
+	printf 'keep_sass = true\n' >"$CJC_DIR/cudajitcache.conf"
+	chown nobody "$CJC_DIR/cudajitcache.conf" "$(forge identity "$NVCC" "$PWD/planted/nvcc")" ||
+		fail "the member's files"
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt || fail "the compile"
+	assertTrue "the output" "[ -s k.cubin ]"
+	assertFalse "root's miss ran the member's cuobjdump" "[ -e ran ]"
+	assertTrue "keep_sass refused, named with its file: $(cat err.txt)" \
+		"grep -q 'cudajitcache.conf:1: ignoring keep_sass' err.txt"
+	# a record of root's own that names another realpath names no program either
+	rm -f ran && forge identity "$NVCC" "$PWD/planted/nvcc" >/dev/null
+	CJC_KEEP_SASS=1 cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH -DV=2 2>err.txt || fail
+	assertTrue "the output" "[ -s k2.cubin ]"
+	assertFalse "nor with your own keep_sass: $(cat err.txt)" "[ -e ran ]"
+	expect_nvcc_runs 2
+}
+
+# Issue 22, 4: a hash record with the edited source's stamp and the old
+# content's SHA-256, owned by a member.
+testAMembersHashRecordGivesNoWrongHit() {
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail "the first compile"
+	local sha
+	sha=$(sha256sum k.cu | cut -d' ' -f1)
+	sed -i 's/SCALE + DEVICE_OFFSET/SCALE - DEVICE_OFFSET/' k.cu # other code, the same size
+	chown nobody "$(forge hash k.cu "$sha" k.cu "$PWD/k.cu")" || fail "the member's record"
+	cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH || fail
+	expect_nvcc_runs 2
+	assertFalse "the old output served for the edited source" "cmp -s k.cubin k2.cubin"
+}
+
+# Issue 22, 4: an absence record for a header created since, earlier in the
+# include path, owned by a member.
+testAMembersAbsenceRecordGivesNoWrongHit() {
+	mkdir first second
+	echo '#define VALUE 1.0f' >second/v.h
+	printf '#include <v.h>\n__global__ void set(float *p) { *p = VALUE; }\n' >v.cu
+	sleep 0.02 # past the tick they were written in: the first compile publishes
+	cjc_nvcc --cubin v.cu -o v.cubin -arch=$ARCH -Ifirst -Isecond || fail "the first compile"
+	echo '#define VALUE 2.0f' >first/v.h
+	chown nobody "$(forge absent v.cu first/v.h "$PWD/first/v.h")" || fail "the member's record"
+	cjc_nvcc --cubin v.cu -o v2.cubin -arch=$ARCH -Ifirst -Isecond || fail
+	expect_nvcc_runs 2
+	assertFalse "the output built without first/v.h" "cmp -s v.cubin v2.cubin"
 }
 
 testMissingConfigFileAndEmptyDirAreErrors() {
@@ -209,6 +306,41 @@ WRAP
 		"cannot read options file /dev/zero: not a regular file"
 	assertContains "the log says why" "$(cat "$CJC_LOG")" \
 		"cannot read options file $PWD/big.optf: larger than 1 MiB"
+}
+
+# A member of a group store (2775, cjc-team) links the store's config to a
+# file of root's whose text she chose (log = a path, a secret): root takes
+# no setting from it and shows none of it.  Her own config with an unknown
+# setting is ignored with a note: root's JIT still opens.
+testAMembersLinkedOrBrokenStoreConfigIsIgnored() {
+	local member=cjc-member2 group=cjc-team
+	if ! command -v useradd >/dev/null; then
+		startSkipping
+		return
+	fi
+	getent group $group >/dev/null || groupadd $group || getent group $group >/dev/null || fail "group"
+	id -u $member >/dev/null 2>&1 || useradd -M -N -s /usr/sbin/nologin -g $group $member ||
+		id -u $member >/dev/null 2>&1 || fail "user"
+	chmod 755 "$TEST_DIR" && mkdir -p "$CJC_DIR" && chgrp $group "$CJC_DIR" &&
+		chmod 2775 "$CJC_DIR" || fail "the store"
+	printf 'log = %s/planted.log\nmax_size = TOPSECRET-42\n' "$PWD" >root-only.conf &&
+		chmod 600 root-only.conf || fail "root's file"
+	setpriv --reuid=$member --regid="$(id -g $member)" --init-groups \
+		ln -s "$PWD/root-only.conf" "$CJC_DIR/cudajitcache.conf" || fail "the member's link"
+	unset CJC_LOG
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt
+	assertEquals "the compile succeeds: $(cat err.txt)" 0 $?
+	assertTrue "the output" "[ -s k.cubin ]"
+	assertFalse "no log where root's file said" "[ -e planted.log ]"
+	assertFalse "the secret is not shown" "grep -q TOPSECRET err.txt"
+	assertTrue "the link is ignored, said once: $(cat err.txt)" \
+		"grep -q 'cudajitcache.conf: ignored: cannot read: not a regular file' err.txt"
+	rm "$CJC_DIR/cudajitcache.conf" && printf 'bogus = 1\n' >"$CJC_DIR/cudajitcache.conf" &&
+		chown $member "$CJC_DIR/cudajitcache.conf" || fail "the member's file"
+	local v
+	v=$(CJC_JIT_DEBUG=0 "$CJC_JIT_CLI" --setting DEBUG 2>err.txt)
+	assertEquals "root's JIT opens: $(cat err.txt)" 0 $?
+	assertEquals "and reads its settings" 0 "$v"
 }
 
 . "$SHUNIT2"

@@ -1,17 +1,16 @@
 /*
  * The public calls of <cudajitcache/jit.h>: handles, errors, results, and
  * what every compile does before its compiler's own path (nvcc.c, nvrtc.c):
- * check the request, find the arch, and place the source.
+ * check the request, find the arch, and name the source.
  *
- * The source is written, when a miss needs it, to
- *
- *     <CACHE_DIR>/jit-sources/<hh>/<h>/<name>
- *
- * where h is the SHA-256 of the name, a NUL and the code, so the same
- * source always has the same path and therefore the same key, in every
- * process (the key binds the source's path: docs/key.md).  A hit does not
- * need the file: the record's source is compared with the bytes in hand.
- * Files there can be deleted at any time; `cjc gc` does not look there.
+ * The key binds the source's path (docs/key.md), so the path it is keyed by
+ * is the same in every process and every copy of the store:
+ * JIT_KEYED_SOURCE_DIR/<name>, where no file can be.  A hit needs no file:
+ * the record's source is compared with the bytes in hand.  A miss writes
+ * the code into a private directory of its own (jit_workdir_make), never
+ * into the store, which others may share: there a member could swap the
+ * source during a compile, plant a header beside it, or put a link where
+ * nvcc writes its output (docs/trust.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -160,12 +160,15 @@ cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
 	pthread_key_create(&h->error_key, free);
 	pthread_mutex_init(&h->lock, NULL);
 	h->forks = atomic_load(&forks);
+	/* What a settings file that is not trusted could not set (config.h):
+	 * never a failure of the open, said where the JIT says things. */
+	if (h->cfg.notes)
+		jit_note(h, "%.*s", (int)strlen(h->cfg.notes) - 1, h->cfg.notes);
 	const char *dir = h->set.text[JIT_CACHE_DIR];
 	h->have_store = !cjc_store_open(&h->store, dir);
 	if (!h->have_store)
 		jit_note(h, "cache directory %s is unusable: %s; compiling without the cache", dir,
 			 strerror(errno));
-	h->sources = cjc_path_join(dir, "jit-sources");
 	return h;
 }
 
@@ -185,7 +188,6 @@ void cjc_jit_close(cjc_jit *h)
 		cjc_store_close(&h->store);
 	jit_settings_release(&h->set);
 	cjc_config_release(&h->cfg);
-	free(h->sources);
 	free(h);
 }
 
@@ -249,22 +251,121 @@ void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const char *ke
 		print_kept(j, key, kept_sass, "SASS");
 }
 
-int jit_write_source(struct jit_job *j)
+/* Whether no other user can rename or replace what fstat(fd) describes or
+ * anything in it: yours or root's, and writable only by its owner unless
+ * sticky (as /tmp, where only the owner of a name may rename it). */
+static bool dir_held(int fd)
 {
-	size_t n = strlen(j->req->code);
-	struct cjc_buf now = CJC_BUF_INIT;
-	int fd = open(j->source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	bool same = fd >= 0 && !cjc_read_regular_and_close(fd, n + 1, &now) && now.len == n &&
-		    !memcmp(now.data, j->req->code, n);
-	cjc_buf_release(&now);
-	if (same)
-		return 0;
-	char *dir = cjc_dirname(j->source);
-	int rc = cjc_mkdirs(dir, 0777) ? -1 : cjc_replace_file(j->source, j->req->code, n, false);
+	struct stat st;
+	return !fstat(fd, &st) && S_ISDIR(st.st_mode) && (st.st_uid == geteuid() || !st.st_uid) &&
+	       (!(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX));
+}
+
+/* The directory at path, its links resolved into *real, then opened one
+ * component at a time from / without following links, each held
+ * (dir_held); else -1. */
+static int open_held_dir(const char *path, char **real)
+{
+	*real = path && *path ? realpath(path, NULL) : NULL;
+	if (!*real)
+		return -1;
+	char *copy = cjc_xstrdup(*real), *save = NULL;
+	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), e = errno;
+	for (char *c = strtok_r(copy, "/", &save); fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		bool held = dir_held(fd);
+		if (held && !c)
+			break;
+		int next = held ? openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		e = held ? errno : EPERM;
+		close(fd);
+		fd = next;
+	}
+	free(copy);
+	if (fd < 0) {
+		free(*real);
+		*real = NULL;
+		errno = e;
+	}
+	return fd;
+}
+
+/* A new directory in base, 0700 and ours (checked on its fd), registered
+ * for removal; -1 otherwise. */
+static int make_private_dir(int base, char **name)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		*name = cjc_unique_name("cjc-jit");
+		cjc_tempfile_add_at(base, *name);
+		if (!mkdirat(base, *name, 0700)) {
+			struct stat st;
+			int fd = openat(base, *name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd >= 0 && !fchmod(fd, 0700) && !fstat(fd, &st) && st.st_uid == geteuid() &&
+			    (st.st_mode & 07777) == 0700)
+				return fd;
+			if (fd >= 0)
+				close(fd);
+			cjc_tempfile_remove_at(base, *name);
+			free(*name);
+			*name = NULL;
+			errno = EPERM;
+			return -1;
+		}
+		int e = errno;
+		cjc_tempfile_forget_at(base, *name);
+		free(*name);
+		*name = NULL;
+		errno = e;
+		if (e != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+int jit_workdir_make(struct jit_job *j, struct jit_workdir *w)
+{
+	const char *tmpdir = getenv("TMPDIR"), *runtime = getenv("XDG_RUNTIME_DIR");
+	const char *bases[] = { tmpdir, "/tmp", runtime };
+	int fd = -1, base = -1, e = ENOENT;
+	char *name = NULL, *where = NULL;
+	for (size_t i = 0; i < sizeof bases / sizeof *bases && fd < 0; i++) {
+		if ((base = open_held_dir(bases[i], &where)) < 0) {
+			e = bases[i] && *bases[i] ? errno : e;
+			continue;
+		}
+		if ((fd = make_private_dir(base, &name)) < 0)
+			e = errno, close(base), free(where), where = NULL;
+	}
+	if (fd < 0)
+		return jit_fail(j->h, "%s: no private directory for the compiler's files: $TMPDIR, /tmp "
+				"and $XDG_RUNTIME_DIR are each missing, not writable, or on a path that "
+				"another user can rename (%s); set TMPDIR to a directory of yours",
+				j->name, strerror(e));
+	*w = (struct jit_workdir){ .base = base, .fd = fd, .name = name };
+	w->path = cjc_path_join(where, name);
+	w->source = cjc_xasprintf("%s/src/%s", w->path, j->name);
+	free(where);
+	int src = mkdirat(fd, "src", 0700) ? -1 : openat(fd, "src", O_RDONLY | O_DIRECTORY |
+							  O_NOFOLLOW | O_CLOEXEC);
+	int rc = src < 0 ? -1 : cjc_write_new_file_at(src, j->name, j->req->code,
+						      strlen(j->req->code), 0600, false);
 	if (rc)
-		jit_fail(j->h, "cannot write the source %s: %s", j->source, strerror(errno));
-	free(dir);
+		jit_fail(j->h, "cannot write the source %s: %s", w->source, strerror(errno));
+	if (src >= 0)
+		close(src);
 	return rc;
+}
+
+void jit_workdir_remove(struct jit_workdir *w)
+{
+	if (!w->name)
+		return;
+	close(w->fd);
+	cjc_tempfile_remove_at(w->base, w->name);
+	close(w->base);
+	free(w->name);
+	free(w->path);
+	free(w->source);
+	memset(w, 0, sizeof *w);
 }
 
 /* A name nvcc takes as a CUDA source and that is safe as a file name. */
@@ -276,15 +377,9 @@ static bool name_ok(const char *name)
 	       cjc_ends_with(name, ".cu");
 }
 
-static void place_source(struct jit_job *j)
+static void name_source(struct jit_job *j)
 {
-	struct cjc_hash hs;
-	char hex[CJC_HEX_LEN + 1];
-	cjc_hash_init(&hs);
-	cjc_hash_str(&hs, j->name);
-	cjc_hash_str(&hs, j->req->code);
-	cjc_hash_final_hex(&hs, hex);
-	j->source = cjc_xasprintf("%s/%.2s/%s/%s", j->h->sources, hex, hex, j->name);
+	j->source = cjc_xasprintf("%s/%s", JIT_KEYED_SOURCE_DIR, j->name);
 	cjc_hash_buf(j->req->code, strlen(j->req->code), j->code_sha);
 }
 
@@ -319,7 +414,7 @@ int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_ji
 		return -1;
 	j.arch = req->arch ? req->arch : arch;
 	j.ext = exts[req->format];
-	place_source(&j);
+	name_source(&j);
 	int rc = h->set.compiler == JIT_NVRTC ? jit_nvrtc_compile(&j) : jit_nvcc_compile(&j);
 	free(j.source);
 	return rc;

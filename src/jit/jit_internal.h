@@ -3,7 +3,8 @@
  * files and by nothing else.
  *
  *   settings.c  the settings table: PREFIX_JIT_*, CJC_JIT_*, the cjc settings
- *   jit.c       handles, errors, results, the source file, the public calls
+ *   jit.c       handles, errors, results, the private directory of a miss,
+ *               the public calls
  *   nvcc.c      a compile with nvcc, keyed and published as `cjc` does it
  *   deps.c      whether a manifest record's files are unchanged, per handle
  *   nvrtc.c     a compile with NVRTC (dlopen), keyed by its library and version
@@ -81,7 +82,6 @@ struct cjc_jit {
 	struct cjc_config cfg;
 	struct cjc_store store;
 	bool have_store;
-	char *sources;  /* where sources are written for the compiler */
 	pthread_key_t error_key;
 	pthread_mutex_t lock; /* guards what follows */
 	unsigned forks;       /* the fork generation the lock was made in (jit.c) */
@@ -112,12 +112,39 @@ struct jit_job {
 	const char *arch;
 	const char *ext;           /* "cubin", "fatbin", "ptx" */
 	unsigned char code_sha[CJC_DIGEST_LEN];
-	char *source;              /* the source file's path (written on a miss) */
+	char *source;              /* the source's path as keyed: JIT_KEYED_SOURCE_DIR/<name> */
 	struct cjc_jit_result *out;
 };
 
-/* jit.c: writes the source file when it is not there with these bytes. */
-int jit_write_source(struct jit_job *j);
+/* Where the key and metadata.json say the source is: a path that cannot
+ * exist, for where the file really lies (below) must be no part of a key. */
+#define JIT_KEYED_SOURCE_DIR "/dev/null/jit"
+
+/* The largest output read back from the compiler. */
+#define JIT_OUTPUT_MAX ((size_t)1 << 30)
+
+/*
+ * jit.c: the private directory a miss works in (docs/trust.md): the source
+ * as <path>/src/<name>, alone in its directory, and whatever the compiler
+ * writes.  Made in $TMPDIR, else /tmp, else $XDG_RUNTIME_DIR: the first
+ * whose every directory from / down is owned by you or root and, when
+ * others may write it, sticky, so that no other user can rename anything
+ * on the path.  The directory is 0700 and yours, checked on its open fd;
+ * files in it are created and read relative to that fd, without following
+ * links.  Registered for removal at exit (fs.h); jit_workdir_remove()
+ * removes it at the end of the compile.
+ */
+struct jit_workdir {
+	int base;     /* the directory it was made in */
+	int fd;       /* the directory itself */
+	char *name;   /* its name in base */
+	char *path;   /* its path, for the compiler's command line */
+	char *source; /* <path>/src/<name> */
+};
+/* Makes the directory and writes the request's code as the source. */
+int jit_workdir_make(struct jit_job *j, struct jit_workdir *w);
+/* Removes the directory and everything in it; nothing when make did not fill w. */
+void jit_workdir_remove(struct jit_workdir *w);
 /* Counts a hit or a miss in the store (stats.h). */
 void jit_count(struct jit_job *j, int counter, uint64_t saved_ms);
 /* The compiler's messages on a miss, as settings ask (PTXAS_VERBOSE, DUMP_*). */

@@ -14,6 +14,15 @@
  *
  * The steps a miss shares with cjc's launcher are miss.h's: the start
  * time, and the record of what nvcc read.
+ *
+ * SOURCE is keyed and recorded as JIT_KEYED_SOURCE_DIR/<name>, the same in
+ * every process; nvcc compiles the copy in the miss's private directory
+ * (jit_workdir_make), whose path is no part of the key, the record or
+ * metadata.json.  nvcc writes its output, its dependency file, the kept
+ * ptx and its own temporary files (TMPDIR) there too, and the output is
+ * read back through the directory's fd.  With __FILE__ (assert), -lineinfo
+ * or -G the output names that directory, so an entry made by one compile
+ * names a directory of its own that is gone: the code is the same.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +46,7 @@
 #include "miss.h"
 #include "metadata.h"
 #include "nvcc_args.h"
+#include "place.h"
 #include "run.h"
 #include "sign.h"
 #include "stats.h"
@@ -59,7 +69,8 @@ struct run {
 	int status;
 	int64_t duration_ms;
 	struct timespec started;
-	char *tmp_out, *tmp_dep, *keep_dir;
+	struct jit_workdir w;    /* the private directory (jit_internal.h) */
+	char *tmp_out, *tmp_dep, *keep_dir; /* paths in it */
 	struct cjc_buf out, err, data;
 };
 
@@ -198,13 +209,17 @@ static int try_hit(struct nvcc_job *n)
 		return 0;
 	}
 	free(mname);
-	long i = jit_deps_match(n->h, &m, n->direct_key, &n->c.place, n->j->source, n->j->code_sha);
+	long i = jit_deps_match(n->h, &m, n->direct_key, &n->c.place, n->c.source, n->j->code_sha);
 	if (i >= 0) {
 		const char *key = m.recs[i].entry_key;
 		struct cjc_entry e;
 		struct cjc_buf why = CJC_BUF_INIT;
 		enum cjc_lookup r = cjc_store_open_entry(&n->h->store, key, &e, &why);
-		if (r == CJC_ENTRY_FOUND && !serve(n, &e, key, &why)) {
+		if (r == CJC_ENTRY_FOUND &&
+		    cjc_sign_check_local_entry(&e, n->h->cfg.trusted_keys, &why)) {
+			jit_note(n->h, "entry %s not served: %s", key, why.data); /* docs/trust.md */
+			jit_count(n->j, CJC_STAT_UNTRUSTED, 0);
+		} else if (r == CJC_ENTRY_FOUND && !serve(n, &e, key, &why)) {
 			if (!n->h->cfg.readonly)
 				cjc_evict_touch(e.dir);
 			jit_count(n->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
@@ -222,26 +237,36 @@ static int try_hit(struct nvcc_job *n)
 	return rc;
 }
 
-/* Runs nvcc; -1 (error set) when it could not run or made nothing. */
+/* The command nvcc runs: as keyed, less -o and -M* when cacheable, with
+ * the private copy of the source for the keyed one (the last word). */
+static void run_command(const struct nvcc_job *n, const struct run *r, struct cjc_strvec *argv)
+{
+	const char *keyed = n->cacheable ? n->c.source : n->j->source;
+	cjc_strvec_push(argv, n->argv.v[0]);
+	if (n->cacheable)
+		cjc_strvec_pushv(argv, n->c.nvcc_args.v, n->c.nvcc_args.n);
+	else
+		cjc_strvec_pushv(argv, n->argv.v + 1, n->argv.n - 1);
+	for (size_t i = argv->n; i-- > 1;)
+		if (!strcmp(argv->v[i], keyed)) {
+			free(argv->v[i]);
+			argv->v[i] = cjc_xstrdup(r->w.source);
+			break;
+		}
+}
+
+/* Runs nvcc in the private directory; -1 (error set) when it could not run
+ * or made nothing. */
 static int run_nvcc(struct nvcc_job *n, struct run *r)
 {
-	r->tmp_out = cjc_unique_name(n->j->source);
-	r->tmp_dep = cjc_xasprintf("%s.d", r->tmp_out);
-	cjc_tempfile_add(r->tmp_out);
-	cjc_tempfile_add(r->tmp_dep);
-	if (n->diag.keep_ptx) {
-		r->keep_dir = cjc_xasprintf("%s.keep", r->tmp_out);
-		cjc_tempfile_add(r->keep_dir);
-		if (mkdir(r->keep_dir, 0700))
-			cjc_tempfile_remove(r->keep_dir), free(r->keep_dir), r->keep_dir = NULL;
-	}
+	if (jit_workdir_make(n->j, &r->w))
+		return -1;
+	r->tmp_out = cjc_xasprintf("%s/output.%s", r->w.path, n->j->ext);
+	r->tmp_dep = cjc_xasprintf("%s/output.d", r->w.path);
+	if (n->diag.keep_ptx && !mkdirat(r->w.fd, "keep", 0700))
+		r->keep_dir = cjc_path_join(r->w.path, "keep");
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
-	if (n->cacheable) {
-		cjc_strvec_push(&argv, n->argv.v[0]);
-		cjc_strvec_pushv(&argv, n->c.nvcc_args.v, n->c.nvcc_args.n);
-	} else {
-		cjc_strvec_pushv(&argv, n->argv.v, n->argv.n);
-	}
+	run_command(n, r, &argv);
 	cjc_diagnostics_add_args(&n->diag, r->keep_dir, &argv);
 	char *extra[] = { "-o", r->tmp_out, "-MD", "-MF", r->tmp_dep };
 	cjc_strvec_pushv(&argv, extra, 5);
@@ -249,45 +274,79 @@ static int run_nvcc(struct nvcc_job *n, struct run *r)
 		cjc_diagnostics_print_command(argv.v);
 	int out_fd = memfd_create("cjc-jit-stdout", MFD_CLOEXEC);
 	int err_fd = memfd_create("cjc-jit-stderr", MFD_CLOEXEC);
+	char *tmpdir = cjc_xasprintf("TMPDIR=%s", r->w.path);
+	char *env[] = { tmpdir, NULL };
 	cjc_miss_start(&r->started);
 	int64_t t0 = cjc_now_ms();
 	struct cjc_child child = CJC_CHILD_INIT(argv.v);
+	child.env = env;
 	child.in_fd = CJC_RUN_NULL;
 	child.out_fd = out_fd;
 	child.err_fd = err_fd;
 	r->status = out_fd < 0 || err_fd < 0 ? -1 : cjc_run_child(&child);
 	int e = errno;
 	r->duration_ms = cjc_now_ms() - t0;
+	free(tmpdir);
 	if (out_fd >= 0)
 		cjc_read_memfd(out_fd, &r->out);
 	if (err_fd >= 0)
 		cjc_read_memfd(err_fd, &r->err);
 	int rc = 0;
+	char *name = cjc_xasprintf("output.%s", n->j->ext);
 	if (r->status < 0)
 		rc = jit_fail(n->h, "cannot run %s: %s", argv.v[0], strerror(e));
 	else if (r->status)
 		rc = jit_fail(n->h, "%s: nvcc failed with status %d", n->j->name, r->status);
-	else if (cjc_read_file(r->tmp_out, &r->data) || !r->data.len)
+	else if (cjc_read_bounded(r->w.fd, name, O_NOFOLLOW, JIT_OUTPUT_MAX, &r->data) || !r->data.len)
 		rc = jit_fail(n->h, "%s: nvcc made no output", n->j->name);
+	free(name);
 	cjc_strvec_clear(&argv);
 	return rc;
 }
 
 static void run_release(struct run *r)
 {
-	char *tmps[] = { r->tmp_out, r->tmp_dep, r->keep_dir };
-	for (size_t i = 0; i < 3; i++)
-		if (tmps[i])
-			cjc_tempfile_remove(tmps[i]), free(tmps[i]);
+	jit_workdir_remove(&r->w);
+	free(r->tmp_out);
+	free(r->tmp_dep);
+	free(r->keep_dir);
 	cjc_buf_release(&r->out);
 	cjc_buf_release(&r->err);
 	cjc_buf_release(&r->data);
 }
 
+/* A header's hash is remembered by the handle (deps.c); the private copy
+ * of the source (n->c.source while the record is made) is never seen again. */
 static int hash_dependency(void *ctx, const char *path, uint64_t *size,
 			   unsigned char sha[CJC_DIGEST_LEN])
 {
-	return jit_deps_hash(ctx, path, size, sha);
+	const struct nvcc_job *n = ctx;
+	return strcmp(path, n->c.source) ? jit_deps_hash(n->h, path, size, sha)
+					 : cjc_hash_file(path, sha, size);
+}
+
+/*
+ * The record names the source as keyed, not by its private copy, and
+ * leaves out the include candidates beside that copy: its directory holds
+ * nothing else, in this compile and in every other.
+ */
+static void record_source_as_keyed(const struct nvcc_job *n, const char *copy,
+				   struct cjc_manifest_record *rec)
+{
+	for (size_t i = 0; i < rec->ndeps; i++)
+		if (!strcmp(rec->deps[i].path, copy)) {
+			free(rec->deps[i].path);
+			rec->deps[i].path = cjc_xstrdup(n->c.source);
+		}
+	size_t dir = (size_t)(strrchr(copy, '/') - copy) + 1;
+	struct cjc_strvec kept = CJC_STRVEC_INIT;
+	for (size_t i = 0; i < rec->absent.n; i++) {
+		const char *a = rec->absent.v[i];
+		if (strncmp(a, copy, dir) || strchr(a + dir, '/'))
+			cjc_strvec_push(&kept, a);
+	}
+	cjc_strvec_clear(&rec->absent);
+	rec->absent = kept;
 }
 
 /* The manifest record of what nvcc read (miss.h); false, with the reason,
@@ -295,9 +354,21 @@ static int hash_dependency(void *ctx, const char *path, uint64_t *size,
 static bool record_dependencies(struct nvcc_job *n, const struct run *r,
 				struct cjc_manifest_record *rec, struct cjc_buf *why)
 {
-	struct cjc_miss m = { &n->c, r->started, n->j->code_sha, hash_dependency, n->h };
+	/* nvcc read the copy: the record lists it as written there (relative
+	 * under base_dir, as miss.h writes every path) */
+	char *copy = cjc_place_relativize(&n->c.place, r->w.source);
+	if (!copy)
+		copy = cjc_xstrdup(r->w.source);
+	char *keyed = n->c.source;
+	n->c.source = copy;
+	struct cjc_miss m = { &n->c, r->started, n->j->code_sha, hash_dependency, n };
 	bool stable = false;
-	return !cjc_miss_record(&m, r->tmp_dep, rec, &stable, why) && stable;
+	int rc = cjc_miss_record(&m, r->tmp_dep, rec, &stable, why);
+	n->c.source = keyed;
+	if (!rc && stable)
+		record_source_as_keyed(n, copy, rec);
+	free(copy);
+	return !rc && stable;
 }
 
 static int format_metadata(struct nvcc_job *n, const struct run *r,
@@ -393,9 +464,7 @@ static int compile_miss(struct nvcc_job *n)
 	struct cjc_buf why = CJC_BUF_INIT;
 	struct cjc_jit_result *out = n->j->out;
 	bool published = false;
-	int rc = jit_write_source(n->j);
-	if (!rc)
-		rc = run_nvcc(n, &r);
+	int rc = run_nvcc(n, &r);
 	out->log = log_of(&r.out, &r.err);
 	if (rc) {
 		if (r.status > 0)

@@ -33,6 +33,7 @@
 #include "jit_internal.h"
 #include "key.h"
 #include "metadata.h"
+#include "sign.h"
 #include "stats.h"
 
 typedef int nvrtcResult;
@@ -273,10 +274,16 @@ static int serve(struct nvrtc_job *r)
 	struct cjc_buf why = CJC_BUF_INIT;
 	char *name = cjc_xasprintf("output.%s", r->j->ext);
 	enum cjc_lookup found = cjc_store_open_entry(&h->store, r->key, &e, &why);
-	int rc = found == CJC_ENTRY_FOUND ? cjc_entry_read(&e, name, &r->data, &why) : -1;
+	bool untrusted = found == CJC_ENTRY_FOUND &&
+			 cjc_sign_check_local_entry(&e, h->cfg.trusted_keys, &why);
+	int rc = found == CJC_ENTRY_FOUND && !untrusted ? cjc_entry_read(&e, name, &r->data, &why)
+							 : -1;
 	if (!rc && cjc_entry_artifact(&e, "stderr"))
 		rc = cjc_entry_read(&e, "stderr", &r->log, &why);
-	if (!rc) {
+	if (untrusted) {
+		jit_note(h, "entry %s not served: %s", r->key, why.data); /* docs/trust.md */
+		jit_count(r->j, CJC_STAT_UNTRUSTED, 0);
+	} else if (!rc) {
 		if (!h->cfg.readonly)
 			cjc_evict_touch(e.dir);
 		jit_count(r->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);

@@ -1,8 +1,13 @@
 #include "blob.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "fs.h"
@@ -37,23 +42,31 @@ int cjc_blob_decode(const void *data, size_t n, const char magic[4], const void 
 	return 0;
 }
 
-int cjc_blob_write(const struct cjc_store *s, const char *sub, const char magic[4],
-		   const struct cjc_buf *payload)
+/* Frames the payload and has replace write it whole at sub. */
+static int write_framed(const struct cjc_store *s, const char *sub, const char magic[4],
+			const struct cjc_buf *payload,
+			int (*replace)(const struct cjc_store *, const char *, const void *, size_t))
 {
 	struct cjc_buf framed = CJC_BUF_INIT;
 	cjc_blob_encode(&framed, magic, payload->data, payload->len);
-	int rc = cjc_store_replace(s, sub, framed.data, framed.len);
+	int rc = replace(s, sub, framed.data, framed.len);
 	int e = errno;
 	cjc_buf_release(&framed);
 	errno = e;
 	return rc;
 }
 
-int cjc_blob_read(const struct cjc_store *s, const char *sub, const char magic[4],
-		  struct cjc_buf *payload)
+int cjc_blob_write(const struct cjc_store *s, const char *sub, const char magic[4],
+		   const struct cjc_buf *payload)
+{
+	return write_framed(s, sub, magic, payload, cjc_store_replace);
+}
+
+/* The payload of what fd holds (closed; -1 passes its errno through). */
+static int read_framed(int fd, const char magic[4], struct cjc_buf *payload)
 {
 	struct cjc_buf raw = CJC_BUF_INIT;
-	int rc = cjc_store_read(s, sub, CJC_STORE_MAX_FILE, &raw);
+	int rc = cjc_read_regular_and_close(fd, CJC_STORE_MAX_FILE, &raw);
 	const void *p;
 	size_t n;
 	if (!rc)
@@ -72,11 +85,116 @@ int cjc_blob_read(const struct cjc_store *s, const char *sub, const char magic[4
 	return rc;
 }
 
+int cjc_blob_read(const struct cjc_store *s, const char *sub, const char magic[4],
+		  struct cjc_buf *payload)
+{
+	return read_framed(cjc_store_openat(s, sub, O_RDONLY | O_NONBLOCK, 0), magic, payload);
+}
+
+/* The effective user, asked once a process (threads that race ask twice). */
+static uid_t user(void)
+{
+	static _Atomic long euid = -1;
+	long u = atomic_load_explicit(&euid, memory_order_relaxed);
+	if (u < 0)
+		atomic_store_explicit(&euid, u = (long)geteuid(), memory_order_relaxed);
+	return (uid_t)u;
+}
+
+/* Whether fd's file is this user's own: a regular file with one name,
+ * owned by the effective user and writable by no one else (fs.h). */
+static bool own_file(int fd)
+{
+	struct stat st;
+	return !fstat(fd, &st) && cjc_stat_trusted(&st) && st.st_uid == user();
+}
+
+/* "<sub>.<uid>", in a new allocation. */
+static char *per_user_name(const char *sub)
+{
+	return cjc_xasprintf("%s.%lu", sub, (unsigned long)user());
+}
+
+int cjc_blob_memo_open(const struct cjc_store *s, const char *sub)
+{
+	/* not a regular file: read_framed refuses it (cjc_read_regular_fd) */
+	int fd = cjc_store_openat(s, sub, O_RDONLY | O_NONBLOCK, 0);
+	if (fd >= 0 && own_file(fd))
+		return fd; /* a store of one user, or root's: one open, one fstat */
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return -1;
+	if (user() != 0) {
+		char *name = per_user_name(sub);
+		int own = cjc_store_openat(s, name, O_RDONLY | O_NONBLOCK, 0);
+		free(name);
+		if (own >= 0 && own_file(own)) {
+			if (fd >= 0)
+				close(fd);
+			return own;
+		}
+		if (own >= 0)
+			close(own);
+	}
+	if (fd >= 0 && cjc_fd_trusted(fd))
+		return fd; /* root's */
+	if (fd >= 0)
+		close(fd);
+	errno = EPERM;
+	return -1;
+}
+
+char *cjc_blob_memo_name(const struct cjc_store *s, const char *sub)
+{
+	if (user() == 0)
+		return cjc_xstrdup(sub);
+	/* O_PATH with O_NOFOLLOW: a link at sub is looked at, not followed */
+	int fd = cjc_store_openat(s, sub, O_PATH, 0);
+	struct stat st;
+	bool theirs = fd >= 0 ? fstat(fd, &st) || st.st_uid != user() || !S_ISREG(st.st_mode)
+			      : errno != ENOENT && errno != ENOTDIR;
+	if (fd >= 0)
+		close(fd);
+	return theirs ? per_user_name(sub) : cjc_xstrdup(sub);
+}
+
+int cjc_blob_memo_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n)
+{
+	char *name = cjc_blob_memo_name(s, sub);
+	char *slash = strrchr(name, '/');
+	int rc = -1, e = EINVAL;
+	if (slash) { /* every memo is in a directory of the namespace */
+		*slash = '\0';
+		int dfd = cjc_store_make_dirs(s, name) ? -1
+			  : cjc_store_openat(s, name, O_PATH | O_DIRECTORY, 0);
+		/* never group-writable (0644, less the umask): a memo others
+		 * could write is no memo of yours */
+		rc = dfd < 0 ? -1 : cjc_replace_file_at(dfd, slash + 1, p, n, 0644, false);
+		e = errno;
+		if (dfd >= 0)
+			close(dfd);
+	}
+	free(name);
+	errno = e;
+	return rc;
+}
+
+int cjc_blob_read_memo(const struct cjc_store *s, const char *sub, const char magic[4],
+		       struct cjc_buf *payload)
+{
+	return read_framed(cjc_blob_memo_open(s, sub), magic, payload);
+}
+
+int cjc_blob_write_memo(const struct cjc_store *s, const char *sub, const char magic[4],
+			const struct cjc_buf *payload)
+{
+	return write_framed(s, sub, magic, payload, cjc_blob_memo_replace);
+}
+
 int cjc_blob_read_records(const struct cjc_store *s, const char *sub, const char magic[4],
 			  uint32_t version, struct cjc_buf *payload, struct cjc_cursor *c,
 			  uint32_t *count)
 {
-	if (cjc_blob_read(s, sub, magic, payload))
+	if (cjc_blob_read_memo(s, sub, magic, payload))
 		return -1;
 	cjc_cursor_init(c, payload->data, payload->len);
 	uint32_t v = cjc_cursor_u32(c);
@@ -96,7 +214,7 @@ int cjc_blob_write_records(const struct cjc_store *s, const char *sub, const cha
 	cjc_buf_add_u32(&payload, version);
 	cjc_buf_add_u32(&payload, count);
 	cjc_buf_add(&payload, records->data, records->len);
-	int rc = cjc_blob_write(s, sub, magic, &payload);
+	int rc = cjc_blob_write_memo(s, sub, magic, &payload);
 	int e = errno;
 	cjc_buf_release(&payload);
 	errno = e;

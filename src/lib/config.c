@@ -103,7 +103,11 @@ struct setting_def {
 	size_t offset;
 	const char *def;    /* the default, as text (NULL: computed, see default_dir) */
 	const char *expect; /* for messages */
-	bool directs;       /* directs writes or execution: only from a trusted file (docs/store.md: trust) */
+	/* The allowlist (docs/trust.md, settings): may be set by a settings file
+	 * that is not yours or root's, or that others can write.  Only what can
+	 * neither run a program, nor direct a write, nor decide what is trusted
+	 * or whether a build fails: the rest are taken from trusted files only. */
+	bool foreign_ok;
 	const char *help;   /* for `cjc config`, --help and the README's table */
 	bool secret;        /* may hold a secret: shown redacted, never passed to a child (run.h) */
 };
@@ -112,41 +116,41 @@ struct setting_def {
 #define AT(field) offsetof(struct cjc_config, field)
 
 static const struct setting_def settings[CJC_SET_COUNT] = {
-	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, AT(dir), NULL, "a directory", true,
+	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, AT(dir), NULL, "a directory", false,
 		"the store", false },
-	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, AT(disable), "false", BOOLEAN, false,
+	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, AT(disable), "false", BOOLEAN, true,
 		"run nvcc uncached", false },
-	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, AT(readonly), "false", BOOLEAN, false,
+	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, AT(readonly), "false", BOOLEAN, true,
 		"serve hits, publish nothing", false },
-	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, AT(log), "", "a file name", true,
+	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, AT(log), "", "a file name", false,
 		"log file: why each compile hit, missed or ran uncached", false },
-	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, AT(debug), "false", BOOLEAN, false,
+	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, AT(debug), "false", BOOLEAN, true,
 		"log to stderr too", false },
 	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, AT(max_size), "0",
-		"a size such as 20G, 512M or 0 for no limit", false,
+		"a size such as 20G, 512M or 0 for no limit", true,
 		"size limit: past it, least recently used entries are evicted", false },
 	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_remote, AT(remote), "",
 		"store URLs (redis://, redis+unix:, http://, https://, s3://), each with |attributes "
-		"(docs/remote.md)", true, "remote stores, tried in order after the local one",
+		"(docs/remote.md)", false, "remote stores, tried in order after the local one",
 		true },
 	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, AT(umask), "", "an octal mask such as 002, or empty",
-		true, "umask for the store's files (a store shared by a group)", false },
+		false, "umask for the store's files (a store shared by a group)", false },
 	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, AT(print_commands),
-		"false", BOOLEAN, false, "print each real nvcc command on stderr", false },
-	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, AT(keep_ptx), "false", BOOLEAN, false,
+		"false", BOOLEAN, true, "print each real nvcc command on stderr", false },
+	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, AT(keep_ptx), "false", BOOLEAN, true,
 		"keep nvcc's ptx in each entry", false },
 	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, AT(keep_sass), "false", BOOLEAN,
-		false, "keep cuobjdump -sass of each output in its entry", false },
+		false, "keep cuobjdump -sass of each output in its entry", false }, /* runs cuobjdump */
 	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, AT(check_spills), "false",
-		BOOLEAN, false, "fail a compile whose kernels spill", false },
+		BOOLEAN, false, "fail a compile whose kernels spill", false }, /* fails builds */
 	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, AT(base_dir), "",
-		"an absolute directory, or empty", false,
+		"an absolute directory, or empty", false, /* rewrites the command nvcc runs */
 		"absolute paths under it are rewritten relative to the working directory", false },
 	[CJC_SET_SIGN_KEY] = { "sign_key", "CJC_SIGN_KEY", parse_optional_path, AT(sign_key), "",
-		"a file name, or empty", true, "Ed25519 private key (PEM) that signs each published entry", false },
+		"a file name, or empty", false, "Ed25519 private key (PEM) that signs each published entry", false },
 	[CJC_SET_TRUSTED_KEYS] = { "trusted_keys", "CJC_TRUSTED_KEYS", parse_optional_path,
-		AT(trusted_keys), "", "a file name, or empty", true,
-		"Ed25519 public keys (PEM): remote entries must be signed by one", false },
+		AT(trusted_keys), "", "a file name, or empty", false,
+		"Ed25519 public keys (PEM): remote entries, and local ones others wrote, must be signed by one", false },
 };
 
 /* The settings that own a string (released by cjc_config_release). */
@@ -304,12 +308,26 @@ static int find_setting(const char *name)
 
 #define CONFIG_MAX ((size_t)1 << 20)
 
-/* Reads a settings file, never blocking on a FIFO; trusted: owned by this
- * user or root and writable by no one else (docs/store.md, trust). */
-static int read_settings(const char *path, struct cjc_buf *text, bool *trusted)
+/* Reads a settings file, never blocking on a FIFO, and says whether what is
+ * at path is trusted (also when it cannot be read: then whether the failure
+ * is an error or a note).  The store's file (follow false: in $CJC_DIR,
+ * which a group may write) is opened without following a link, else a
+ * member's link to a file of root's would be judged by root's file and its
+ * text taken as root's settings; a link there is "not a regular file".  The
+ * file $CJC_CONFIG names, and /etc's, are the user's and root's own choice
+ * (a link in a dotfiles setup, say): a link there is followed and judged by
+ * its target. */
+static int read_settings(const char *path, bool follow, struct cjc_buf *text, bool *trusted)
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	*trusted = fd >= 0 && cjc_fd_trusted(fd);
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	int e = errno;
+	bool seen = !(fd >= 0 ? fstat(fd, &st) : follow ? stat(path, &st) : lstat(path, &st));
+	*trusted = seen && cjc_stat_trusted(&st); /* one name: a hard link to root's file is not root's word */
+	if (fd < 0) {
+		errno = e == ELOOP && seen && S_ISLNK(st.st_mode) ? EINVAL : e;
+		return -1;
+	}
 	return cjc_read_regular_and_close(fd, CONFIG_MAX, text);
 }
 
@@ -330,29 +348,67 @@ static dictionary *parse_settings(const struct cjc_buf *text)
 	return d;
 }
 
-static void refuse(struct cjc_config *cfg, const char *path, int line, const char *name)
+static void add_note(struct cjc_config *cfg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_note(struct cjc_config *cfg, const char *fmt, ...)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
+	char *line = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
+	va_end(ap);
 	if (cfg->notes)
 		cjc_buf_adds(&b, cfg->notes);
-	cjc_buf_addf(&b, "cjc: %s:%d: ignoring %s: the file is not owned by you or root, or others "
-		     "can write it (make it yours and chmod go-w)\n", path, line, name);
+	cjc_buf_adds(&b, line ? line : "cjc: out of memory\n");
+	free(line);
 	free(cfg->notes);
 	cfg->notes = cjc_buf_detach(&b);
 }
 
-static int load_file(struct cjc_config *cfg, const char *path, bool required,
+#define UNTRUSTED "the file is not owned by you or root, or others can write it or link to it " \
+	"(make it yours, with one name, and chmod go-w)"
+
+static void refuse(struct cjc_config *cfg, const char *path, int line, const char *name)
+{
+	add_note(cfg, "cjc: %s:%d: ignoring %s: " UNTRUSTED "\n", path, line, name);
+}
+
+/* The line of iniparser's "syntax error in NAME (LINE):" (NAME is
+ * /proc/self/fd/N: no parenthesis), or 0. */
+static int ini_error_line(void)
+{
+	const char *open = strchr(ini_message, '(');
+	return open ? atoi(open + 1) : 0;
+}
+
+/*
+ * Problems in a trusted file (yours or root's), or in the one $CJC_CONFIG
+ * names (required: the caller's own explicit choice), are errors.  In any
+ * other file that is not trusted (a member's in a shared store) they are
+ * notes: the file, line or setting is ignored and the build goes on, so a
+ * member can neither fail root's compiles nor cjc_jit_open.  The text of a
+ * file that is not trusted is never echoed (it may be a file only root can
+ * read that a member linked there): messages name the file and line only.
+ */
+static int load_file(struct cjc_config *cfg, const char *path, bool required, bool follow,
 		     struct cjc_buf *error)
 {
 	struct cjc_buf text = CJC_BUF_INIT;
 	bool trusted;
-	if (read_settings(path, &text, &trusted)) {
+	if (read_settings(path, follow, &text, &trusted)) {
 		int e = errno;
 		cjc_buf_release(&text);
 		if (!required && (e == ENOENT || e == ENOTDIR))
 			return 0;
-		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path,
-			     e == EINVAL ? "not a regular file" : strerror(e));
+		const char *why = e == EINVAL ? "not a regular file" : strerror(e);
+		if (!trusted && !required) {
+			add_note(cfg, "cjc: %s: ignored: cannot read: %s\n", path, why);
+			return 0;
+		}
+		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path, why);
 		return -1;
 	}
 	ini_message[0] = '\0';
@@ -362,11 +418,19 @@ static int load_file(struct cjc_config *cfg, const char *path, bool required,
 		char *nl;
 		while ((nl = strchr(ini_message, '\n')))
 			*nl = ' ';
-		cjc_buf_addf(error, "cjc: %s: malformed configuration: %s\n", path,
-			     ini_message[0] ? ini_message : "cannot parse");
+		if (trusted)
+			cjc_buf_addf(error, "cjc: %s: malformed configuration: %s\n", path,
+				     ini_message[0] ? ini_message : "cannot parse");
+		else if (required)
+			cjc_buf_addf(error, "cjc: %s:%d: malformed configuration: syntax error\n", path,
+				     ini_error_line());
+		else
+			add_note(cfg, "cjc: %s:%d: ignored: syntax error; " UNTRUSTED "\n", path,
+				 ini_error_line());
 		cjc_buf_release(&text);
-		return -1;
+		return trusted || required ? -1 : 0;
 	}
+	bool strict = trusted || required;
 	int rc = 0;
 	for (int i = 0; i < d->size; i++) {
 		const char *key = d->key[i];
@@ -379,18 +443,38 @@ static int load_file(struct cjc_config *cfg, const char *path, bool required,
 		bool section_ok = seclen == 0 || (seclen == 5 && !strncmp(key, "cache", 5));
 		int line = line_of_key(text.data, name);
 		int s = find_setting(name);
+		if ((!section_ok || s < 0) && !strict) {
+			add_note(cfg, "cjc: %s:%d: ignoring an unknown setting: " UNTRUSTED "\n", path, line);
+			continue;
+		}
 		if (!section_ok || s < 0) {
-			cjc_buf_addf(error, "cjc: %s:%d: unknown setting '%s'\n", path, line,
-				     seclen ? key : name);
+			if (trusted)
+				cjc_buf_addf(error, "cjc: %s:%d: unknown setting '%s'\n", path, line,
+					     seclen ? key : name);
+			else
+				cjc_buf_addf(error, "cjc: %s:%d: unknown setting\n", path, line);
 			rc = -1;
 			continue;
 		}
-		if (settings[s].directs && !trusted) {
-			refuse(cfg, path, line, name);
+		if (!settings[s].foreign_ok && !trusted) {
+			refuse(cfg, path, line, settings[s].name);
 			continue;
 		}
-		if (apply(cfg, s, d->val[i], cjc_xasprintf("%s:%d", path, line), error))
-			rc = -1;
+		struct cjc_buf bad = CJC_BUF_INIT;
+		if (apply(cfg, s, d->val[i], cjc_xasprintf("%s:%d", path, line), &bad)) {
+			if (trusted) {
+				cjc_buf_adds(error, bad.data);
+				rc = -1;
+			} else if (required) {
+				cjc_buf_addf(error, "cjc: %s:%d: bad value for %s: expected %s\n", path,
+					     line, settings[s].name, settings[s].expect);
+				rc = -1;
+			} else {
+				add_note(cfg, "cjc: %s:%d: ignoring a bad value for %s: " UNTRUSTED "\n",
+					 path, line, settings[s].name);
+			}
+		}
+		cjc_buf_release(&bad);
 	}
 	iniparser_freedict(d);
 	cjc_buf_release(&text);
@@ -422,7 +506,7 @@ int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
 {
 	int rc = 0;
 	set_defaults(cfg);
-	if (load_file(cfg, "/etc/cudajitcache.conf", false, error))
+	if (load_file(cfg, "/etc/cudajitcache.conf", false, true, error))
 		rc = -1;
 	const char *file = getenv("CJC_CONFIG");
 	const char *env_dir = getenv("CJC_DIR");
@@ -432,7 +516,8 @@ int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
 	}
 	char *path = file && *file ? cjc_xstrdup(file)
 		: cjc_path_join(env_dir && *env_dir ? env_dir : cfg->dir, "cudajitcache.conf");
-	if (load_file(cfg, path, file && *file, error))
+	/* The store's file is read without following a link (read_settings). */
+	if (load_file(cfg, path, file && *file, file && *file, error))
 		rc = -1;
 	free(path);
 	for (int s = 0; s < CJC_SET_COUNT; s++) {

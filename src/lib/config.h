@@ -6,9 +6,9 @@
  * the defaults.  Files are INI (iniparser): `key = value` at the top or in a
  * [cache] section.  Every setting is one row of the table in config.c: name,
  * environment variable, parser, field, default, what a value must look like,
- * whether it directs writes, and its help; `cjc config`, `cjc --help` and the
- * README's table (checked by a test) come from it.  A new setting is a new
- * enum value, a field below and a row there.
+ * whether a file of someone else's may set it, and its help; `cjc config`,
+ * `cjc --help` and the README's table (checked by a test) come from it.  A
+ * new setting is a new enum value, a field below and a row there.
  *
  * cjc_config_load() always leaves a usable configuration (a bad value keeps
  * the weaker source's value).  It returns 0, or -1 when any value or line was
@@ -16,13 +16,23 @@
  * variable or the file and line.  The caller decides the policy: for a
  * compile, a malformed setting means compiling without the cache.
  *
- * Settings that direct writes or execution, or decide what is trusted (dir,
- * log, umask, remote, sign_key, trusted_keys), are taken from
- * a file only when it is owned by this user or root and no one else can
- * write it (docs/store.md, trust): a store's cudajitcache.conf written by someone else
- * cannot send root's log into a directory of its choosing.  Otherwise they
- * are ignored and `notes` says so; the compile goes on.  Files are read
- * without blocking (a FIFO is an error) and only up to 1 MiB.
+ * A file that is not owned by this user or root, or that others can write
+ * (a store's cudajitcache.conf in a shared store), may set only an
+ * allowlist (docs/trust.md): what can neither run a program, nor direct a
+ * write, nor decide what is trusted or whether a build fails (disable,
+ * readonly, debug, max_size, print_commands, keep_ptx).  Any other setting
+ * there (dir, log, umask, remote, keep_sass, which runs cuobjdump,
+ * check_spills, base_dir, sign_key, trusted_keys, and any added later) is
+ * ignored and `notes` says so, naming the file, line and setting, once; the
+ * compile goes on.  Files are read without blocking (a FIFO is an error)
+ * and only up to 1 MiB.  A trusted file is also a regular file with one
+ * name (not a member's hard link to a file of root's).  The store's file is
+ * opened without following a link (a link there is ignored, with a note);
+ * $CJC_CONFIG's and /etc's are the user's and root's choice and may be
+ * links.  Problems in a file that is not trusted, other than the one
+ * $CJC_CONFIG names (unreadable, a syntax error, an unknown setting, a bad
+ * value) are notes, not errors: a member cannot fail root's compile or
+ * cjc_jit_open.  No message echoes text from a file that is not trusted.
  *
  * A setting that may hold a secret (remote) is shown with each URL's user
  * info as *** (cjc_remote_redact), and a value of it that is rejected shows
@@ -78,8 +88,8 @@ struct cjc_config {
 	 * of public keys a remote entry must be signed by; NULL when unset. */
 	char *sign_key;
 	char *trusted_keys;
-	/* Settings ignored because the file that set them is not trusted to
-	 * direct writes (docs/store.md, trust): messages to show, or NULL. */
+	/* Settings ignored because the file that set them is not trusted and
+	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
 	char *notes;
 	/* For `cjc config`: the text of each value and where it came from. */
 	char *text[CJC_SET_COUNT];

@@ -44,10 +44,10 @@ int cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes
 	return account(s, shard_of(key), bytes, 1);
 }
 
-uint64_t cjc_entry_dir_bytes(const char *dir)
+/* Bytes of the regular files in the directory open at fd, which it closes. */
+static uint64_t dir_bytes(int fd)
 {
 	uint64_t total = 0;
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *de;
 	if (!d && fd >= 0)
@@ -64,23 +64,43 @@ uint64_t cjc_entry_dir_bytes(const char *dir)
 	return total;
 }
 
-int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dir,
-		     const char *dest)
+/* Opens an entry's directory by its key, as every directory of the store is
+ * opened (store.h); st: its status.  -1 when it is not a directory. */
+static int open_entry_dir(const struct cjc_store *s, const char *key, struct stat *st)
 {
-	uint64_t bytes = cjc_entry_dir_bytes(dir); /* an entry never changes once visible */
-	if (dest ? rename(dir, dest) : cjc_store_discard(s, dir))
-		return -1;
-	account(s, shard_of(key), -bytes, (uint64_t)-1);
-	return 0;
+	char *name = cjc_store_entry_name(key);
+	int fd = cjc_store_openat(s, name, O_RDONLY | O_DIRECTORY, 0);
+	free(name);
+	if (fd >= 0 && fstat(fd, st)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dest)
+{
+	struct stat st;
+	/* an entry never changes once visible: its bytes now are its bytes */
+	uint64_t bytes = dir_bytes(open_entry_dir(s, key, &st));
+	char *name = cjc_store_entry_name(key);
+	int rc = dest ? cjc_store_rename(s, name, dest) : cjc_store_discard(s, name);
+	int e = errno;
+	free(name);
+	if (!rc)
+		account(s, shard_of(key), -bytes, (uint64_t)-1);
+	errno = e;
+	return rc;
 }
 
 struct candidate {
-	char *key, *dir;
+	char *key;
 	struct timespec used;
 	uint64_t bytes;
 };
 
 struct candidates {
+	const struct cjc_store *s;
 	struct candidate *v;
 	size_t n, alloc;
 	uint64_t bytes[16], entries[16];
@@ -90,7 +110,9 @@ static int collect(const char *key, const char *dir, void *ctx)
 {
 	struct candidates *c = ctx;
 	struct stat st;
-	if (lstat(dir, &st) || !S_ISDIR(st.st_mode))
+	(void)dir; /* opened by its key, as the store's own */
+	int fd = open_entry_dir(c->s, key, &st);
+	if (fd < 0)
 		return 0;
 	if (c->n == c->alloc) {
 		c->alloc = c->alloc ? 2 * c->alloc : 256;
@@ -98,9 +120,8 @@ static int collect(const char *key, const char *dir, void *ctx)
 	}
 	struct candidate *e = &c->v[c->n++];
 	e->key = cjc_xstrdup(key);
-	e->dir = cjc_xstrdup(dir);
 	e->used = st.st_mtim;
-	e->bytes = cjc_entry_dir_bytes(dir);
+	e->bytes = dir_bytes(fd);
 	c->bytes[shard_of(key)] += e->bytes;
 	c->entries[shard_of(key)]++;
 	return 0;
@@ -117,10 +138,8 @@ static int older_first(const void *a, const void *b)
 
 static void candidates_release(struct candidates *c)
 {
-	for (size_t i = 0; i < c->n; i++) {
+	for (size_t i = 0; i < c->n; i++)
 		free(c->v[i].key);
-		free(c->v[i].dir);
-	}
 	free(c->v);
 }
 
@@ -137,10 +156,13 @@ static void *remove_some(void *arg)
 {
 	struct removal *r = arg;
 	char *bin = cjc_store_bin(r->s); /* this thread's own: no lock shared with the others */
-	for (size_t i; (i = atomic_fetch_add(&r->next, 1)) < r->n;)
-		r->removed[i] = !cjc_store_discard_into(r->s, r->v[i].dir, bin);
+	for (size_t i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
+		char *name = cjc_store_entry_name(r->v[i].key);
+		r->removed[i] = !cjc_store_discard_into(r->s, name, bin);
+		free(name);
+	}
 	if (bin)
-		(void)rmdir(bin);
+		(void)cjc_store_remove(r->s, bin); /* with what a failed deletion left */
 	free(bin);
 	return NULL;
 }
@@ -226,7 +248,7 @@ static void recount(const struct cjc_store *s, int shard, uint64_t bytes, uint64
 int cjc_evict_store(const struct cjc_store *s, uint64_t max_size, int64_t older_than,
 		    struct cjc_evict_report *r)
 {
-	struct candidates c = { 0 };
+	struct candidates c = { .s = s };
 	memset(r, 0, sizeof *r);
 	int rc = cjc_store_foreach_entry(s, collect, &c);
 	for (int i = 0; i < 16; i++)
@@ -324,7 +346,7 @@ int cjc_evict_published(const struct cjc_store *s, const char *key, uint64_t byt
 	int lock = take_evict_lock(s, shard);
 	if (lock == EVICT_BUSY)
 		return 0;
-	struct candidates c = { 0 };
+	struct candidates c = { .s = s };
 	char prefix[2] = { key[0], '\0' };
 	int rc = cjc_store_foreach_entry_in(s, prefix, collect, &c);
 	r->bytes = c.bytes[shard];

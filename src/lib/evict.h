@@ -23,7 +23,12 @@
  * Removing an entry renames it into staging/ first (a reader sees the whole
  * entry or nothing), then removes the renamed tree; an evictor killed in
  * between leaves staging that `cjc gc` reclaims.  Two evictors racing for
- * one entry are harmless: one rename wins, the other sees ENOENT.
+ * one entry are harmless: one rename wins, the other sees ENOENT.  Entries
+ * are named by their keys and opened, renamed and removed relative to the
+ * store's directory fds, never by a path (store.h).  The one call by path
+ * is cjc_evict_touch's utimensat(): it sets the times of what is at the
+ * entry's path (not following a link at the end), writes no data, and
+ * creates, renames or removes nothing.
  */
 #ifndef CJC_EVICT_H
 #define CJC_EVICT_H
@@ -51,11 +56,9 @@ int cjc_evict_published(const struct cjc_store *s, const char *key, uint64_t byt
  * no size limit); recounts every shard. */
 int cjc_evict_store(const struct cjc_store *s, uint64_t max_size, int64_t older_than,
 		    struct cjc_evict_report *r);
-/* Takes one entry out of the store and uncounts its bytes: renamed to dest
- * (quarantine), or, with dest NULL, renamed aside and deleted. */
-int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dir,
-		     const char *dest);
-/* Bytes of the regular files in an entry directory. */
-uint64_t cjc_entry_dir_bytes(const char *dir);
+/* Takes the entry of a key out of the store and uncounts its bytes: renamed
+ * to dest, a name in the namespace (quarantine), or, with dest NULL, renamed
+ * aside and deleted; every step relative to directory fds (store.h). */
+int cjc_evict_remove(const struct cjc_store *s, const char *key, const char *dest);
 
 #endif

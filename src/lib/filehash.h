@@ -15,6 +15,10 @@
  * hash.  A remembered hash is used only when the stamp still holds
  * (stamp.h: unchanged, and older than the racy-clean margin when it was
  * taken); else the file is read and hashed again.  A damaged file is ignored.
+ * The file is a memo (blob.h): read only when it is yours or root's and no
+ * one else can write it (a record forged by another user with a file's
+ * stamp and another content's hash would serve a wrong hit), and written
+ * into one of yours (`<sub>.<uid>` where someone else's is at sub).
  * A record may instead say that no file was at path while the nearest
  * directory above it that exists had the stamp (cjc_filehash_absent).
  *
@@ -47,7 +51,7 @@ void cjc_filehash_prefetch(char *const *paths, size_t n);
 bool cjc_filehash_absent(const char *path);
 struct cjc_store;
 /* Remembers the hashes in a hash-cache file of the store (sub: its name
- * there, store.h); missing or damaged: nothing. */
+ * there, store.h); missing, damaged or not to be trusted: nothing. */
 int cjc_filehash_load(const struct cjc_store *s, const char *sub);
 /* Writes what is remembered, when anything was hashed since the load. */
 int cjc_filehash_save(const struct cjc_store *s, const char *sub);

@@ -103,11 +103,16 @@ int cjc_read_bounded(int dirfd, const char *path, int flags, size_t max, struct 
 					  max, out);
 }
 
+bool cjc_stat_trusted(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_nlink == 1 &&
+	       (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
 bool cjc_fd_trusted(int fd)
 {
 	struct stat st;
-	return !fstat(fd, &st) && (st.st_uid == geteuid() || st.st_uid == 0) &&
-	       !(st.st_mode & (S_IWGRP | S_IWOTH));
+	return !fstat(fd, &st) && cjc_stat_trusted(&st);
 }
 
 int cjc_lock_bounded(int fd, int op)
@@ -148,9 +153,10 @@ int cjc_write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync)
+int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
+			  bool sync)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -1;
 	int rc = cjc_write_all(fd, p, n);
@@ -163,6 +169,11 @@ int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, b
 	}
 	errno = e;
 	return rc;
+}
+
+int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync)
+{
+	return cjc_write_new_file_at(AT_FDCWD, path, p, n, mode, sync);
 }
 
 int cjc_mkdirs(const char *path, mode_t mode)
@@ -226,21 +237,27 @@ int cjc_remove_tree(const char *path)
 	return cjc_remove_tree_at(AT_FDCWD, path);
 }
 
-int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
+int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
+			bool sync)
 {
-	char *tmp = cjc_unique_name(path);
-	cjc_tempfile_add(tmp);
-	int rc = cjc_write_new_file(tmp, p, n, 0666, sync);
+	char *tmp = cjc_unique_name(name);
+	cjc_tempfile_add_at(dirfd, tmp);
+	int rc = cjc_write_new_file_at(dirfd, tmp, p, n, mode, sync);
 	if (!rc)
-		rc = rename(tmp, path);
+		rc = renameat(dirfd, tmp, dirfd, name);
 	int e = errno;
 	if (rc)
-		cjc_tempfile_remove(tmp);
+		cjc_tempfile_remove_at(dirfd, tmp);
 	else
-		cjc_tempfile_forget(tmp);
+		cjc_tempfile_forget_at(dirfd, tmp);
 	free(tmp);
 	errno = e;
 	return rc;
+}
+
+int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
+{
+	return cjc_replace_file_at(AT_FDCWD, path, p, n, 0666, sync);
 }
 
 static char host[HOST_NAME_MAX + 1];
@@ -320,9 +337,17 @@ char *cjc_find_program(const char *name)
 	return NULL;
 }
 
-/* The temporary-file registry: a small array; signal-safe removal. */
+/*
+ * The temporary-file registry: a small array; signal-safe removal.  Each
+ * entry is a name relative to a directory: AT_FDCWD for the path forms, or
+ * the registry's own duplicate of the caller's directory fd (close-on-exec,
+ * so no child inherits it), known again by its device and inode.
+ */
 struct tempfile {
 	char *path;
+	int dirfd;
+	dev_t dev;
+	ino_t ino;
 	pid_t owner;
 };
 static struct tempfile *temps;
@@ -335,7 +360,7 @@ static void remove_registered(void)
 	pid_t me = getpid();
 	for (size_t i = 0; i < ntemps; i++)
 		if (temps[i].path && temps[i].owner == me)
-			cjc_remove_tree_at(AT_FDCWD, temps[i].path);
+			cjc_remove_tree_at(temps[i].dirfd, temps[i].path);
 }
 
 static void on_signal(int sig)
@@ -360,8 +385,26 @@ static void install_handlers(void)
 	}
 }
 
-void cjc_tempfile_add(const char *path)
+/* Which directory dirfd is open on (AT_FDCWD: none, all zero). */
+static void identify(int dirfd, dev_t *dev, ino_t *ino)
 {
+	struct stat st;
+	*dev = 0;
+	*ino = 0;
+	if (dirfd != AT_FDCWD && !fstat(dirfd, &st)) {
+		*dev = st.st_dev;
+		*ino = st.st_ino;
+	}
+}
+
+void cjc_tempfile_add_at(int dirfd, const char *path)
+{
+	/* A duplicate that could not be made (no fd left) is -1: then only the
+	 * caller's own remove removes it, through the caller's fd. */
+	int dup_fd = dirfd == AT_FDCWD ? AT_FDCWD : fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	dev_t dev;
+	ino_t ino;
+	identify(dirfd, &dev, &ino);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -378,22 +421,36 @@ void cjc_tempfile_add(const char *path)
 		free(old_temps);
 	}
 	temps[ntemps].path = cjc_xstrdup(path);
+	temps[ntemps].dirfd = dup_fd;
+	temps[ntemps].dev = dev;
+	temps[ntemps].ino = ino;
 	temps[ntemps].owner = getpid();
 	ntemps++;
 	pthread_mutex_unlock(&temps_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-static void drop(const char *path, bool remove)
+void cjc_tempfile_add(const char *path)
 {
+	cjc_tempfile_add_at(AT_FDCWD, path);
+}
+
+static void drop(int dirfd, const char *path, bool remove)
+{
+	dev_t dev;
+	ino_t ino;
+	identify(dirfd, &dev, &ino);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_mutex_lock(&temps_lock);
 	for (size_t i = 0; i < ntemps; i++) {
-		if (temps[i].path && !strcmp(temps[i].path, path)) {
+		if (temps[i].path && !strcmp(temps[i].path, path) && temps[i].dev == dev &&
+		    temps[i].ino == ino && (temps[i].dirfd == AT_FDCWD) == (dirfd == AT_FDCWD)) {
 			if (remove)
-				cjc_remove_tree_at(AT_FDCWD, temps[i].path);
+				cjc_remove_tree_at(dirfd, temps[i].path);
+			if (temps[i].dirfd >= 0)
+				close(temps[i].dirfd);
 			free(temps[i].path);
 			temps[i] = temps[--ntemps];
 			break;
@@ -403,14 +460,24 @@ static void drop(const char *path, bool remove)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+void cjc_tempfile_remove_at(int dirfd, const char *path)
+{
+	drop(dirfd, path, true);
+}
+
+void cjc_tempfile_forget_at(int dirfd, const char *path)
+{
+	drop(dirfd, path, false);
+}
+
 void cjc_tempfile_remove(const char *path)
 {
-	drop(path, true);
+	drop(AT_FDCWD, path, true);
 }
 
 void cjc_tempfile_forget(const char *path)
 {
-	drop(path, false);
+	drop(AT_FDCWD, path, false);
 }
 
 void cjc_read_memfd(int fd, struct cjc_buf *out)

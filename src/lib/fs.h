@@ -11,7 +11,12 @@
  * cjc_tempfile_forget() forgets it once it was renamed into place.  At exit,
  * and on SIGINT, SIGTERM, SIGHUP and SIGPIPE, what is still registered is
  * removed — only by the process that registered it, never by a forked child.
- * The registry may be used from several threads.
+ * The registry may be used from several threads.  A temporary inside a store
+ * is registered by name in a directory instead (cjc_tempfile_add_at: the
+ * registry keeps its own duplicate of the directory's fd), and removed
+ * relative to that fd: a directory someone else renames, or a link planted
+ * in its place, cannot send the removal anywhere else (docs/trust.md).  The
+ * path forms are for files outside any store (the tool's own outputs).
  *
  * Locks: nothing waits on anyone else (docs/store.md, trust).  A store file
  * that another user can open, another user can also flock(2), forever; so
@@ -49,24 +54,36 @@ int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out);
 int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
 /* fd when it is open on a regular file; else closes it: -1, errno EINVAL. */
 int cjc_keep_regular(int fd);
-/* Whether the file fd is open on is owned by you or root and writable by no
- * one else: what another user of a shared store cannot have written
- * (settings files, journals; docs/trust.md).  False when fstat fails. */
+/* Whether the file fd is open on is a regular file owned by you or root,
+ * writable by no one else, with one name: what another user of a shared
+ * store cannot have written, nor hard-linked to a file of root's (settings
+ * files, journals, memos; docs/trust.md).  False when fstat fails. */
 bool cjc_fd_trusted(int fd);
+/* The same for what fstat said. */
+struct stat;
+bool cjc_stat_trusted(const struct stat *st);
 int cjc_write_all(int fd, const void *p, size_t n);
 /* flock(fd, op) (LOCK_SH or LOCK_EX) without waiting on anyone: retried with
  * growing pauses for at most CJC_LOCK_BUDGET_US in all; then -1 with
  * EWOULDBLOCK.  Other failures: -1 with flock's errno. */
 #define CJC_LOCK_BUDGET_US 4000
 int cjc_lock_bounded(int fd, int op);
-/* Creates a new file (O_EXCL) with the bytes, fsynced when asked. */
+/* Creates a new file name in dirfd (O_EXCL, O_NOFOLLOW) with the bytes,
+ * fsynced when asked; the path form is openat(AT_FDCWD, ...). */
+int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
+			  bool sync);
 int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);
 int cjc_mkdirs(const char *path, mode_t mode);
 int cjc_fsync_path(const char *path);
 int cjc_remove_tree(const char *path);
 /* The same for name in the directory open at parent (never following a link). */
 int cjc_remove_tree_at(int parent, const char *name);
-/* Writes the bytes to a temporary file beside path, then renames it over path. */
+/* Writes the bytes to a temporary file beside name in dirfd (registered as
+ * a temporary; created with mode, less the umask), then renames it over
+ * name, both relative to dirfd. */
+int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
+			bool sync);
+/* The same by path (AT_FDCWD), for files outside any store. */
 int cjc_replace_file(const char *path, const void *p, size_t n, bool sync);
 
 /* "<prefix>.<host>.<pid>.<random>" in a new allocation: unique across hosts. */
@@ -82,5 +99,9 @@ char *cjc_find_program(const char *name);
 void cjc_tempfile_add(const char *path);
 void cjc_tempfile_remove(const char *path);
 void cjc_tempfile_forget(const char *path);
+/* name in the directory open at dirfd (AT_FDCWD: the path forms above). */
+void cjc_tempfile_add_at(int dirfd, const char *name);
+void cjc_tempfile_remove_at(int dirfd, const char *name);
+void cjc_tempfile_forget_at(int dirfd, const char *name);
 
 #endif

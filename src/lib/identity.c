@@ -12,8 +12,23 @@
 #include "run.h"
 #include "stamp.h"
 
-/* Version 2: length-prefixed strings and stamps, little-endian (util.h, stamp.h). */
-static const char magic[4] = { 'C', 'J', 'I', '2' };
+/*
+ * A record, ids/<hash> (a memo, blob.h), little-endian, strings
+ * length-prefixed (util.h):
+ *
+ *   u64 recorded   wall-clock ns when it was made (stamp.h, racy-clean)
+ *   str kind       "nvcc" or "host"  } what it identifies: the exact input
+ *   str path       as resolved       } <hash> is the SHA-256 of
+ *   str realpath
+ *   str version    --version output
+ *   str digest     64 hex
+ *   u32 n, then n times: str file, stamp (stamp.h)
+ *
+ * A record whose kind and path are not the ones looked up is someone
+ * else's moved there (a member can rename in ids/): it is no record.
+ * Version 3 added kind and path; older records are simply made again.
+ */
+static const char magic[4] = { 'C', 'J', 'I', '3' };
 
 /* The identity's file in the store (store.h). */
 static char *cache_name(const char *kind, const char *path)
@@ -27,22 +42,57 @@ static char *cache_name(const char *kind, const char *path)
 	return cjc_xasprintf("ids/%.40s", hex);
 }
 
-/* Loads a remembered identity if every file it depends on is unchanged. */
-static int load(const struct cjc_store *store, const char *cache, struct cjc_identity *id)
+static int decode(const void *payload, size_t len, const char *kind, struct cjc_identity *id);
+
+/* Loads a remembered identity, from a file of yours or root's (blob.h,
+ * memos), if it was made for kind and id->path, every file it depends on
+ * is unchanged and, when real (the realpath worked out now) is given, it
+ * names that realpath. */
+static int load(const struct cjc_store *store, const char *cache, const char *kind,
+		const char *real, struct cjc_identity *id)
 {
 	struct cjc_buf payload = CJC_BUF_INIT;
-	if (cjc_blob_read(store, cache, magic, &payload))
+	if (cjc_blob_read_memo(store, cache, magic, &payload))
 		return -1;
-	int rc = cjc_identity_decode(payload.data, payload.len, id);
+	int rc = decode(payload.data, payload.len, kind, id);
 	cjc_buf_release(&payload);
+	if (!rc && real && strcmp(id->realpath, real)) {
+		free(id->realpath);
+		free(id->version);
+		id->realpath = id->version = NULL;
+		rc = -1;
+	}
 	return rc;
 }
 
 int cjc_identity_decode(const void *payload, size_t len, struct cjc_identity *id)
 {
+	return decode(payload, len, NULL, id);
+}
+
+/* Whether the string at c is want (NULL: any). */
+static bool next_is(struct cjc_cursor *c, size_t max, const char *want)
+{
+	size_t n;
+	const char *p = cjc_cursor_chars(c, max, &n);
+	return p && (!want || (n == strlen(want) && !memcmp(p, want, n)));
+}
+
+/* Whether the record at c was made for kind and path (no check when kind
+ * is NULL): the input its file's name is hashed from (cache_name). */
+static bool made_for(struct cjc_cursor *c, const char *kind, const char *path)
+{
+	bool ok = next_is(c, 16, kind);
+	return next_is(c, PATH_MAX, kind ? path : NULL) && ok;
+}
+
+static int decode(const void *payload, size_t len, const char *kind, struct cjc_identity *id)
+{
 	struct cjc_cursor c;
 	cjc_cursor_init(&c, payload, len);
 	int64_t recorded = (int64_t)cjc_cursor_u64(&c);
+	if (!made_for(&c, kind, id->path))
+		return -1;
 	id->realpath = cjc_cursor_str(&c, PATH_MAX);
 	id->version = cjc_cursor_str(&c, 1 << 20);
 	char *digest = cjc_cursor_str(&c, CJC_HEX_LEN);
@@ -71,11 +121,13 @@ int cjc_identity_decode(const void *payload, size_t len, struct cjc_identity *id
 	return 0;
 }
 
-static void save(const struct cjc_store *store, const char *cache, struct cjc_identity *id,
-		 char *const *files, size_t n)
+static void save(const struct cjc_store *store, const char *cache, const char *kind,
+		 struct cjc_identity *id, char *const *files, size_t n)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	cjc_buf_add_u64(&b, (uint64_t)cjc_wall_ns());
+	cjc_buf_add_str(&b, kind);
+	cjc_buf_add_str(&b, id->path);
 	cjc_buf_add_str(&b, id->realpath);
 	cjc_buf_add_str(&b, id->version);
 	cjc_buf_add_str(&b, id->digest);
@@ -86,7 +138,7 @@ static void save(const struct cjc_store *store, const char *cache, struct cjc_id
 		cjc_buf_add_str(&b, files[i]);
 		cjc_stamp_encode(&b, &st);
 	}
-	id->save_errno = cjc_blob_write(store, cache, magic, &b) ? errno : 0;
+	id->save_errno = cjc_blob_write_memo(store, cache, magic, &b) ? errno : 0;
 	cjc_buf_release(&b);
 }
 
@@ -158,15 +210,15 @@ static int compute(struct cjc_identity *id, char *const *files, size_t n)
 	return 0;
 }
 
-static int identify(const struct cjc_store *store, const char *kind, struct cjc_identity *id,
-		    char *const *files, size_t n)
+static int identify(const struct cjc_store *store, const char *kind, const char *real,
+		    struct cjc_identity *id, char *const *files, size_t n)
 {
 	char *cache = store ? cache_name(kind, id->path) : NULL;
 	int rc = 0;
-	if (!cache || load(store, cache, id)) {
+	if (!cache || load(store, cache, kind, real, id)) {
 		rc = compute(id, files, n);
 		if (!rc && cache)
-			save(store, cache, id, files, n);
+			save(store, cache, kind, id, files, n);
 	}
 	free(cache);
 	return rc;
@@ -203,7 +255,9 @@ int cjc_identity_nvcc(const struct cjc_store *store, const char *nvcc, struct cj
 		free(p);
 	}
 	free(bin);
-	int rc = identify(store, "nvcc", id, files.v, files.n);
+	/* real, not what a record says, is where cuobjdump is looked for
+	 * (diagnostics.h): no record names a program to run */
+	int rc = identify(store, "nvcc", real, id, files.v, files.n);
 	cjc_strvec_clear(&files);
 	if (rc)
 		cjc_identity_release(id);
@@ -215,7 +269,7 @@ int cjc_identity_host(const struct cjc_store *store, const char *compiler, struc
 	if (resolve(compiler, id))
 		return -1;
 	char *files[] = { id->path };
-	int rc = identify(store, "host", id, files, 1);
+	int rc = identify(store, "host", NULL, id, files, 1);
 	if (rc)
 		cjc_identity_release(id);
 	return rc;

@@ -126,13 +126,14 @@ static int by_key(const void *a, const void *b)
 	return strcmp(((const struct stamped *)a)->row.key, ((const struct stamped *)b)->row.key);
 }
 
-/* The rows of a shard's file, sorted by key; a damaged row ends the file. */
+/* The rows of a shard's file, sorted by key; a damaged row ends the file.
+ * Only a file of yours or root's that no one else can write (blob.h, memos). */
 static struct stamped *read_rows(const struct cjc_store *s, const char *sub, size_t *n)
 {
 	struct cjc_buf raw = CJC_BUF_INIT;
 	struct stamped *rows = NULL;
 	*n = 0;
-	if (!cjc_store_read(s, sub, CJC_STORE_MAX_FILE, &raw)) {
+	if (!cjc_read_regular_and_close(cjc_blob_memo_open(s, sub), CJC_STORE_MAX_FILE, &raw)) {
 		struct cjc_cursor c;
 		cjc_cursor_init(&c, raw.data, raw.len);
 		while (c.left) {
@@ -276,7 +277,7 @@ int cjc_index_foreach(const struct cjc_store *s,
 		for (size_t i = 0; i < sh.nrows; i++)
 			sh.stale = sh.stale || !sh.rows[i].used; /* rows of entries gone */
 		if (!rc && sh.stale && writable && (sh.fresh.len || sh.nrows))
-			(void)cjc_store_replace(s, sub, sh.fresh.data ? sh.fresh.data : "", sh.fresh.len);
+			(void)cjc_blob_memo_replace(s, sub, sh.fresh.data ? sh.fresh.data : "", sh.fresh.len);
 		rows_free(sh.rows, sh.nrows);
 		cjc_buf_release(&sh.fresh);
 	}
@@ -299,7 +300,13 @@ void cjc_index_add(const struct cjc_store *s, const char *key, json_t *doc,
 	struct cjc_buf out = CJC_BUF_INIT;
 	row_from(key, doc, files, nfiles, &row.row);
 	encode(&row, &out);
-	int fd = cjc_store_open_regular(s, sub, O_WRONLY | O_APPEND | O_CREAT, 0666);
+	char *own = cjc_blob_memo_name(s, sub); /* yours, never group-writable (blob.h) */
+	int fd = cjc_store_open_regular(s, own, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	free(own);
+	if (fd >= 0 && !cjc_fd_trusted(fd)) {
+		close(fd); /* another's put there since, or a hard link: ls rebuilds it */
+		fd = -1;
+	}
 	if (fd >= 0) {
 		(void)cjc_write_all(fd, out.data, out.len); /* one write: appends do not interleave */
 		close(fd);

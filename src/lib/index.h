@@ -11,10 +11,12 @@
  * stat'ed now, has exactly those; entries never change once visible, so the
  * row was made from that very document.  Any other entry is read from its
  * metadata as before.  So a missing, damaged or stale file costs only the
- * slow path.  A row planted with the stamp of a real metadata.json (anyone
- * who can read the store can stat it) would be shown: the rows are for
- * display, as is an entry's own metadata, which such a writer could forge
- * as well.  Only `cjc ls` reads the index; lookups, verify, gc, show and
+ * slow path.  The file is a memo (blob.h): rows are read only from a file
+ * of yours or root's that no one else can write (a row planted with the
+ * stamp of a real metadata.json, which anyone who can read the store can
+ * stat, would be shown), and appended or rewritten only into one of yours,
+ * created 0644: index/<kk>, or index/<kk>.<uid> where index/<kk> is someone
+ * else's.  Only `cjc ls` reads the index; lookups, verify, gc, show and
  * audit use the entries.
  *
  * The file is a sequence of rows, each a blob (blob.h, magic "CJCX")

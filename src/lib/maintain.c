@@ -16,12 +16,7 @@
 /* A part of the store gone (store.h's discard); missing already is fine. */
 static int remove_aside(const struct cjc_store *s, const char *sub)
 {
-	char *path = cjc_store_path(s, sub);
-	int rc = cjc_store_discard(s, path) && errno != ENOENT ? -1 : 0;
-	int e = errno;
-	free(path);
-	errno = e;
-	return rc;
+	return cjc_store_discard(s, sub) && errno != ENOENT ? -1 : 0;
 }
 
 struct cleaning {
@@ -32,7 +27,8 @@ struct cleaning {
 static int remove_entry(const char *key, const char *dir, void *ctx)
 {
 	struct cleaning *c = ctx;
-	if (cjc_evict_remove(c->s, key, dir, NULL))
+	(void)dir; /* removed by its key, relative to the store's fds */
+	if (cjc_evict_remove(c->s, key, NULL))
 		c->r->failed++;
 	else
 		c->r->removed++;
@@ -58,17 +54,17 @@ int cjc_store_clean(const struct cjc_store *s, struct cjc_clean_report *r)
 	return rc;
 }
 
-int cjc_store_quarantine(const struct cjc_store *s, const char *key, const char *dir, char **dest)
+int cjc_store_quarantine(const struct cjc_store *s, const char *key, char **dest)
 {
-	char *qdir = cjc_store_path(s, "quarantine");
-	char *base = cjc_path_join(qdir, key);
-	*dest = cjc_unique_name(base);
+	char *base = cjc_path_join("quarantine", key);
+	char *sub = cjc_unique_name(base);
+	*dest = cjc_store_path(s, sub); /* to show: every access is through fds */
 	int rc = cjc_store_make_dirs(s, "quarantine");
 	if (!rc)
-		rc = cjc_evict_remove(s, key, dir, *dest);
+		rc = cjc_evict_remove(s, key, sub);
 	int e = errno;
-	free(qdir);
 	free(base);
+	free(sub);
 	errno = e;
 	return rc;
 }

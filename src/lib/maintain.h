@@ -4,7 +4,10 @@
  *
  * Everything removed is renamed into staging/ first and deleted there, so a
  * concurrent reader sees a whole entry or nothing, and a remover killed
- * half-way leaves only staging that the next gc reclaims.
+ * half-way leaves only staging that the next gc reclaims.  Entries and parts
+ * of the store are named inside the namespace (keys, "manifests") and every
+ * rename and removal is relative to directory fds opened without following
+ * links (store.h), never by a path.
  *
  * What gc reclaims: staging directories whose writer is gone (a dead pid on
  * this host, or another host's older than the age given), temporary files a
@@ -27,8 +30,9 @@ struct cjc_clean_report {
 
 /* Removes every entry, every manifest and every hash cache. */
 int cjc_store_clean(const struct cjc_store *s, struct cjc_clean_report *r);
-/* Moves a bad entry to quarantine/<key>.<host>.<pid>.<random>; *dest (malloc'd) says where. */
-int cjc_store_quarantine(const struct cjc_store *s, const char *key, const char *dir, char **dest);
+/* Moves the bad entry of a key to quarantine/<key>.<host>.<pid>.<random>;
+ * *dest (malloc'd, a path to show) says where. */
+int cjc_store_quarantine(const struct cjc_store *s, const char *key, char **dest);
 
 struct cjc_reclaim_report {
 	unsigned long staging, staging_kept; /* orphaned staging removed; live staging left */

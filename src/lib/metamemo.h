@@ -18,6 +18,8 @@
  * Records live in memory for the process and in a small file per
  * translation unit (blob.h, magic "CJCV"), loaded before a lookup and saved
  * after it when anything was added; the newest CJC_METAMEMO_MAX are kept.
+ * The file is a memo (blob.h): read only when it is yours or root's and no
+ * one else can write it, written into one of yours.
  * Payload: u32 version (2), u32 count, then per record: 64 bytes key, 32
  * bytes SHA, u64 duration_ms, the stamp (five u64), u64 taken_ns (0: no
  * stamp), u32 file count, then per file: u32 length, name, u64 size, 64

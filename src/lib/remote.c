@@ -21,8 +21,10 @@
 #define DEFAULT_OPERATION_MS 10000
 #define MAX_SHARDS 64
 #define RECORD_MAX (CJC_STORE_MAX_METADATA + CJC_SIGN_MAX + 64)
+#define MANIFEST_MAX (CJC_STORE_MAX_FILE + CJC_SIGN_MAX + 64)
 
 static const char record_magic[4] = { 'C', 'J', 'C', 'E' };
+static const char signed_manifest_magic[4] = { 'C', 'J', 'C', 'S' };
 
 /* One server: a URL, or one shard of a sharded URL. */
 struct server {
@@ -50,9 +52,12 @@ struct cjc_remotes {
 	struct group *groups;
 	size_t n;
 	const struct cjc_store *local;
+	char *sign_key;     /* signs the manifests this handle writes (remote.h) */
 	char *trusted_keys;
 	cjc_remote_report_fn report;
 	char ns[64];
+	long budget_ms;   /* what all requests to all stores may take together: the largest operation-timeout */
+	int64_t spent_ms; /* what they took so far */
 };
 
 /* --- the setting ------------------------------------------------------ */
@@ -337,6 +342,8 @@ static int add_group(const char *word, void *ctx)
 		g->shown = cjc_xstrdup(sp.shown);
 		g->read_only = sp.u.read_only;
 		g->operation_ms = sp.u.operation_ms;
+		if (g->operation_ms > r->budget_ms)
+			r->budget_ms = g->operation_ms;
 		g->n = sp.shards.n ? sp.shards.n : 1;
 		g->servers = cjc_xcalloc(g->n, sizeof *g->servers);
 		for (size_t i = 0; i < g->n; i++)
@@ -348,10 +355,12 @@ static int add_group(const char *word, void *ctx)
 }
 
 struct cjc_remotes *cjc_remote_open(const char *text, const struct cjc_store *local,
-				    const char *trusted_keys, cjc_remote_report_fn report)
+				    const char *sign_key, const char *trusted_keys,
+				    cjc_remote_report_fn report)
 {
 	struct cjc_remotes *r = cjc_xcalloc(1, sizeof *r);
 	r->local = local;
+	r->sign_key = sign_key ? cjc_xstrdup(sign_key) : NULL;
 	r->trusted_keys = trusted_keys ? cjc_xstrdup(trusted_keys) : NULL;
 	r->report = report;
 	/* the local namespace's last two components: format and platform */
@@ -398,6 +407,7 @@ void cjc_remote_close(struct cjc_remotes *r)
 		free(g->shown);
 	}
 	free(r->groups);
+	free(r->sign_key);
 	free(r->trusted_keys);
 	free(r);
 }
@@ -481,8 +491,9 @@ static int request(struct cjc_remotes *r, struct group *g, struct server *sv, en
 	struct cjc_remote_backend *b = NULL;
 	struct cjc_buf why = CJC_BUF_INIT;
 	int rc;
-	if (g->spent_ms >= g->operation_ms) {
-		cjc_buf_addf(&why, "timed out: operation-timeout (%ld ms) spent", g->operation_ms);
+	if (g->spent_ms >= g->operation_ms || r->spent_ms >= r->budget_ms) {
+		cjc_buf_addf(&why, "timed out: operation-timeout (%ld ms) spent",
+			     g->spent_ms >= g->operation_ms ? g->operation_ms : r->budget_ms);
 		rc = CJC_REMOTE_TIMEOUT;
 	} else if (!(b = connected(r, g, sv))) {
 		return CJC_REMOTE_ERROR; /* counted as it failed */
@@ -501,8 +512,8 @@ static int request(struct cjc_remotes *r, struct group *g, struct server *sv, en
 	return rc;
 }
 
-/* A request, within what is left of the store's operation-timeout: all
- * requests of a handle share one (remote.h: the deadline). */
+/* A request, within what is left of the store's operation-timeout and of
+ * the handle's: all requests of a handle share one (remote.h: the deadline). */
 static int call(struct cjc_remotes *r, struct group *g, enum op op, const char *name, size_t max,
 		struct cjc_buf *data)
 {
@@ -510,9 +521,13 @@ static int call(struct cjc_remotes *r, struct group *g, enum op op, const char *
 	if (sv->failed)
 		return CJC_REMOTE_ERROR;
 	int64_t start = cjc_now_ms();
-	sv->u.deadline_ms = start + g->operation_ms - g->spent_ms;
+	int64_t left = g->operation_ms - g->spent_ms;
+	if (r->budget_ms - r->spent_ms < left)
+		left = r->budget_ms - r->spent_ms;
+	sv->u.deadline_ms = start + left;
 	int rc = request(r, g, sv, op, name, max, data);
 	g->spent_ms += cjc_now_ms() - start;
+	r->spent_ms += cjc_now_ms() - start;
 	return rc;
 }
 
@@ -579,22 +594,51 @@ static void fetched_release(struct fetched *f)
 	cjc_artifacts_free(f->files, f->nfiles);
 }
 
-int cjc_remote_decode_record(const void *data, size_t len, struct cjc_buf *meta, struct cjc_buf *sig)
+/* The two values remote.h lays out as a blob of two u32-prefixed strings
+ * (the entry record, the signed manifest), pointing into data: the first
+ * non-empty and at most max_first bytes, the second a signature file. */
+struct pair {
+	const void *first, *second;
+	size_t first_len, second_len;
+};
+
+static int decode_pair(const void *data, size_t len, const char magic[4], size_t max_first,
+		       struct pair *out)
 {
 	const void *p;
 	size_t n;
-	if (cjc_blob_decode(data, len, record_magic, &p, &n))
+	if (cjc_blob_decode(data, len, magic, &p, &n))
 		return -1;
 	struct cjc_cursor c;
 	cjc_cursor_init(&c, p, n);
-	uint32_t mlen = cjc_cursor_u32(&c);
-	const void *m = cjc_cursor_bytes(&c, mlen);
+	uint32_t flen = cjc_cursor_u32(&c);
+	out->first = cjc_cursor_bytes(&c, flen);
 	uint32_t slen = cjc_cursor_u32(&c);
-	const void *s = cjc_cursor_bytes(&c, slen);
-	if (c.bad || c.left || !mlen || mlen > CJC_STORE_MAX_METADATA || slen > CJC_SIGN_MAX)
+	out->second = cjc_cursor_bytes(&c, slen);
+	out->first_len = flen;
+	out->second_len = slen;
+	return c.bad || c.left || !flen || flen > max_first || slen > CJC_SIGN_MAX ? -1 : 0;
+}
+
+static void encode_pair(const char magic[4], const void *first, size_t first_len,
+			const void *second, size_t second_len, struct cjc_buf *out)
+{
+	struct cjc_buf payload = CJC_BUF_INIT;
+	cjc_buf_add_u32(&payload, (uint32_t)first_len);
+	cjc_buf_add(&payload, first, first_len);
+	cjc_buf_add_u32(&payload, (uint32_t)second_len);
+	cjc_buf_add(&payload, second, second_len);
+	cjc_blob_encode(out, magic, payload.data, payload.len);
+	cjc_buf_release(&payload);
+}
+
+int cjc_remote_decode_record(const void *data, size_t len, struct cjc_buf *meta, struct cjc_buf *sig)
+{
+	struct pair pr;
+	if (decode_pair(data, len, record_magic, CJC_STORE_MAX_METADATA, &pr))
 		return -1;
-	cjc_buf_add(meta, m, mlen);
-	cjc_buf_add(sig, s, slen);
+	cjc_buf_add(meta, pr.first, pr.first_len);
+	cjc_buf_add(sig, pr.second, pr.second_len);
 	return 0;
 }
 
@@ -605,13 +649,45 @@ static int decode_record(struct fetched *f)
 
 void cjc_remote_encode_record(const struct cjc_buf *meta, const struct cjc_buf *sig, struct cjc_buf *out)
 {
-	struct cjc_buf payload = CJC_BUF_INIT;
-	cjc_buf_add_u32(&payload, (uint32_t)meta->len);
-	cjc_buf_add(&payload, meta->data, meta->len);
-	cjc_buf_add_u32(&payload, (uint32_t)sig->len);
-	cjc_buf_add(&payload, sig->data, sig->len);
-	cjc_blob_encode(out, record_magic, payload.data, payload.len);
-	cjc_buf_release(&payload);
+	encode_pair(record_magic, meta->data, meta->len, sig->data, sig->len, out);
+}
+
+int cjc_remote_decode_manifest(const void *data, size_t len, const void **file, size_t *file_len,
+			       const void **sig, size_t *sig_len)
+{
+	struct pair pr = { .first = data, .first_len = len, .second = "", .second_len = 0 };
+	if (len >= 4 && !memcmp(data, signed_manifest_magic, 4) &&
+	    decode_pair(data, len, signed_manifest_magic, CJC_STORE_MAX_FILE, &pr))
+		return -1;
+	*file = pr.first;
+	*file_len = pr.first_len;
+	*sig = pr.second;
+	*sig_len = pr.second_len;
+	return 0;
+}
+
+/* What a manifest's signature signs: a text naming it and the direct key it
+ * is stored under, then the manifest file's bytes.  So it is never taken
+ * for an entry's (metadata.json is a JSON object), nor a server's copy of
+ * one direct key's manifest for another's. */
+static void manifest_signed_bytes(const char *direct_key, const void *file, size_t n,
+				  struct cjc_buf *out)
+{
+	cjc_buf_addf(out, "cudajitcache.manifest.v1 %s\n", direct_key);
+	cjc_buf_add(out, file, n);
+}
+
+/* Whether a trusted key (or, for a writer, its own sign_key) signed a
+ * manifest: 0, or -1 with why. */
+static int manifest_signed(const char *trusted_keys, const char *own_key, const char *direct_key,
+			   const void *file, size_t n, const void *sig, size_t siglen,
+			   struct cjc_buf *why)
+{
+	struct cjc_buf bytes = CJC_BUF_INIT;
+	manifest_signed_bytes(direct_key, file, n, &bytes);
+	int rc = cjc_sign_verify_writer(trusted_keys, own_key, bytes.data, bytes.len, sig, siglen, why);
+	cjc_buf_release(&bytes);
+	return rc;
 }
 
 /* The entry record of key from g, checked: 0, or -1 (counted). */
@@ -674,18 +750,41 @@ static int fetch_artifacts(struct cjc_remotes *r, struct group *g, const char *k
 	return rc;
 }
 
+/* The manifest a store holds for direct_key, decoded: 0, or -1 (counted).
+ * With trusted_keys, only one that a trusted key signed; any other is a
+ * miss, counted as untrusted, and nothing it names is looked at on this
+ * machine: a server's records never make it stat or hash a file. */
+static int fetch_manifest(struct cjc_remotes *r, struct group *g, const char *direct_key,
+			  struct cjc_manifest *m)
+{
+	struct cjc_buf raw = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	const void *file, *sig;
+	size_t file_len, sig_len;
+	int rc = get(r, g, 'm', direct_key, MANIFEST_MAX, &raw) == CJC_REMOTE_OK ? 0 : -1;
+	if (!rc && cjc_remote_decode_manifest(raw.data, raw.len, &file, &file_len, &sig, &sig_len))
+		rc = bad_data(r, g, "manifest", direct_key, "damaged");
+	if (!rc && r->trusted_keys &&
+	    manifest_signed(r->trusted_keys, NULL, direct_key, file, file_len, sig, sig_len, &why)) {
+		cjc_log("remote store %s: manifest %s not used: %s", g->shown, direct_key, why.data);
+		g->counts[CJC_STAT_UNTRUSTED]++;
+		rc = -1;
+	}
+	if (!rc && cjc_manifest_decode_file(file, file_len, m))
+		rc = bad_data(r, g, "manifest", direct_key, "damaged");
+	cjc_buf_release(&raw);
+	cjc_buf_release(&why);
+	return rc;
+}
+
 /* Tries one store: 0 when its entry is now in the local store. */
 static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct_key,
 		      const struct cjc_place *place, char out_key[CJC_HEX_LEN + 1], uint64_t *new_bytes)
 {
-	struct cjc_buf raw = CJC_BUF_INIT;
 	struct cjc_manifest m = { 0 };
 	struct fetched f = { 0 };
 	struct cjc_staging st = { 0 };
 	uint64_t failures = g->counts[CJC_STAT_REMOTE_ERRORS] + g->counts[CJC_STAT_REMOTE_TIMEOUTS];
-	int rc = get(r, g, 'm', direct_key, CJC_STORE_MAX_FILE, &raw) == CJC_REMOTE_OK ? 0 : -1;
-	if (!rc && cjc_manifest_decode_file(raw.data, raw.len, &m))
-		rc = bad_data(r, g, "manifest", direct_key, "damaged");
+	int rc = fetch_manifest(r, g, direct_key, &m);
 	long i = rc ? -1 : cjc_manifest_match(&m, direct_key, place);
 	const char *key = i >= 0 ? m.recs[i].entry_key : NULL;
 	rc = key ? fetch_record(r, g, key, &f) : -1;
@@ -719,7 +818,6 @@ static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct
 		g->counts[CJC_STAT_REMOTE_MISSES]++; /* a failed store is counted as failed only */
 	fetched_release(&f);
 	cjc_manifest_release(&m);
-	cjc_buf_release(&raw);
 	return rc;
 }
 
@@ -750,6 +848,7 @@ struct outgoing {
 	struct cjc_entry e;
 	struct cjc_buf record;
 	struct cjc_buf *data; /* per artifact, read when first needed */
+	bool vouched;         /* sign_key may sign the manifest record naming it */
 };
 
 static void outgoing_release(struct outgoing *o)
@@ -773,6 +872,17 @@ static int outgoing_open(struct cjc_remotes *r, const char *key, struct outgoing
 	 * metadata signs it (launcher.c), never a process that merely read it */
 	if (!rc && cjc_read_bounded(o->e.dfd, CJC_SIGN_FILE, O_NOFOLLOW, CJC_SIGN_MAX, &sig))
 		cjc_buf_reset(&sig);
+	/* A record is as good as the entry it names, whose key is the hash of
+	 * the record's files (key.h): so sign_key signs a record when its entry
+	 * bears this writer's signature or a trusted key's (the writer's own
+	 * compile; an upload of what it or a trusted writer made), and vouches
+	 * for no file list someone else wrote into a shared store. */
+	if (!rc && r->sign_key && sig.len) {
+		struct cjc_buf unsigned_why = CJC_BUF_INIT;
+		o->vouched = !cjc_sign_verify_writer(r->trusted_keys, r->sign_key, meta.data, meta.len,
+						    sig.data, sig.len, &unsigned_why);
+		cjc_buf_release(&unsigned_why);
+	}
 	if (!rc) {
 		cjc_remote_encode_record(&meta, &sig, &o->record);
 		o->data = cjc_xcalloc(o->e.nfiles, sizeof *o->data);
@@ -816,22 +926,75 @@ static int send_entry(struct cjc_remotes *r, struct group *g, const char *key, s
 	return put(r, g, 'e', key, !repair, &o->record) == CJC_REMOTE_OK ? 0 : -1;
 }
 
-/* Merges rec into the store's manifest (a hint: a lost race costs a miss). */
-static int send_manifest(struct cjc_remotes *r, struct group *g, const char *direct_key,
-			 const struct cjc_manifest_record *rec)
+/* The manifest value for direct_key: old's records with rec first, signed
+ * when sign is set and the key can sign (else unsigned, as remote.h lays
+ * out). */
+static void encode_manifest(struct cjc_remotes *r, const char *direct_key,
+			    const struct cjc_manifest *old, const struct cjc_manifest_record *rec,
+			    bool sign, struct cjc_buf *out)
 {
-	struct cjc_buf raw = CJC_BUF_INIT, out = CJC_BUF_INIT;
+	struct cjc_buf file = CJC_BUF_INIT, bytes = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	cjc_manifest_encode_file_with(old, rec, &file);
+	if (sign) {
+		manifest_signed_bytes(direct_key, file.data, file.len, &bytes);
+		if (cjc_sign(r->sign_key, bytes.data, bytes.len, &sig, &why))
+			cjc_log("manifest %s sent unsigned: %s", direct_key, why.data);
+	}
+	if (sig.len)
+		encode_pair(signed_manifest_magic, file.data, file.len, sig.data, sig.len, out);
+	else
+		cjc_buf_add(out, file.data, file.len);
+	cjc_buf_release(&file);
+	cjc_buf_release(&bytes);
+	cjc_buf_release(&sig);
+	cjc_buf_release(&why);
+}
+
+static bool names_entry(const struct cjc_manifest *m, const char *entry_key)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->recs[i].entry_key, entry_key))
+			return true;
+	return false;
+}
+
+/*
+ * Merges rec into the store's manifest (a hint: a lost race costs a miss).
+ * A writer that signs keeps the old records only when it may sign them
+ * again (a trusted key or its own signed them), else replaces them.  One
+ * that does not sign leaves a signed manifest as it is: an unsigned one in
+ * its place would be of no use to any reader with trusted_keys.  Neither
+ * writes a manifest that already names rec's entry (the entry key is the
+ * hash of the record's files, so it is the same record) and is as it would
+ * make it.
+ */
+static int send_manifest(struct cjc_remotes *r, struct group *g, const char *direct_key,
+			 const struct cjc_manifest_record *rec, bool sign)
+{
+	struct cjc_buf raw = CJC_BUF_INIT, out = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	struct cjc_manifest old = { 0 };
-	int rc = get(r, g, 'm', direct_key, CJC_STORE_MAX_FILE, &raw);
-	if (rc == CJC_REMOTE_OK && cjc_manifest_decode_file(raw.data, raw.len, &old))
-		memset(&old, 0, sizeof old); /* damaged: replaced */
-	if (rc == CJC_REMOTE_OK || rc == CJC_REMOTE_ABSENT) {
-		cjc_manifest_encode_file_with(&old, rec, &out);
+	const void *file = NULL, *sig = NULL;
+	size_t file_len = 0, sig_len = 0;
+	int rc = get(r, g, 'm', direct_key, MANIFEST_MAX, &raw);
+	bool damaged = rc == CJC_REMOTE_OK &&
+		       (cjc_remote_decode_manifest(raw.data, raw.len, &file, &file_len, &sig, &sig_len) ||
+			cjc_manifest_decode_file(file, file_len, &old));
+	bool is_signed = rc == CJC_REMOTE_OK && !damaged && sig_len;
+	bool vouched = is_signed && sign &&
+		       !manifest_signed(r->trusted_keys, r->sign_key, direct_key, file, file_len, sig,
+					sig_len, &why);
+	if (damaged || (sign && !vouched))
+		cjc_manifest_release(&old); /* replaced */
+	bool keep = sign ? vouched && names_entry(&old, rec->entry_key)
+			 : is_signed || names_entry(&old, rec->entry_key);
+	if ((rc == CJC_REMOTE_OK || rc == CJC_REMOTE_ABSENT) && !keep) {
+		encode_manifest(r, direct_key, &old, rec, sign, &out);
 		rc = put(r, g, 'm', direct_key, false, &out);
 	}
 	cjc_manifest_release(&old);
 	cjc_buf_release(&raw);
 	cjc_buf_release(&out);
+	cjc_buf_release(&why);
 	return rc == CJC_REMOTE_OK ? 0 : -1;
 }
 
@@ -846,7 +1009,8 @@ int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char 
 		struct group *g = &r->groups[i];
 		if (g->read_only || send_entry(r, g, entry_key, &o))
 			continue;
-		if (!rec || !send_manifest(r, g, direct_key, rec))
+		bool sign = o.vouched && rec && !strcmp(rec->entry_key, entry_key);
+		if (!rec || !send_manifest(r, g, direct_key, rec, sign))
 			sent++;
 	}
 	outgoing_release(&o);

@@ -25,7 +25,12 @@
  *     NS/e/<entry key>  the entry record: a blob (blob.h, magic "CJCE") of
  *                       two strings, metadata.json's exact bytes and the
  *                       signature file's (empty when unsigned, sign.h)
- *     NS/m/<direct key> the manifest (manifest.h), a hint merged by writers
+ *     NS/m/<direct key> the manifest (manifest.h), a hint merged by writers:
+ *                       the manifest file as the local store keeps it
+ *                       (magic "CJCM") when unsigned; signed, a blob (magic
+ *                       "CJCS") of two strings, the manifest file's exact
+ *                       bytes and the signature file's (sign.h) over
+ *                       "cudajitcache.manifest.v1 <direct key>\n" and them
  *
  * Why a poisoned manifest or entry record can only cause a miss: the
  * fetcher recomputes the entry key from the manifest record's files as they
@@ -33,16 +38,34 @@
  * entry those files give; the entry record's metadata must parse strictly
  * and name that same key, and every artifact it lists is fetched by its
  * SHA-256 and checked.  With trusted_keys set, the metadata must also carry
- * a signature of a trusted key (sign.h).  What a remote store returns is
- * read up to a bound, known before anything is allocated: the manifest and
- * record caps of store.h, and each artifact's listed size, itself at most
+ * a signature of a trusted key (sign.h).
+ *
+ * Why, with trusted_keys, a manifest must be signed too: matching a record
+ * stats and hashes the files it names, and which entry record is asked for
+ * next tells the server whether they exist and what they hold (a record
+ * naming /root/secret with a guessed SHA-256).  So an unsigned manifest,
+ * or one no trusted key signed, is a miss (untrusted) and nothing in it is
+ * looked at.  A writer with sign_key signs the manifests it writes, over
+ * records it can vouch for: a record is as good as the entry it names
+ * (the entry key is the hash of the record's files, and the entry's
+ * metadata binds it), so it signs a record whose entry bears its own or a
+ * trusted key's signature, and keeps the old records only of a manifest
+ * that such a key signed.  Writers without sign_key write unsigned ones,
+ * as before, but leave a signed one as it is; readers without trusted_keys
+ * take either.
+ *
+ * What a remote store returns is read up to a bound, known before anything
+ * is allocated: the manifest and record caps of store.h (each plus a
+ * signature), and each artifact's listed size, itself at most
  * CJC_REMOTE_MAX_ARTIFACT (a record naming more is bad data).  A backend
  * stops reading a reply as soon as it would pass the bound (a Redis reply
  * by its length prefix, an HTTP body by Content-Length or by what came).
  *
- * The deadline: one operation-timeout per store and handle (one compile),
- * shared by all its requests, connections included, whatever the server
- * does (drips, stalls, answers each request just in time).  Before each
+ * The deadline: one operation-timeout per handle (one compile), shared by
+ * all its requests to all its stores, connections included, whatever the
+ * servers do (drip, stall, answer each request just in time).  Each store
+ * spends at most its own operation-timeout; all of them together at most
+ * the largest.  Before each
  * request the caller sets u->deadline_ms to what is left; the backend
  * stops waiting at it, and a request that would start after it is a
  * timeout.  Time spent outside requests (nvcc running) does not count.
@@ -121,9 +144,11 @@ int cjc_remote_check_setting(const char *text, struct cjc_buf *why);
 struct cjc_remotes;
 typedef void (*cjc_remote_report_fn)(const char *store, const char *message);
 
-/* NULL when text names no store.  sign_key / trusted_keys may be NULL. */
+/* NULL when text names no store.  sign_key (signs the manifests this
+ * handle writes) and trusted_keys (what it accepts) may be NULL. */
 struct cjc_remotes *cjc_remote_open(const char *text, const struct cjc_store *local,
-				    const char *trusted_keys, cjc_remote_report_fn report);
+				    const char *sign_key, const char *trusted_keys,
+				    cjc_remote_report_fn report);
 void cjc_remote_close(struct cjc_remotes *r);
 size_t cjc_remote_count(const struct cjc_remotes *r);
 const char *cjc_remote_shown(const struct cjc_remotes *r, size_t i);
@@ -144,15 +169,21 @@ int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, const struct
 void cjc_remote_hang_up(struct cjc_remotes *r);
 
 /* Sends a local entry, with the signature it has if any (its writer signed
- * it; nothing here signs what it did not make), and the manifest record
- * naming it, to every store that is not read-only.  rec may be NULL (no manifest update).  Returns the
- * number of stores that now hold it. */
+ * it; nothing here signs an entry it did not make), and the manifest record
+ * naming it (signed as above), to every store that is not read-only.  rec
+ * may be NULL (no manifest update).  Returns the number of stores that now
+ * hold it. */
 int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
 		       const struct cjc_manifest_record *rec);
 
 /* An entry record (the layout above): 0, or -1 when it is not one. */
 int cjc_remote_decode_record(const void *p, size_t n, struct cjc_buf *meta, struct cjc_buf *sig);
 void cjc_remote_encode_record(const struct cjc_buf *meta, const struct cjc_buf *sig, struct cjc_buf *out);
+/* A manifest value (the layout above), either form: the manifest file's
+ * bytes and the signature file's (empty when unsigned), pointing into
+ * data; 0, or -1 when it is a signed one that does not decode. */
+int cjc_remote_decode_manifest(const void *data, size_t len, const void **file, size_t *file_len,
+			       const void **sig, size_t *sig_len);
 
 /* `cjc remote check`: reach, write, read back, for store i; 0 or -1 with why. */
 int cjc_remote_check(struct cjc_remotes *r, size_t i, struct cjc_buf *report);

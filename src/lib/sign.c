@@ -7,6 +7,8 @@
 #include <openssl/pem.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dl.h"
 #include "fs.h"
@@ -207,11 +209,35 @@ static bool signature_holds(const unsigned char pub[PUBLIC_LEN], const unsigned 
 	return ok;
 }
 
-/* cjc_sign_verify, with -2 for a signature that is malformed or false. */
-static int verify(const char *trusted_file, const void *data, size_t len, const void *sig,
-		  size_t siglen, struct cjc_buf *why)
+/* The public keys a signature may be by: those of trusted_file, and the
+ * public half of own_key_file; either may be NULL.  -1 (why) when there
+ * are none. */
+static int allowed_keys(const char *trusted_file, const char *own_key_file,
+			unsigned char keys[][PUBLIC_LEN], size_t *n, struct cjc_buf *why)
 {
-	unsigned char keys[MAX_TRUSTED][PUBLIC_LEN], pub[PUBLIC_LEN], raw[SIGNATURE_LEN];
+	struct cjc_buf unread = CJC_BUF_INIT; /* said only when no key is left */
+	*n = 0;
+	if (trusted_file)
+		(void)read_trusted(trusted_file, keys, n, &unread);
+	if (own_key_file && unread.len)
+		cjc_buf_adds(&unread, "; ");
+	EVP_PKEY *own = own_key_file ? read_private(own_key_file, &unread) : NULL;
+	size_t len = PUBLIC_LEN;
+	if (own && api.get_raw_public(own, keys[*n], &len) == 1 && len == PUBLIC_LEN)
+		(*n)++;
+	if (own)
+		api.pkey_free(own);
+	if (!*n)
+		cjc_buf_adds(why, unread.len ? unread.data : "no key to check it with");
+	cjc_buf_release(&unread);
+	return *n ? 0 : -1;
+}
+
+/* cjc_sign_verify_writer, with -2 for a signature that is malformed or false. */
+static int verify(const char *trusted_file, const char *own_key_file, const void *data,
+		  size_t len, const void *sig, size_t siglen, struct cjc_buf *why)
+{
+	unsigned char keys[MAX_TRUSTED + 1][PUBLIC_LEN], pub[PUBLIC_LEN], raw[SIGNATURE_LEN];
 	size_t n;
 	if (!siglen) {
 		cjc_buf_adds(why, "not signed");
@@ -221,14 +247,14 @@ static int verify(const char *trusted_file, const void *data, size_t len, const 
 		cjc_buf_adds(why, "malformed signature");
 		return -2;
 	}
-	if (read_trusted(trusted_file, keys, &n, why))
+	if (allowed_keys(trusted_file, own_key_file, keys, &n, why))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		if (memcmp(keys[i], pub, PUBLIC_LEN))
 			continue;
 		if (signature_holds(pub, raw, data, len))
 			return 0;
-		cjc_buf_adds(why, "signature does not match the metadata");
+		cjc_buf_adds(why, "signature does not match what it signs");
 		return -2;
 	}
 	cjc_buf_adds(why, "signed by a key that is not in trusted_keys");
@@ -238,7 +264,13 @@ static int verify(const char *trusted_file, const void *data, size_t len, const 
 int cjc_sign_verify(const char *trusted_file, const void *data, size_t len, const void *sig,
 		    size_t siglen, struct cjc_buf *why)
 {
-	return verify(trusted_file, data, len, sig, siglen, why) ? -1 : 0;
+	return verify(trusted_file, NULL, data, len, sig, siglen, why) ? -1 : 0;
+}
+
+int cjc_sign_verify_writer(const char *trusted_file, const char *own_key_file, const void *data,
+			   size_t len, const void *sig, size_t siglen, struct cjc_buf *why)
+{
+	return verify(trusted_file, own_key_file, data, len, sig, siglen, why) ? -1 : 0;
 }
 
 int cjc_sign_verify_entry(int dfd, const char *trusted_file, struct cjc_buf *why)
@@ -250,10 +282,51 @@ int cjc_sign_verify_entry(int dfd, const char *trusted_file, struct cjc_buf *why
 	else if (cjc_read_bounded(dfd, CJC_SIGN_FILE, O_NOFOLLOW, CJC_SIGN_MAX, &sig) && errno != ENOENT)
 		rc = -2, cjc_buf_addf(why, "cannot read %s: %s", CJC_SIGN_FILE, cjc_untrusted_error(errno));
 	else
-		rc = verify(trusted_file, meta.data, meta.len, sig.data, sig.len, why);
+		rc = verify(trusted_file, NULL, meta.data, meta.len, sig.data, sig.len, why);
 	cjc_buf_release(&meta);
 	cjc_buf_release(&sig);
 	return rc;
+}
+
+static bool by_self(uid_t uid)
+{
+	return uid == 0 || uid == geteuid();
+}
+
+/*
+ * The directory says who published the entry (the staging directory that
+ * was renamed into place is its writer's).  metadata.json too, since in a
+ * group store entry directories are group-writable (any member may evict):
+ * a member could replace the metadata in an entry root wrote, but the file
+ * she puts there is hers: the owner is the one of the file that was read
+ * (struct cjc_entry's meta_uid), so that swapping it back after the read
+ * does not pass.  The artifacts need no check: each is hashed
+ * against the metadata as it is served.
+ */
+bool cjc_sign_written_by_self(const struct cjc_entry *e, uid_t *writer)
+{
+	struct stat st;
+	*writer = (uid_t)-1;
+	if (fstat(e->dfd, &st))
+		return false;
+	*writer = st.st_uid;
+	if (!by_self(st.st_uid))
+		return false;
+	*writer = e->meta_uid;
+	return e->meta_uid != (uid_t)-1 && by_self(e->meta_uid);
+}
+
+int cjc_sign_check_local_entry(const struct cjc_entry *e, const char *trusted_file,
+			       struct cjc_buf *why)
+{
+	uid_t writer;
+	if (!trusted_file || cjc_sign_written_by_self(e, &writer))
+		return 0;
+	if (writer == (uid_t)-1)
+		cjc_buf_adds(why, "its writer cannot be told: ");
+	else
+		cjc_buf_addf(why, "written by uid %ld, not you or root: ", (long)writer);
+	return cjc_sign_verify_entry(e->dfd, trusted_file, why);
 }
 
 int cjc_sign_check_private(const char *key_file, struct cjc_buf *why)

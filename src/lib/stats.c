@@ -306,12 +306,9 @@ int cjc_stats_zero(const struct cjc_store *s)
 	for (int shard = 0; shard < CJC_STATS_SHARDS; shard++)
 		if (with_shard(s, shard, NULL, true) && !rc)
 			rc = -1, e = errno;
-	for (size_t b = 0; b < sizeof breakdown_files / sizeof *breakdown_files; b++) {
-		char *path = cjc_store_path(s, breakdown_files[b]);
-		if (unlink(path) && errno != ENOENT && !rc)
+	for (size_t b = 0; b < sizeof breakdown_files / sizeof *breakdown_files; b++)
+		if (cjc_store_remove(s, breakdown_files[b]) && !rc)
 			rc = -1, e = errno;
-		free(path);
-	}
 	errno = e;
 	return rc;
 }

@@ -19,69 +19,104 @@
 #include "sign.h"
 #include "stamp.h"
 
-/* 0 when path is a directory and not a symbolic link (ELOOP) or anything else. */
-static int real_dir(const char *path)
+/* errno after a failed openat of name in dirfd: ELOOP for a link, which
+ * O_PATH | O_DIRECTORY | O_NOFOLLOW reports as ENOTDIR. */
+static int open_errno(int dirfd, const char *name)
 {
+	int e = errno;
 	struct stat st;
-	if (lstat(path, &st))
-		return -1;
-	if (!S_ISDIR(st.st_mode)) {
-		errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
-		return -1;
+	if (e == ENOTDIR && !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+		e = ELOOP;
+	return e;
+}
+
+/*
+ * Walks sub below the directory open at start one openat() at a time,
+ * refusing symbolic links (ELOOP).  make: every component is a directory,
+ * made when missing.  Directories on the way are opened O_PATH; the last
+ * component with flags and mode.  The final descriptor, or -1.
+ */
+static int walk_from(int start, const char *sub, bool make, int flags, mode_t mode)
+{
+	char *copy = cjc_xstrdup(sub), *save = NULL, *next;
+	int fd = fcntl(start, F_DUPFD_CLOEXEC, 0);
+	int e = fd < 0 ? errno : 0;
+	for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = next) {
+		next = strtok_r(NULL, "/", &save);
+		int nfd = -1;
+		if (make && mkdirat(fd, c, 0777) && errno != EEXIST)
+			e = errno;
+		else if ((nfd = openat(fd, c, (next ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC,
+				       next ? 0 : mode)) < 0)
+			e = open_errno(fd, c);
+		close(fd);
+		fd = nfd;
+	}
+	free(copy);
+	errno = e;
+	return fd;
+}
+
+static int walk(const struct cjc_store *s, const char *sub, bool make, int flags, mode_t mode)
+{
+	return walk_from(s->fd, sub, make, flags, mode);
+}
+
+/*
+ * Every directory of the namespace must be a real directory: a symbolic
+ * link planted inside the store must not send writes or removals outside
+ * it ($CJC_DIR itself may be a link).
+ */
+static const char *const subdirs[] = { "entries", "manifests", "staging", "ids", "stats", "hashes" };
+#define NSUBDIRS (sizeof subdirs / sizeof *subdirs)
+
+/* 0 when each subdirectory of the namespace is a real directory (made when
+ * missing); -1 with errno (ELOOP: a link) otherwise. */
+static int check_subdirs(const struct cjc_store *s)
+{
+	for (size_t i = 0; i < NSUBDIRS; i++) {
+		struct stat st;
+		int rc = fstatat(s->fd, subdirs[i], &st, AT_SYMLINK_NOFOLLOW);
+		if (rc && errno == ENOENT && (!mkdirat(s->fd, subdirs[i], 0777) || errno == EEXIST))
+			rc = fstatat(s->fd, subdirs[i], &st, AT_SYMLINK_NOFOLLOW);
+		if (rc)
+			return -1;
+		if (!S_ISDIR(st.st_mode)) {
+			errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+			return -1;
+		}
 	}
 	return 0;
 }
 
 /*
- * Opens the namespace, creating it on first use.  Every directory of it must
- * be a real directory: a symbolic link planted inside the store must not
- * send writes or removals outside it ($CJC_DIR itself may be a link).
- */
-static const char *const subdirs[] = { "entries", "manifests", "staging", "ids", "stats", "hashes" };
-#define NSUBDIRS (sizeof subdirs / sizeof *subdirs)
-
-/* 0 when the format directory, the namespace and its subdirectories are all
- * real directories; -1 with errno (ENOENT: not made yet) otherwise. */
-static int check_namespace(const struct cjc_store *s, const char *format_dir)
-{
-	int rc = real_dir(format_dir) || real_dir(s->dir) ? -1 : 0;
-	for (size_t i = 0; !rc && i < NSUBDIRS; i++) {
-		char *p = cjc_store_path(s, subdirs[i]);
-		rc = real_dir(p);
-		free(p);
-	}
-	return rc;
-}
-
-/*
- * Opens the namespace, creating it on first use.  Every directory of it must
- * be a real directory: a symbolic link planted inside the store must not
- * send writes or removals outside it ($CJC_DIR itself may be a link).  On a
- * hit this is the seven lstat calls of the check, nothing more.
+ * Opens the namespace, creating it on first use: $CJC_DIR by its path (it
+ * may be a link), then v1/<os>-<arch> below it one directory at a time
+ * without following links, and every later access relative to that fd.  On
+ * a hit this is three opens and six fstatat calls, nothing more.
  */
 int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 {
 	struct utsname u;
 	if (uname(&u))
 		strcpy(u.machine, "unknown");
-	char *format_dir = cjc_path_join(cache_dir, CJC_STORE_FORMAT);
-	s->dir = cjc_xasprintf("%s/linux-%s", format_dir, u.machine);
-	int rc = check_namespace(s, format_dir);
-	if (rc && errno == ENOENT) {
-		rc = 0;
-		for (size_t i = 0; !rc && i < NSUBDIRS; i++) {
-			char *p = cjc_store_path(s, subdirs[i]);
-			rc = cjc_mkdirs(p, 0777);
-			free(p);
-		}
-		if (!rc)
-			rc = check_namespace(s, format_dir);
-	}
-	if (!rc)
-		rc = (s->fd = open(s->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ? -1 : 0;
+	char *ns = cjc_xasprintf("%s/linux-%s", CJC_STORE_FORMAT, u.machine);
+	s->dir = cjc_path_join(cache_dir, ns);
+	s->fd = -1;
+	int top = open(cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (top < 0 && errno == ENOENT && !cjc_mkdirs(cache_dir, 0777))
+		top = open(cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (top >= 0 && (s->fd = walk_from(top, ns, false, O_PATH | O_DIRECTORY, 0)) < 0 &&
+	    errno == ENOENT)
+		s->fd = walk_from(top, ns, true, O_PATH | O_DIRECTORY, 0);
+	int rc = s->fd < 0 || check_subdirs(s) ? -1 : 0;
 	int e = errno;
-	free(format_dir);
+	if (top >= 0)
+		close(top);
+	free(ns);
 	if (rc) {
+		if (s->fd >= 0)
+			close(s->fd);
 		free(s->dir);
 		s->dir = NULL;
 	}
@@ -95,31 +130,6 @@ void cjc_store_close(struct cjc_store *s)
 		close(s->fd);
 	free(s->dir);
 	s->dir = NULL;
-}
-
-/*
- * Walks sub below the namespace one openat() at a time, refusing symbolic
- * links.  make: every component is a directory, made when missing; else the
- * last one is opened with flags and mode.  The final descriptor, or -1.
- */
-static int walk(const struct cjc_store *s, const char *sub, bool make, int flags, mode_t mode)
-{
-	char *copy = cjc_xstrdup(sub), *save = NULL, *next;
-	int fd = dup(s->fd), e = 0;
-	for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = next) {
-		next = strtok_r(NULL, "/", &save);
-		int nfd = -1;
-		if (make && mkdirat(fd, c, 0777) && errno != EEXIST)
-			e = errno;
-		else if ((nfd = next || make ? openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-					     : openat(fd, c, flags | O_NOFOLLOW | O_CLOEXEC, mode)) < 0)
-			e = errno;
-		close(fd);
-		fd = nfd;
-	}
-	free(copy);
-	errno = e;
-	return fd;
 }
 
 int cjc_store_openat(const struct cjc_store *s, const char *sub, int flags, mode_t mode)
@@ -147,43 +157,84 @@ int cjc_store_read(const struct cjc_store *s, const char *sub, size_t max, struc
 
 int cjc_store_make_dirs(const struct cjc_store *s, const char *sub)
 {
-	int fd = walk(s, sub, true, 0, 0);
+	int fd = walk(s, sub, true, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return -1;
 	close(fd);
 	return 0;
 }
 
-static char *discard_name(const struct cjc_store *s)
+/* The directory sub is in, opened (O_PATH) as every directory of the store
+ * is, and sub's last name in it (*name). */
+static int open_parent(const struct cjc_store *s, const char *sub, const char **name)
 {
-	char *base = cjc_store_path(s, "staging/discard");
-	char *name = cjc_unique_name(base);
-	free(base);
-	return name;
+	const char *slash = strrchr(sub, '/');
+	*name = slash ? slash + 1 : sub;
+	if (!slash)
+		return fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
+	char *dir = cjc_xstrndup(sub, (size_t)(slash - sub));
+	int fd = cjc_store_openat(s, dir, O_PATH | O_DIRECTORY, 0);
+	free(dir);
+	return fd;
 }
 
-int cjc_store_discard_into(const struct cjc_store *s, const char *path, const char *bin)
+int cjc_store_rename(const struct cjc_store *s, const char *from, const char *to)
 {
-	const char *slash = strrchr(path, '/');
-	char *trash = bin ? cjc_path_join(bin, slash ? slash + 1 : path) : discard_name(s);
-	int rc = rename(path, trash);
+	const char *from_name, *to_name;
+	int from_dir = open_parent(s, from, &from_name);
+	int to_dir = from_dir < 0 ? -1 : open_parent(s, to, &to_name);
+	int rc = to_dir < 0 ? -1 : renameat(from_dir, from_name, to_dir, to_name);
+	int e = errno;
+	if (from_dir >= 0)
+		close(from_dir);
+	if (to_dir >= 0)
+		close(to_dir);
+	errno = e;
+	return rc;
+}
+
+int cjc_store_remove(const struct cjc_store *s, const char *sub)
+{
+	const char *name;
+	int dir = open_parent(s, sub, &name);
+	if (dir < 0)
+		return errno == ENOENT ? 0 : -1;
+	int rc = cjc_remove_tree_at(dir, name);
+	int e = errno;
+	close(dir);
+	errno = e;
+	return rc;
+}
+
+int cjc_store_discard_into(const struct cjc_store *s, const char *sub, const char *bin)
+{
+	const char *slash = strrchr(sub, '/');
+	char *trash = bin ? cjc_path_join(bin, slash ? slash + 1 : sub)
+			  : cjc_unique_name("staging/discard");
+	int rc = cjc_store_rename(s, sub, trash);
 	if (!rc)
-		(void)cjc_remove_tree(trash); /* what is left, gc reclaims (its pid is gone) */
+		(void)cjc_store_remove(s, trash); /* what is left, gc reclaims (its pid is gone) */
 	int e = errno;
 	free(trash);
 	errno = e;
 	return rc;
 }
 
-int cjc_store_discard(const struct cjc_store *s, const char *path)
+int cjc_store_discard(const struct cjc_store *s, const char *sub)
 {
-	return cjc_store_discard_into(s, path, NULL);
+	return cjc_store_discard_into(s, sub, NULL);
 }
 
 char *cjc_store_bin(const struct cjc_store *s)
 {
-	char *bin = discard_name(s);
-	if (!mkdir(bin, 0777)) /* as staging is made: a group store's gc may reclaim it */
+	char *bin = cjc_unique_name("staging/discard");
+	const char *name;
+	int dir = open_parent(s, bin, &name);
+	/* made as staging is: a group store's gc may reclaim it */
+	int rc = dir < 0 ? -1 : mkdirat(dir, name, 0777);
+	if (dir >= 0)
+		close(dir);
+	if (!rc)
 		return bin;
 	free(bin);
 	return NULL;
@@ -191,14 +242,14 @@ char *cjc_store_bin(const struct cjc_store *s)
 
 int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n)
 {
+	const char *slash = strrchr(sub, '/');
 	char *dir = cjc_dirname(sub);
-	char *path = cjc_store_path(s, sub);
-	int rc = cjc_store_make_dirs(s, dir);
-	if (!rc)
-		rc = cjc_replace_file(path, p, n, false);
+	int dfd = walk(s, dir, true, O_PATH | O_DIRECTORY, 0);
+	int rc = dfd < 0 ? -1 : cjc_replace_file_at(dfd, slash ? slash + 1 : sub, p, n, 0666, false);
 	int e = errno;
+	if (dfd >= 0)
+		close(dfd);
 	free(dir);
-	free(path);
 	errno = e;
 	return rc;
 }
@@ -269,9 +320,11 @@ static int read_metadata(int dfd, const char *key, struct cjc_entry *e, bool use
 {
 	struct stat sb;
 	struct cjc_stamp st = { 0 };
+	e->meta_uid = (uid_t)-1;
 	if (use_memo && !fstatat(dfd, "metadata.json", &sb, AT_SYMLINK_NOFOLLOW) &&
 	    S_ISREG(sb.st_mode)) {
 		cjc_stamp_of(&sb, &st);
+		e->meta_uid = sb.st_uid;
 		if ((e->unread = cjc_metamemo_find_stamp(key, &st, &e->files, &e->nfiles,
 							 &e->duration_ms)))
 			return 0;
@@ -279,8 +332,11 @@ static int read_metadata(int dfd, const char *key, struct cjc_entry *e, bool use
 	struct cjc_buf text = CJC_BUF_INIT;
 	int64_t taken_ns = cjc_wall_ns();
 	int fd = cjc_open_regular(dfd, "metadata.json", O_RDONLY | O_NOFOLLOW, 0);
-	if (fd >= 0 && !fstat(fd, &sb))
+	e->meta_uid = (uid_t)-1;
+	if (fd >= 0 && !fstat(fd, &sb)) {
 		cjc_stamp_of(&sb, &st);
+		e->meta_uid = sb.st_uid; /* the file read, not whatever is at the name later */
+	}
 	int rc = cjc_read_regular_and_close(fd, CJC_STORE_MAX_METADATA, &text);
 	if (rc)
 		cjc_buf_addf(why, "cannot read metadata.json: %s", cjc_untrusted_error(errno));
@@ -449,15 +505,43 @@ void cjc_entry_release(struct cjc_entry *e)
 	memset(e, 0, sizeof *e);
 }
 
+/* Whether the directory open at fd is this user's own (EPERM if not). */
+static int own_dir(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return -1;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Makes the writer's directory in staging/ and opens it without following a
+ * link; from then on everything goes through that fd.  A member who renames
+ * it away and plants a link or a directory of their own in its place gets
+ * ELOOP or EPERM here (the compile goes on, unpublished), or, later, has
+ * moved a directory that only this writer writes into.
+ */
 int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 {
 	memset(st, 0, sizeof *st);
-	char *base = cjc_store_path(s, "staging/s");
-	st->dir = cjc_unique_name(base);
-	free(base);
-	cjc_tempfile_add(st->dir);
-	if (mkdir(st->dir, 0777)) {
-		int e = errno;
+	st->dfd = -1;
+	int parent = cjc_store_openat(s, "staging", O_PATH | O_DIRECTORY, 0);
+	if (parent < 0)
+		return -1;
+	st->parent = parent;
+	st->name = cjc_unique_name("s");
+	char *sub = cjc_path_join("staging", st->name);
+	st->dir = cjc_store_path(s, sub);
+	free(sub);
+	cjc_tempfile_add_at(parent, st->name);
+	if (mkdirat(parent, st->name, 0777) ||
+	    (st->dfd = openat(parent, st->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    own_dir(st->dfd)) {
+		int e = errno == ENOTDIR ? open_errno(parent, st->name) : errno;
 		cjc_staging_abort(st);
 		errno = e;
 		return -1;
@@ -472,9 +556,7 @@ static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, co
 		errno = EINVAL;
 		return -1;
 	}
-	char *path = cjc_path_join(st->dir, name);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-	free(path);
+	int fd = openat(st->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (fd < 0)
 		return -1;
 	struct cjc_buf copy = CJC_BUF_INIT;
@@ -524,10 +606,31 @@ int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p
 /* Writes one file of the staging that is not an artifact. */
 static int write_staged(const struct cjc_staging *st, const char *name, const struct cjc_buf *data)
 {
-	char *path = cjc_path_join(st->dir, name);
-	int rc = cjc_write_new_file(path, data->data, data->len, 0444, true);
-	free(path);
-	return rc;
+	return cjc_write_new_file_at(st->dfd, name, data->data, data->len, 0444, true);
+}
+
+/* Whether the writer's directory is still at its name in staging/ (ESTALE
+ * when someone renamed it away): what the rename would publish. */
+static int still_there(const struct cjc_staging *st)
+{
+	struct stat at, ours;
+	if (fstatat(st->parent, st->name, &at, AT_SYMLINK_NOFOLLOW) || fstat(st->dfd, &ours))
+		return -1;
+	if (at.st_dev != ours.st_dev || at.st_ino != ours.st_ino) {
+		errno = ESTALE;
+		return -1;
+	}
+	return 0;
+}
+
+/* fsyncs the directory open (O_PATH) at fd; failures are ignored. */
+static void sync_dir(int fd)
+{
+	int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0) {
+		(void)fsync(rfd);
+		close(rfd);
+	}
 }
 
 /* Adds the new entry's row to the index `cjc ls` reads (index.h), when the
@@ -546,28 +649,27 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 	if (!rc)
 		rc = write_staged(st, "metadata.json", metadata);
 	if (!rc)
-		rc = cjc_fsync_path(st->dir);
+		rc = fsync(st->dfd);
 	char *name = cjc_store_entry_name(key);
-	char *shard = cjc_dirname(name);
-	char *dest = cjc_store_path(s, name);
-	char *parent = cjc_dirname(dest);
-	if (!rc)
-		rc = cjc_store_make_dirs(s, shard);
+	char *shard_name = cjc_dirname(name);
+	int shard = rc ? -1 : walk(s, shard_name, true, O_PATH | O_DIRECTORY, 0);
+	if (!rc && (shard < 0 || still_there(st)))
+		rc = -1;
 	if (!rc) {
-		if (!rename(st->dir, dest)) {
+		if (!renameat(st->parent, st->name, shard, key)) {
 			*won = true;
-			cjc_tempfile_forget(st->dir);
-			(void)cjc_fsync_path(parent);
+			cjc_tempfile_forget_at(st->parent, st->name);
+			sync_dir(shard);
 			index_entry(s, st, key);
 		} else if (errno != EEXIST && errno != ENOTEMPTY) {
 			rc = -1;
 		}
 	}
 	int e = errno;
+	if (shard >= 0)
+		close(shard);
 	free(name);
-	free(shard);
-	free(dest);
-	free(parent);
+	free(shard_name);
 	cjc_staging_abort(st);
 	errno = e;
 	return rc;
@@ -575,10 +677,16 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 
 void cjc_staging_abort(struct cjc_staging *st)
 {
-	if (st->dir)
-		cjc_tempfile_remove(st->dir);
+	if (st->dir) {
+		cjc_tempfile_remove_at(st->parent, st->name);
+		if (st->dfd >= 0)
+			close(st->dfd);
+		close(st->parent);
+	}
 	free(st->dir);
-	st->dir = NULL;
+	free(st->name);
+	st->dir = st->name = NULL;
+	st->dfd = st->parent = -1;
 	for (size_t i = 0; i < st->nfiles; i++)
 		free(st->files[i].name);
 	st->nfiles = 0;
@@ -619,19 +727,23 @@ int cjc_store_foreach_entry(const struct cjc_store *s,
 static int foreach_keyed(const struct cjc_store *s, const char *top_name, const char *prefix,
 			 int (*fn)(const char *key, const char *dir, void *ctx), void *ctx)
 {
-	char *root = cjc_store_path(s, top_name);
-	DIR *top = opendir(root);
-	int rc = 0;
+	int top_fd = cjc_store_openat(s, top_name, O_RDONLY | O_DIRECTORY, 0);
+	DIR *top = top_fd < 0 ? NULL : fdopendir(top_fd);
 	if (!top) {
-		free(root);
-		return errno == ENOENT ? 0 : -1;
+		int e = errno;
+		if (top_fd >= 0)
+			close(top_fd);
+		errno = e;
+		return e == ENOENT ? 0 : -1;
 	}
+	char *root = cjc_store_path(s, top_name); /* for the paths fn is given */
+	int rc = 0;
 	struct dirent *de;
 	while (!rc && (de = readdir(top))) {
 		if (!is_key_name(de->d_name, 2) || !cjc_starts_with(de->d_name, prefix))
 			continue;
 		char *sub = cjc_path_join(root, de->d_name);
-		int fd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		DIR *d = fd < 0 ? NULL : fdopendir(fd);
 		if (!d && fd >= 0)
 			close(fd);

@@ -45,6 +45,7 @@
 #include "nvcc_args.h"
 #include "place.h"
 #include "run.h"
+#include "sign.h"
 #include "store.h"
 #include "util.h"
 
@@ -528,10 +529,29 @@ static int plain_texts(struct audit *a)
 	return plain_environment(a, json_object_get(m, "environment"));
 }
 
+/* trusted_keys for this audit (audit.h); the children inherit it. */
+static const char *audit_trusted_keys;
+
+/* 0 when the entry's recorded command may run: you or root wrote it, or a
+ * trusted key signed it (audit.h).  Else -1, with the reason noted. */
+static int check_writer(struct audit *a)
+{
+	uid_t writer;
+	if (cjc_sign_written_by_self(&a->entry, &writer))
+		return 0;
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc = audit_trusted_keys ? cjc_sign_verify_entry(a->entry.dfd, audit_trusted_keys, &why) : -1;
+	if (rc)
+		add_note(a, "details", "written by uid %ld, not you or root, and %s: nothing it records is run",
+			 (long)writer, audit_trusted_keys ? why.data : "trusted_keys is not set");
+	cjc_buf_release(&why);
+	return rc ? -1 : 0;
+}
+
 /* From a verified entry: checks, rebuild, comparison. */
 static void audit_verified(struct audit *a)
 {
-	if (plain_texts(a))
+	if (check_writer(a) || plain_texts(a))
 		return set_status(a, "cannot rebuild");
 	const char *cwd = meta_str(a->entry.meta, "cwd");
 	json_t *argv = json_object_get(a->entry.meta, "argv");
@@ -864,6 +884,7 @@ int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o)
 {
 	struct job_list l = { 0 };
 	const char *prefix = strcmp(o->what, "all") ? o->what : NULL;
+	audit_trusted_keys = o->trusted_keys;
 	struct cjc_key_match m = { 0 };
 	if (prefix && (strlen(prefix) > CJC_HEX_LEN || strspn(prefix, "0123456789abcdef") != strlen(prefix))) {
 		fprintf(stderr, "cjc audit: '%s' is not a key or key prefix (lowercase hex) nor 'all'\n", prefix);

@@ -21,6 +21,12 @@
  *                                        (tmpxft_<pid>_<n>-<k>) normalised
  *   stderr                               with the same normalisation
  *
+ * An entry that another user wrote (its directory or metadata.json owned by
+ * neither you nor root, sign.h) is a request from that user: its recorded
+ * command, options and working directory are run only when a key in
+ * trusted_keys signed it; else it "cannot rebuild", with that reason, and
+ * nothing of it runs (docs/trust.md, audit).
+ *
  * Each entry is "reproducible", "differs" (with what) or "cannot rebuild"
  * (with why).  Entries are audited in child processes (--jobs at a time),
  * each in its own scratch directory under one
@@ -42,6 +48,7 @@ struct cjc_audit_options {
 	const char *what; /* a key, a unique key prefix, or "all" */
 	bool json;
 	int jobs;
+	const char *trusted_keys; /* the setting, or NULL: see below */
 };
 
 int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o);

@@ -337,7 +337,9 @@ static int cmd_why(struct session *s)
 
 static int cmd_audit(struct session *s)
 {
-	struct cjc_audit_options opt = { .what = s->arg, .json = s->json, .jobs = s->jobs };
+	struct cjc_audit_options opt = {
+		.what = s->arg, .json = s->json, .jobs = s->jobs, .trusted_keys = s->cfg.trusted_keys
+	};
 	return cjc_audit(&s->store, &opt);
 }
 
@@ -452,22 +454,30 @@ static int cmd_show(struct session *s)
 struct verify_run {
 	struct session *s;
 	json_t *bad;
-	uint64_t checked, signed_ok, unsigned_n;
+	uint64_t checked, signed_ok, unsigned_n, not_served;
 };
 
 /* With trusted_keys: a false signature is damage; an entry that is unsigned
- * or signed by another key is only counted (local compiles need no key). */
+ * or signed by another key is only counted: served when you or root wrote
+ * it (local compiles need no key), not when another user did (sign.h). */
 static bool verify_signature(struct verify_run *v, const char *key, const struct cjc_entry *e,
 			     struct cjc_buf *why)
 {
 	struct cjc_buf reason = CJC_BUF_INIT;
+	uid_t writer;
 	int rc = cjc_sign_verify_entry(e->dfd, v->s->cfg.trusted_keys, &reason);
+	bool own = cjc_sign_written_by_self(e, &writer);
 	if (!rc)
 		v->signed_ok++;
 	else if (rc == -1)
 		v->unsigned_n++;
-	if (rc == -1 && !v->s->json)
+	if (rc == -1 && !own)
+		v->not_served++;
+	if (rc == -1 && !v->s->json && own)
 		printf("%s: %s (not damage: served locally, never from a remote store)\n", key, reason.data);
+	else if (rc == -1 && !v->s->json)
+		printf("%s: %s (not damage, but not served: written by uid %ld, not you or root)\n",
+		       key, reason.data, (long)writer);
 	if (rc == -2)
 		cjc_buf_addf(why, "%s", reason.data);
 	cjc_buf_release(&reason);
@@ -490,7 +500,7 @@ static int verify_one(const char *key, const char *dir, void *ctx)
 		json_t *row = json_pack("{s:s, s:s, s:s}", "key", key, "path", dir, "reason", why.data);
 		if (v->s->fix) {
 			char *dest;
-			bool moved = !cjc_store_quarantine(&v->s->store, key, dir, &dest);
+			bool moved = !cjc_store_quarantine(&v->s->store, key, &dest);
 			json_object_set_new(row, "quarantined", moved ? cjc_json_bytes(dest) : json_null());
 			free(dest);
 		}
@@ -514,15 +524,18 @@ static int cmd_verify(struct session *s)
 		json_t *o = json_pack("{s:I, s:I, s:O}", "checked", (json_int_t)v.checked, "bad",
 				      (json_int_t)nbad, "entries", v.bad);
 		if (s->cfg.trusted_keys)
-			json_object_set_new(o, "signatures", json_pack("{s:I, s:I}", "trusted",
-				(json_int_t)v.signed_ok, "unsigned_or_untrusted", (json_int_t)v.unsigned_n));
+			json_object_set_new(o, "signatures", json_pack("{s:I, s:I, s:I}", "trusted",
+				(json_int_t)v.signed_ok, "unsigned_or_untrusted", (json_int_t)v.unsigned_n,
+				"not_served", (json_int_t)v.not_served));
 		cjc_print_json(o);
 	} else {
 		printf("%llu entries checked, %zu bad%s\n", (unsigned long long)v.checked, nbad,
 		       nbad && !s->fix ? ": run `cjc verify --fix` to quarantine them" : "");
 		if (s->cfg.trusted_keys)
-			printf("signatures: %llu by a trusted key, %llu unsigned or by another key\n",
-			       (unsigned long long)v.signed_ok, (unsigned long long)v.unsigned_n);
+			printf("signatures: %llu by a trusted key, %llu unsigned or by another key "
+			       "(%llu of them written by another user: not served)\n",
+			       (unsigned long long)v.signed_ok, (unsigned long long)v.unsigned_n,
+			       (unsigned long long)v.not_served);
 	}
 	json_decref(v.bad);
 	return nbad ? 1 : 0;

@@ -341,6 +341,21 @@ static void not_served(struct job *j, const struct cjc_entry *e, const char *key
 	}
 }
 
+/* With trusted_keys, an entry another user wrote is served only when a
+ * trusted key signed it (docs/trust.md); else a miss, counted as untrusted. */
+static bool entry_trusted(struct job *j, const struct cjc_entry *e, const char *key)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	bool trusted = !cjc_sign_check_local_entry(e, j->cfg.trusted_keys, &why);
+	if (!trusted) {
+		set_lookup(j, cjc_xasprintf("entry %.12s is not trusted: %s", key, why.data));
+		cjc_log("entry %s not served: %s", key, why.data);
+		count(j, CJC_STAT_UNTRUSTED, 0);
+	}
+	cjc_buf_release(&why);
+	return trusted;
+}
+
 /* Looks for an entry; returns -1 for a miss, else the compile's exit status. */
 static int try_hit(struct job *j)
 {
@@ -362,10 +377,11 @@ static int try_hit(struct job *j)
 		struct cjc_entry e;
 		struct cjc_buf why = CJC_BUF_INIT;
 		enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
-		enum served s = r == CJC_ENTRY_FOUND ? serve(j, &e, rec, &why) : DAMAGED;
+		bool trusted = r != CJC_ENTRY_FOUND || entry_trusted(j, &e, rec->entry_key);
+		enum served s = r == CJC_ENTRY_FOUND && trusted ? serve(j, &e, rec, &why) : DAMAGED;
 		if (s == SERVED || s == SPILLED)
 			rc = hit_served(j, &e, rec->entry_key, s);
-		else
+		else if (trusted)
 			not_served(j, &e, rec->entry_key, r, s, why.data ? why.data : "");
 		if (r == CJC_ENTRY_FOUND)
 			cjc_entry_release(&e);
@@ -786,7 +802,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		rc = compute_direct_key(j, why);
 	}
 	if (!rc && !j->cfg.readonly)
-		j->remotes = cjc_remote_open(j->cfg.remote, &j->store, j->cfg.trusted_keys, report_remote);
+		j->remotes = cjc_remote_open(j->cfg.remote, &j->store, j->cfg.sign_key, j->cfg.trusted_keys,
+					     report_remote);
 	if (rc) {
 		count(j, CJC_STAT_ERRORS, 0);
 		record_start(j, "error", why->data);

@@ -105,7 +105,8 @@ int cjc_remote_command(const struct cjc_config *cfg, const struct cjc_store *sto
 		fprintf(stderr, "cjc remote: expected `check` or `upload`, not '%s'\n", what);
 		return 2;
 	}
-	struct cjc_remotes *r = cjc_remote_open(cfg->remote, store, cfg->trusted_keys, report);
+	struct cjc_remotes *r = cjc_remote_open(cfg->remote, store, cfg->sign_key, cfg->trusted_keys,
+						report);
 	if (!r) {
 		fprintf(stderr, "cjc remote %s: no remote store is set (setting remote, %s)\n", what,
 			cjc_config_env(CJC_SET_REMOTE));

@@ -4,7 +4,8 @@
  * in a process named "cjc" (not in nvcc or the host compiler it runs) and
  * only on paths under $CJC_FAULT_DIR (the store).
  *
- *   CJC_FAULT=OP:ERR[:N]   OP: fsync, rename, write (write and pwrite), mkdir,
+ *   CJC_FAULT=OP:ERR[:N]   OP: fsync, rename (rename and renameat), write
+ *                          (write and pwrite), mkdir (mkdir and mkdirat),
  *                          or read (of an entry's output.* only); ERR: EIO,
  *                          ENOSPC, EOF (read returns 0, as from a file cut
  *                          short), or STOP (below); N: only the Nth matching
@@ -172,6 +173,43 @@ int rename(const char *from, const char *to)
 			return errno = err, -1;
 	}
 	return REAL(rename)(from, to);
+}
+
+/* name relative to the directory open at dirfd, as a path in buf (the
+ * store's writes go through directory fds); NULL when it cannot be told. */
+static const char *at_path(int dirfd, const char *name, char *buf, size_t size)
+{
+	if (!name || name[0] == '/' || dirfd == AT_FDCWD)
+		return name;
+	char link[64];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+	ssize_t n = readlink(link, buf, size - 1);
+	if (n < 0)
+		return NULL;
+	snprintf(buf + n, size - (size_t)n, "/%s", name);
+	return buf;
+}
+
+int renameat(int from_dir, const char *from, int to_dir, const char *to)
+{
+	char path_from[4096], path_to[4096], abs_from[4096], abs_to[4096];
+	if (armed("rename")) {
+		const char *rel = target(at_path(to_dir, to, path_to, sizeof path_to), abs_to, sizeof abs_to);
+		if (!rel)
+			rel = target(at_path(from_dir, from, path_from, sizeof path_from), abs_from,
+				     sizeof abs_from);
+		if (fails("rename", rel, NULL))
+			return errno = err, -1;
+	}
+	return REAL(renameat)(from_dir, from, to_dir, to);
+}
+
+int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	char at[4096], abs[4096];
+	if (armed("mkdir") && fails("mkdir", target(at_path(dirfd, path, at, sizeof at), abs, sizeof abs), NULL))
+		return errno = err, -1;
+	return REAL(mkdirat)(dirfd, path, mode);
 }
 
 /* The write under way, for its first half before a STOP. */
