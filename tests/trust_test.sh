@@ -338,6 +338,7 @@ testAMembersLinkedOrBrokenStoreConfigIsIgnored() {
 	rm "$CJC_DIR/cudajitcache.conf" && printf 'bogus = 1\n' >"$CJC_DIR/cudajitcache.conf" &&
 		chown $member "$CJC_DIR/cudajitcache.conf" || fail "the member's file"
 	local v
+	[ -x "${CJC_JIT_CLI:-}" ] || fail "CJC_JIT_CLI: set it to build/tests/jit_cli"
 	v=$(CJC_JIT_DEBUG=0 "$CJC_JIT_CLI" --setting DEBUG 2>err.txt)
 	assertEquals "root's JIT opens: $(cat err.txt)" 0 $?
 	assertEquals "and reads its settings" 0 "$v"
