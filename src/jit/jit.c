@@ -251,14 +251,12 @@ void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const char *ke
 		print_kept(j, key, kept_sass, "SASS");
 }
 
-/* Whether no other user can rename or replace what fstat(fd) describes or
- * anything in it: yours or root's, and writable only by its owner unless
- * sticky (as /tmp, where only the owner of a name may rename it). */
+/* Whether fd is a directory no other user can rename or replace anything
+ * in (fs.h cjc_stat_others_can_change: /tmp, sticky, is one). */
 static bool dir_held(int fd)
 {
 	struct stat st;
-	return !fstat(fd, &st) && S_ISDIR(st.st_mode) && (st.st_uid == geteuid() || !st.st_uid) &&
-	       (!(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX));
+	return !fstat(fd, &st) && S_ISDIR(st.st_mode) && !cjc_stat_others_can_change(&st);
 }
 
 /* The directory at path, its links resolved into *real, then opened one

@@ -221,7 +221,7 @@ static int try_hit(struct nvcc_job *n)
 			jit_count(n->j, CJC_STAT_UNTRUSTED, 0);
 		} else if (r == CJC_ENTRY_FOUND && !serve(n, &e, key, &why)) {
 			if (!n->h->cfg.readonly)
-				cjc_evict_touch(e.dir);
+				cjc_evict_touch(&e);
 			jit_count(n->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
 			rc = 1;
 		} else if (r != CJC_ENTRY_ABSENT) {

@@ -285,7 +285,7 @@ static int serve(struct nvrtc_job *r)
 		jit_count(r->j, CJC_STAT_UNTRUSTED, 0);
 	} else if (!rc) {
 		if (!h->cfg.readonly)
-			cjc_evict_touch(e.dir);
+			cjc_evict_touch(&e);
 		jit_count(r->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
 	} else if (found != CJC_ENTRY_ABSENT) {
 		jit_note(h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", r->key,

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,14 +90,10 @@ int cjc_blob_read(const struct cjc_store *s, const char *sub, const char magic[4
 	return read_framed(cjc_store_openat(s, sub, O_RDONLY | O_NONBLOCK, 0), magic, payload);
 }
 
-/* The effective user, asked once a process (threads that race ask twice). */
+/* The effective user (a memo is used a few times a compile: no cache). */
 static uid_t user(void)
 {
-	static _Atomic long euid = -1;
-	long u = atomic_load_explicit(&euid, memory_order_relaxed);
-	if (u < 0)
-		atomic_store_explicit(&euid, u = (long)geteuid(), memory_order_relaxed);
-	return (uid_t)u;
+	return geteuid();
 }
 
 /* Whether fd's file is this user's own: a regular file with one name,

@@ -19,9 +19,9 @@
 
 #define REMOVERS 8 /* threads removing entries at once: see remove_all() */
 
-void cjc_evict_touch(const char *entry_dir)
+void cjc_evict_touch(const struct cjc_entry *e)
 {
-	(void)utimensat(AT_FDCWD, entry_dir, NULL, AT_SYMLINK_NOFOLLOW);
+	(void)futimens(e->dfd, NULL);
 }
 
 static int shard_of(const char *key)

@@ -4,7 +4,7 @@
  *
  * Recency is an entry directory's mtime: the rename that publishes an entry
  * leaves it at publication time, and every hit refreshes it with one
- * utimensat() (cjc_evict_touch).  Nothing inside the entry changes.
+ * futimens() on its open fd (cjc_evict_touch).  Nothing inside the entry changes.
  *
  * Size is counted in the stats shards (stats.h): a writer that wins a
  * publication adds the entry's bytes to the shard of the key's first hex
@@ -25,10 +25,8 @@
  * between leaves staging that `cjc gc` reclaims.  Two evictors racing for
  * one entry are harmless: one rename wins, the other sees ENOENT.  Entries
  * are named by their keys and opened, renamed and removed relative to the
- * store's directory fds, never by a path (store.h).  The one call by path
- * is cjc_evict_touch's utimensat(): it sets the times of what is at the
- * entry's path (not following a link at the end), writes no data, and
- * creates, renames or removes nothing.
+ * store's directory fds, never by a path (store.h); cjc_evict_touch sets
+ * the times through the entry's open fd.
  */
 #ifndef CJC_EVICT_H
 #define CJC_EVICT_H
@@ -43,7 +41,7 @@ struct cjc_evict_report {
 };
 
 /* Marks an entry as just used (ignores failure: a read-only store). */
-void cjc_evict_touch(const char *entry_dir);
+void cjc_evict_touch(const struct cjc_entry *e);
 /* Counts a newly published entry of `bytes` in its shard (-1: not counted,
  * the shard's file being held or unusable: stats.h). */
 int cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes);

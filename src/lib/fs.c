@@ -103,6 +103,20 @@ int cjc_read_bounded(int dirfd, const char *path, int flags, size_t max, struct 
 					  max, out);
 }
 
+const char *cjc_stat_others_can_change(const struct stat *st)
+{
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return "owned by another user";
+	if (S_ISLNK(st->st_mode) || (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)))
+		return NULL; /* a link cannot be changed, only replaced; a sticky
+				directory lets nobody else replace what we own */
+	if (st->st_mode & S_IWOTH)
+		return "writable by others";
+	if (st->st_mode & S_IWGRP)
+		return "writable by its group";
+	return NULL;
+}
+
 bool cjc_stat_trusted(const struct stat *st)
 {
 	return S_ISREG(st->st_mode) && st->st_nlink == 1 &&

@@ -62,6 +62,13 @@ bool cjc_fd_trusted(int fd);
 /* The same for what fstat said. */
 struct stat;
 bool cjc_stat_trusted(const struct stat *st);
+/* Why someone other than root or you could change (or, for a directory,
+ * rename or replace something in) what lstat said: "owned by another
+ * user", "writable by others", "writable by its group"; NULL when nobody
+ * can (a link cannot be changed, only replaced; a sticky directory lets
+ * nobody else replace what you own).  For paths that decide what runs or
+ * where private work goes (audit_trust.h, the JIT library's directory). */
+const char *cjc_stat_others_can_change(const struct stat *st);
 int cjc_write_all(int fd, const void *p, size_t n);
 /* flock(fd, op) (LOCK_SH or LOCK_EX) without waiting on anyone: retried with
  * growing pauses for at most CJC_LOCK_BUDGET_US in all; then -1 with

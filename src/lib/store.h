@@ -39,8 +39,7 @@
  * outside it.  Paths of the store (cjc_store_path, cjc_staging.dir,
  * cjc_store_quarantine's dest, the dir given to foreach callbacks) are for
  * messages and for reading; what is still done by path: cjc_entry_open_dir
- * (reads, O_NOFOLLOW), cjc_evict_touch (times only, evict.h), and opening
- * $CJC_DIR itself, which may be a link.
+ * (reads, O_NOFOLLOW) and opening $CJC_DIR itself, which may be a link.
  *
  * Publication (cjc_staging_*): a writer makes its own staging directory
  * (mkdirat in staging/'s fd), opens it without following a link and checks

@@ -40,21 +40,6 @@ static const char *meta_str(json_t *o, const char *name)
 	return v ? v : "";
 }
 
-/* Why someone other than root or this user could change what st is, or NULL. */
-static const char *untrusted(const struct stat *st)
-{
-	if (st->st_uid != 0 && st->st_uid != geteuid())
-		return "owned by another user";
-	if (S_ISLNK(st->st_mode) || (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)))
-		return NULL; /* a link cannot be changed, only replaced; a sticky
-				directory lets nobody else replace what we own */
-	if (st->st_mode & S_IWOTH)
-		return "writable by others";
-	if (st->st_mode & S_IWGRP)
-		return "writable by its group";
-	return NULL;
-}
-
 /* Steps back over the last component of a resolved path ("" is /). */
 static void step_up(struct cjc_buf *done)
 {
@@ -68,7 +53,7 @@ static void step_up(struct cjc_buf *done)
 /*
  * Resolves an absolute path as exec() would, following symbolic links by
  * hand so that every directory and link met, in the targets too, is checked
- * (untrusted()); the file must be a regular one.  0 with *real, the path
+ * (fs.h cjc_stat_others_can_change()); the file must be a regular one.  0 with *real, the path
  * without links, . or .., or -1 with why.
  */
 static int walk(const char *path, char **real, struct cjc_buf *why)
@@ -78,7 +63,7 @@ static int walk(const char *path, char **real, struct cjc_buf *why)
 	const char *p = todo, *bad;
 	struct stat st;
 	int links = 0, rc = -1;
-	if (lstat("/", &st) || (bad = untrusted(&st))) {
+	if (lstat("/", &st) || (bad = cjc_stat_others_can_change(&st))) {
 		cjc_buf_adds(why, "/ is not trusted");
 		goto out;
 	}
@@ -101,7 +86,7 @@ static int walk(const char *path, char **real, struct cjc_buf *why)
 			cjc_buf_addf(why, "%s: %s", done.data, strerror(errno));
 			goto out;
 		}
-		if ((bad = untrusted(&st))) {
+		if ((bad = cjc_stat_others_can_change(&st))) {
 			cjc_buf_addf(why, "%s is %s", done.data, bad);
 			goto out;
 		}

@@ -311,7 +311,7 @@ static int hit_served(struct job *j, const struct cjc_entry *e, const char *key,
 {
 	uint64_t reused, hashed, gone;
 	if (!j->cfg.readonly)
-		cjc_evict_touch(e->dir);
+		cjc_evict_touch(e);
 	cjc_filehash_counts(&reused, &hashed, &gone);
 	cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, %llu absent names "
 		"known by their directory, metadata %s)", key, j->c.source,
