@@ -78,6 +78,22 @@ testMakeAppRunsFromHits() {
 	same_run make_app ./make_app
 }
 
+# -arch=native on a real GPU: keyed by what the toolkit's __nvcc_device_query
+# says (soundness_test fakes the query; here it is the GPU's own answer).
+testNativeArchIsTheGpuHere() {
+	local cc
+	cc=$("$(dirname "$(readlink -f "$REAL_NVCC")")/__nvcc_device_query" | cut -d, -f1)
+	write_sources
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=native || fail
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=native || fail
+	"$REAL_NVCC" --cubin k.cu -o plain.cubin -arch=sm_$cc || fail
+	expect_nvcc_runs 1
+	expect_stat hits 1
+	assertTrue "the cubin for sm_$cc, as nvcc makes it" "cmp -s a.cubin plain.cubin"
+	assertTrue "served: $(cat "$CJC_LOG")" "cmp -s b.cubin plain.cubin"
+	expect_why b.cubin "hit: served from entry"
+}
+
 # CMake 3.27 and newer compile fatbins with their own rule, through the launcher.
 testCmakesOwnFatbinRuleIsCached() {
 	if ! cmake_at_least 3.27; then

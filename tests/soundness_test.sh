@@ -390,9 +390,19 @@ fake_toolkit() {
 	rm -f "$TEST_DIR/cuda/bin/__nvcc_device_query" "$TEST_DIR/cuda/bin/nvcc"
 	ln -s "$real/bin/nvcc" "$TEST_DIR/cuda/bin/nvcc.real"
 	REAL_NVCC=$TEST_DIR/cuda/bin/nvcc.real make_nvcc_wrapper "$TEST_DIR/cuda/bin/nvcc.inner"
-	# nvcc runs __nvcc_device_query through PATH: the fake toolkit's comes first.
-	printf '#!/bin/sh\nPATH=%s:$PATH exec %s "$@"\n' "$TEST_DIR/cuda/bin" \
-		"$TEST_DIR/cuda/bin/nvcc.inner" >"$TEST_DIR/cuda/bin/nvcc"
+	# The fake toolkit's nvcc resolves -arch=native through the fake
+	# __nvcc_device_query itself, as nvcc does on a machine with that GPU: the
+	# real nvcc, on CI, did not always run the fake query beside it (it ran it
+	# here, through PATH).  The gpu suite checks -arch=native on a real GPU.
+	cat >"$TEST_DIR/cuda/bin/nvcc" <<WRAP
+#!/bin/sh
+for a; do
+	shift
+	[ "\$a" = -arch=native ] && cc=\$("$TEST_DIR/cuda/bin/__nvcc_device_query" --silent) && a=-arch=sm_\$cc
+	set -- "\$@" "\$a"
+done
+exec "$TEST_DIR/cuda/bin/nvcc.inner" "\$@"
+WRAP
 	chmod +x "$TEST_DIR/cuda/bin/nvcc"
 	NVCC=$TEST_DIR/cuda/bin/nvcc
 }
