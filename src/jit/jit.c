@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "evict.h"
 #include "fs.h"
 #include "jit_internal.h"
 #include "stats.h"
@@ -422,4 +423,31 @@ int cjc_jit_device_arch(cjc_jit *h, char *arch, size_t len)
 {
 	jit_clear_error(h);
 	return jit_driver_arch(h, arch, len);
+}
+
+int cjc_jit_bytes_set(cjc_jit_bytes *out, const void *data, size_t size)
+{
+	if (!out || (!data && size))
+		return -1;
+	cjc_buf_reset(&out->buf);
+	cjc_buf_add(&out->buf, data, size);
+	out->set = true;
+	return 0;
+}
+
+int cjc_jit_drop(cjc_jit *h, const char *key)
+{
+	if (!h)
+		return -1;
+	jit_clear_error(h);
+	if (!key || strlen(key) != CJC_HEX_LEN || strspn(key, "0123456789abcdef") != CJC_HEX_LEN)
+		return jit_fail(h, "drop: %s is not an entry's key (64 hex digits)", key ? key : "NULL");
+	if (!h->have_store)
+		return 0;
+	if (h->cfg.readonly)
+		return jit_fail(h, "drop %s: readonly is set", key);
+	if (cjc_evict_remove(&h->store, key, NULL) && errno != ENOENT)
+		return jit_fail(h, "drop %s: %s", key, strerror(errno));
+	jit_note(h, "dropped %s at the caller's request", key);
+	return 0;
 }

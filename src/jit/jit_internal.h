@@ -104,6 +104,12 @@ void jit_clear_error(struct cjc_jit *h);
 /* A line for the cjc log (the `log` setting), when there is one. */
 void jit_note(const struct cjc_jit *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A post-compile hook's output (cjc_jit_bytes_set). */
+struct cjc_jit_bytes {
+	struct cjc_buf buf;
+	bool set;
+};
+
 /* What one compile works with, whichever the compiler. */
 struct jit_job {
 	struct cjc_jit *h;

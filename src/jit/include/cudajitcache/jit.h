@@ -52,19 +52,42 @@ extern "C" {
 #endif
 
 #define CJC_JIT_VERSION_MAJOR 0
-#define CJC_JIT_VERSION_MINOR 1
+#define CJC_JIT_VERSION_MINOR 2
 
 typedef struct cjc_jit cjc_jit;
 
 enum cjc_jit_format { CJC_JIT_CUBIN, CJC_JIT_FATBIN, CJC_JIT_PTX };
+
+/* The bytes a post-compile hook keeps: set with cjc_jit_bytes_set(). */
+typedef struct cjc_jit_bytes cjc_jit_bytes;
+
+/*
+ * A post-compile hook (DeepJIT's post_hook): receives the compiled bytes and
+ * sets the bytes to keep with cjc_jit_bytes_set(out, ...) (not setting them
+ * keeps the input unchanged).  Returns 0; anything else fails the compile
+ * and publishes nothing.  It runs on a miss only: a hit serves what the hook
+ * made before, which is why the hook's identity is in the key.
+ */
+typedef int (*cjc_jit_hook)(void *ctx, const void *data, size_t size, cjc_jit_bytes *out);
+
+/* Copies size bytes as the hook's output; 0, or -1 when out of memory. */
+int cjc_jit_bytes_set(cjc_jit_bytes *out, const void *data, size_t size);
 
 struct cjc_jit_request {
 	const char *name;            /* file name for messages, e.g. "gemm.cu"; NULL: "kernel.cu" */
 	const char *code;            /* the CUDA C++ source */
 	const char *const *options;  /* nvcc options, e.g. "-std=c++17", "-DTILE=64", "-I/path" */
 	size_t noptions;
-	const char *arch;            /* e.g. "sm_90a"; NULL: the first visible GPU's */
+	const char *arch;            /* e.g. "sm_90a"; NULL: the calling thread's device's */
 	enum cjc_jit_format format;
+	/* Since 0.2; zero them (a zero-initialised request) when unused. */
+	const char *extra_signature; /* NULL, or text the output depends on that the
+					request does not show: in the key and metadata.json */
+	cjc_jit_hook hook;           /* NULL, or post-processes the compiled bytes before
+					they are kept and returned (see cjc_jit_hook) */
+	const char *hook_id;         /* the hook's identity ("name-version"), in the key and
+					metadata.json; required with a hook */
+	void *hook_ctx;              /* passed to the hook */
 };
 
 struct cjc_jit_result {
@@ -123,6 +146,10 @@ int cjc_jit_load(cjc_jit *jit, const struct cjc_jit_result *res, const char *ker
 		 void **module, void **function);
 /* cuModuleUnload. */
 int cjc_jit_unload(cjc_jit *jit, void *module);
+/* Removes the entry with this key (a result's key) from the local store, as
+ * a caller does when the binary it was served fails to load; the next
+ * request compiles again.  0 (also when there was no such entry), or -1. */
+int cjc_jit_drop(cjc_jit *jit, const char *key);
 /* A driver API function by name ("cuLaunchKernel"), for callers that do not
  * link libcuda themselves; NULL when there is no driver. */
 void *cjc_jit_driver_symbol(cjc_jit *jit, const char *name);
