@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/stamp.h"
 #include "jit_internal.h"
-#include "key.h"
-#include "stamp.h"
+#include "keys/key.h"
 
 #define BUCKETS 1024
 #define MAX_PATHS 65536 /* past this, files are hashed each time */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dl.h"
+#include "base/dl.h"
 #include "jit_internal.h"
 
 typedef int CUresult;

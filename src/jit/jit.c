@@ -24,10 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "evict.h"
-#include "fs.h"
+#include "base/fs.h"
 #include "jit_internal.h"
-#include "stats.h"
+#include "store/evict.h"
+#include "store/stats.h"
 
 #define MAX_ERROR 4096
 
@@ -91,17 +91,16 @@ void jit_note(const struct cjc_jit *h, const char *fmt, ...)
 	if (!h->cfg.log && !h->cfg.debug)
 		return;
 	struct cjc_buf line = CJC_BUF_INIT;
-	char stamp[32], *msg = NULL;
+	char stamp[32];
 	time_t now = time(NULL);
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	va_list ap;
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	char *msg = cjc_xvasprintf(fmt, ap);
 	va_end(ap);
-	cjc_buf_addf(&line, "%s [%ld] jit: %s\n", stamp, (long)getpid(), msg ? msg : fmt);
+	cjc_buf_addf(&line, "%s [%ld] jit: %s\n", stamp, (long)getpid(), msg);
 	free(msg);
 	int fd = h->cfg.log ? open(h->cfg.log, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC,
 				   0666) : -1;
@@ -205,6 +204,21 @@ void jit_count(struct jit_job *j, int counter, uint64_t saved_ms)
 {
 	if (j->h->have_store && cjc_stats_bump(&j->h->store, (enum cjc_counter)counter, saved_ms))
 		jit_note(j->h, "cannot update the counters: %s", strerror(errno));
+}
+
+static void publish_note(void *ctx, const char *line)
+{
+	jit_note(ctx, "%s", line);
+}
+
+struct cjc_publish jit_publish_of(struct cjc_jit *h, const char *key, const char *name,
+				  const struct cjc_metadata *md)
+{
+	return (struct cjc_publish){
+		.store = &h->store, .key = key, .what = name, .md = md,
+		.sign_key = h->cfg.sign_key, .sign_setting = cjc_config_env(CJC_SET_SIGN_KEY),
+		.max_size = h->cfg.max_size, .note = publish_note, .warn = publish_note, .ctx = h,
+	};
 }
 
 /* Prints an entry's files whose names pass `want` under a heading. */

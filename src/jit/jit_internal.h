@@ -22,12 +22,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/hash.h"
+#include "base/util.h"
+#include "compile/config.h"
+#include "compile/publish.h"
 #include "cudajitcache/jit.h"
-#include "config.h"
-#include "hash.h"
-#include "manifest.h"
-#include "store.h"
-#include "util.h"
+#include "keys/manifest.h"
+#include "store/store.h"
 
 /* The settings (settings.c): one row each, PREFIX_JIT_<name> beats the
  * global variable (CJC_JIT_<name>) beats the cjc setting or the default. */
@@ -109,6 +110,12 @@ struct cjc_jit_bytes {
 	struct cjc_buf buf;
 	bool set;
 };
+
+/* A publication (publish.h) of entry key, for source name, into the
+ * handle's store with its settings; notes go to the cjc log (jit_note).
+ * The caller adds the artifact and what else it has. */
+struct cjc_publish jit_publish_of(struct cjc_jit *h, const char *key, const char *name,
+				  const struct cjc_metadata *md);
 
 /* What one compile works with, whichever the compiler. */
 struct jit_job {

@@ -35,21 +35,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "depfile.h"
-#include "diagnostics.h"
-#include "evict.h"
-#include "fs.h"
-#include "identity.h"
-#include "includescan.h"
+#include "base/fs.h"
+#include "base/run.h"
+#include "compile/diagnostics.h"
+#include "compile/miss.h"
 #include "jit_internal.h"
-#include "key.h"
-#include "miss.h"
-#include "metadata.h"
-#include "nvcc_args.h"
-#include "place.h"
-#include "run.h"
-#include "sign.h"
-#include "stats.h"
+#include "keys/depfile.h"
+#include "keys/includescan.h"
+#include "keys/key.h"
+#include "keys/metadata.h"
+#include "keys/nvcc_args.h"
+#include "keys/place.h"
+#include "store/evict.h"
+#include "store/identity.h"
+#include "store/records.h"
+#include "store/sign.h"
+#include "store/stats.h"
 
 struct nvcc_job {
 	struct jit_job *j;
@@ -371,16 +372,16 @@ static bool record_dependencies(struct nvcc_job *n, const struct run *r,
 	return !rc && stable;
 }
 
-static int format_metadata(struct nvcc_job *n, const struct run *r,
-			   const struct cjc_manifest_record *rec, struct cjc_staging *st,
-			   struct cjc_buf *out)
+/* Publishes the entry (publish.h); failures are noted, never fatal.  True
+ * when the entry is in the store (ours or a winner's). */
+static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_manifest_record *rec)
 {
+	struct cjc_jit *h = n->h;
 	struct cjc_metadata md = {
-		.key = rec->entry_key,
 		.argv = n->argv.v,
 		.argc = n->argv.n,
 		.cwd = n->cwd,
-		.base_dir = n->h->cfg.base_dir,
+		.base_dir = h->cfg.base_dir,
 		.compiler_path = n->nvcc.path,
 		.compiler_realpath = n->nvcc.realpath,
 		.compiler_version = n->nvcc.version,
@@ -395,66 +396,27 @@ static int format_metadata(struct nvcc_job *n, const struct run *r,
 		.options_files = n->c.options_files,
 		.target = "jit",
 		.duration_ms = r->duration_ms,
-		.files = st->files,
-		.nfiles = st->nfiles,
 	};
-	int rc = cjc_metadata_format(&md, out, &st->index_doc); /* the caller releases it */
-	json_decref(md.diagnostics);
-	return rc;
-}
-
-/* Stages and publishes; failures are noted, never fatal.  True when the
- * entry is in the store (ours or a winner's). */
-static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_manifest_record *rec)
-{
-	struct cjc_jit *h = n->h;
-	struct cjc_staging st;
-	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	char *name = artifact_name(n);
-	bool won = false;
-	int rc = cjc_staging_begin(&h->store, &st);
-	if (!rc)
-		rc = cjc_staging_add_data(&st, name, r->data.data, r->data.len);
-	if (!rc && r->out.len)
-		rc = cjc_staging_add_data(&st, "stdout", r->out.data, r->out.len);
-	if (!rc && r->err.len)
-		rc = cjc_staging_add_data(&st, "stderr", r->err.data, r->err.len);
-	if (!rc && cjc_diagnostics_stage(&n->diag, r->keep_dir, r->tmp_out, n->j->ext, &st, &why))
-		rc = -1;
-	if (!rc)
-		rc = format_metadata(n, r, rec, &st, &meta);
-	if (!rc && h->cfg.sign_key && cjc_sign(h->cfg.sign_key, meta.data, meta.len, &sig, &why)) {
-		jit_note(h, "sign_key: %s; the entry is published unsigned", why.data); /* as cjc does */
-		cjc_buf_reset(&sig);
-		cjc_buf_reset(&why);
-	}
-	uint64_t bytes = meta.len;
-	for (size_t i = 0; i < st.nfiles; i++)
-		bytes += st.files[i].size;
-	json_t *doc = st.index_doc;
-	if (!rc)
-		rc = cjc_staging_publish(&h->store, &st, rec->entry_key, &meta, &sig, &won);
-	json_decref(doc);
-	if (rc) {
-		jit_note(h, "cannot publish %s: %s", rec->entry_key, why.len ? why.data : strerror(errno));
-		cjc_staging_abort(&st);
+	struct cjc_publish p = jit_publish_of(h, rec->entry_key, n->j->name, &md);
+	p.direct_key = n->direct_key;
+	p.rec = rec;
+	p.artifact = name;
+	p.artifact_data = r->data.data;
+	p.artifact_size = r->data.len;
+	p.out = &r->out;
+	p.err = &r->err;
+	p.diag = &n->diag;
+	p.keep_dir = r->keep_dir;
+	p.output = r->tmp_out;
+	p.ext = n->j->ext;
+	bool won;
+	enum cjc_published rc = cjc_publish(&p, &won);
+	if (rc == CJC_PUBLISH_FAILED)
 		jit_count(n->j, CJC_STAT_ERRORS, 0);
-	} else {
-		jit_note(h, "%s %s for %s", won ? "published" : "already published", rec->entry_key,
-			 n->j->name);
-		struct cjc_evict_report report;
-		if (won && cjc_evict_published(&h->store, rec->entry_key, bytes, h->cfg.max_size, &report))
-			jit_note(h, "eviction failed: %s", strerror(errno));
-		char *mname = cjc_store_manifest_name(n->direct_key);
-		if (cjc_manifest_add(&h->store, mname, rec))
-			jit_note(h, "cannot update manifest %s: %s", mname, cjc_untrusted_error(errno));
-		free(mname);
-	}
-	cjc_buf_release(&meta);
-	cjc_buf_release(&sig);
-	cjc_buf_release(&why);
+	json_decref(md.diagnostics);
 	free(name);
-	return rc == 0;
+	return rc != CJC_PUBLISH_FAILED;
 }
 
 static int compile_miss(struct nvcc_job *n)

@@ -26,15 +26,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diagnostics.h"
-#include "dl.h"
-#include "evict.h"
-#include "fs.h"
+#include "base/dl.h"
+#include "base/fs.h"
+#include "compile/diagnostics.h"
 #include "jit_internal.h"
-#include "key.h"
-#include "metadata.h"
-#include "sign.h"
-#include "stats.h"
+#include "keys/key.h"
+#include "keys/metadata.h"
+#include "store/evict.h"
+#include "store/sign.h"
+#include "store/stats.h"
 
 typedef int nvrtcResult;
 typedef void *nvrtcProgram;
@@ -365,41 +365,28 @@ static void publish(struct nvrtc_job *r)
 	struct cjc_dep source = { .path = r->j->source, .size = strlen(r->j->req->code) };
 	memcpy(source.sha, r->j->code_sha, CJC_DIGEST_LEN);
 	char cwd[PATH_MAX];
-	struct cjc_staging st;
-	struct cjc_buf meta = CJC_BUF_INIT;
-	bool won = false;
 	char *name = cjc_xasprintf("output.%s", r->j->ext);
 	json_t *options = options_json(r);
-	int rc = cjc_staging_begin(&h->store, &st);
-	if (!rc)
-		rc = cjc_staging_add_data(&st, name, r->data.data, r->data.len);
-	if (!rc && r->log.len)
-		rc = cjc_staging_add_data(&st, "stderr", r->log.data, r->log.len);
 	struct cjc_metadata md = {
-		.key = r->key, .argv = argv.v, .argc = argv.n,
+		.argv = argv.v, .argc = argv.n,
 		.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/",
 		.compiler_path = r->n->path, .compiler_realpath = r->n->realpath,
 		.compiler_version = r->n->version,
 		.host_path = "none", .host_version = "NVRTC runs no host compiler",
 		.options = options, .inputs = &source, .ninputs = 1,
 		.target = "jit", .duration_ms = r->duration_ms,
-		.files = st.files, .nfiles = st.nfiles,
 	};
-	if (!rc)
-		rc = cjc_metadata_format(&md, &meta, &st.index_doc);
-	json_t *doc = st.index_doc;
-	if (!rc)
-		rc = cjc_staging_publish(&h->store, &st, r->key, &meta, NULL, &won);
-	json_decref(doc);
-	if (rc) {
-		jit_note(h, "cannot publish %s: %s", r->key, strerror(errno));
-		cjc_staging_abort(&st);
+	struct cjc_publish p = jit_publish_of(h, r->key, r->j->name, &md);
+	p.artifact = name;
+	p.artifact_data = r->data.data;
+	p.artifact_size = r->data.len;
+	p.err = &r->log;
+	bool won;
+	if (cjc_publish(&p, &won) == CJC_PUBLISH_FAILED) {
+		jit_count(r->j, CJC_STAT_ERRORS, 0);
 		r->key[0] = '\0';
-	} else if (won) {
-		(void)cjc_evict_account(&h->store, r->key, meta.len + r->data.len + r->log.len);
 	}
 	json_decref(options);
-	cjc_buf_release(&meta);
 	cjc_strvec_clear(&argv);
 	free(name);
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs.h"
+#include "base/fs.h"
 #include "jit_internal.h"
 
 enum kind { BOOL, PATH, COMPILER, STD };

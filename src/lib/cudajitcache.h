@@ -1,67 +1,77 @@
 /*
- * cudajitcache.h - the library's public API, one header per module:
+ * cudajitcache.h - every module of the store library, for the unit tests
+ * and the fuzzers.  The modules, by layer (HACKING.md, "Layers"; each uses
+ * only its own layer and those listed before it):
  *
+ * base/     what any program might have
  *   util.h        buffers, string vectors, allocation
+ *   fs.h          file helpers, temporary files, what may be trusted
  *   hash.h        SHA-256
- *   fs.h          file helpers, temporary files
- *   run.h         subprocesses
- *   log.h         the log
- *   config.h      settings and where they came from
- *   blob.h        CRC-guarded small binary files
- *   depfile.h     Make dependency files
- *   includescan.h include candidates that must stay absent
  *   stamp.h       file stamps and the racy-clean rule
- *   filehash.h    hashes of source files
- *   manifest.h    direct key -> entry key without a preprocessor
+ *   log.h         the log
+ *   dl.h          libraries loaded at run time, their functions into a table
+ *   run.h         subprocesses, and the variables no child gets
+ *   blob.h        CRC-guarded small binary files, in memory
+ * keys/     what a compile is, in memory: nvcc's model, paths, hashes, keys
+ *   place.h       where a compile happens: relative paths and base_dir
+ *   includescan.h include candidates that must stay absent
+ *   depfile.h     Make dependency files
+ *   nvcc_args.h   nvcc's options: the table and the parser
+ *   key.h         the direct key and the entry key
  *   metadata.h    metadata.json
+ *   manifest.h    direct key -> entry key without a preprocessor
+ *   filehash.h    hashes of source files
  *   metamemo.h    metadata.json documents already checked
- *   store.h       the artifact store
+ * store/    the artifact store on disk and what it keeps
+ *   store.h       entries: reading, staging, publishing
+ *   records.h     the store's small files: manifests, hash caches, memos
+ *   index.h       what `cjc ls` shows of each entry, kept beside them
  *   stats.h       counters
  *   evict.h       the size limit, least recently used first
  *   maintain.h    clean, quarantine, and what gc reclaims besides entries
- *   identity.h    compiler identities
- *   place.h       where a compile happens: relative paths and base_dir
- *   key.h         the direct key and the entry key
  *   journal.h     the record of recent compiles
- *   index.h       what `cjc ls` shows of each entry, kept beside them
- *   miss.h        the steps of a miss that cjc and the JIT library share
- *   nvcc_args.h   nvcc's options: the table and the parser
- *   diagnostics.h print_commands, keep_ptx, keep_sass, check_spills
- *   remote.h      remote stores: the backend seam, fetching and publishing
+ *   identity.h    compiler identities
  *   sign.h        signed entries (Ed25519)
- *   dl.h          libraries loaded at run time, their functions into a table
+ * remote/   remote stores
+ *   remote.h      the backend seam, fetching and publishing
+ * compile/  the steps that cjc and the JIT library share
+ *   config.h      settings and where they came from
+ *   diagnostics.h print_commands, keep_ptx, keep_sass, check_spills
+ *   miss.h        what nvcc read on a miss: the manifest record
+ *   publish.h     what a miss does after the compiler ran
  */
 #ifndef CUDAJITCACHE_H
 #define CUDAJITCACHE_H
 
-#include "blob.h"
-#include "config.h"
-#include "depfile.h"
-#include "diagnostics.h"
-#include "dl.h"
-#include "evict.h"
-#include "filehash.h"
-#include "fs.h"
-#include "hash.h"
-#include "identity.h"
-#include "includescan.h"
-#include "index.h"
-#include "journal.h"
-#include "key.h"
-#include "maintain.h"
-#include "log.h"
-#include "manifest.h"
-#include "metadata.h"
-#include "metamemo.h"
-#include "miss.h"
-#include "nvcc_args.h"
-#include "place.h"
-#include "remote.h"
-#include "run.h"
-#include "sign.h"
-#include "stamp.h"
-#include "stats.h"
-#include "store.h"
-#include "util.h"
+#include "base/blob.h"
+#include "base/dl.h"
+#include "base/fs.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/run.h"
+#include "base/stamp.h"
+#include "base/util.h"
+#include "compile/config.h"
+#include "compile/diagnostics.h"
+#include "compile/miss.h"
+#include "keys/depfile.h"
+#include "keys/filehash.h"
+#include "keys/includescan.h"
+#include "keys/key.h"
+#include "keys/manifest.h"
+#include "keys/metadata.h"
+#include "keys/metamemo.h"
+#include "keys/nvcc_args.h"
+#include "keys/place.h"
+#include "remote/remote.h"
+#include "store/evict.h"
+#include "store/identity.h"
+#include "store/index.h"
+#include "store/journal.h"
+#include "store/maintain.h"
+#include "store/records.h"
+#include "store/sign.h"
+#include "store/stats.h"
+#include "store/store.h"
 
 #endif

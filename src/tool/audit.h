@@ -42,7 +42,7 @@
 
 #include <stdbool.h>
 
-#include "store.h"
+#include "store/store.h"
 
 struct cjc_audit_options {
 	const char *what; /* a key, a unique key prefix, or "all" */

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs.h"
-#include "nvcc_args.h"
-#include "util.h"
+#include "base/fs.h"
+#include "base/util.h"
+#include "keys/nvcc_args.h"
 
 /* Characters /bin/sh acts on, quoted or not (nvcc pastes values into shell
  * commands, some in double quotes, some bare). */

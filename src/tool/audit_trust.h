@@ -77,7 +77,7 @@
 
 #include <jansson.h>
 
-#include "util.h"
+#include "base/util.h"
 
 struct cjc_audit_trust {
 	char *nvcc;          /* absolute path to run nvcc by */

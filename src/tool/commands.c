@@ -11,20 +11,21 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "config.h"
-#include "diagnostics.h"
-#include "evict.h"
-#include "fs.h"
-#include "index.h"
-#include "key.h"
-#include "maintain.h"
-#include "metadata.h"
-#include "nvcc_args.h"
+#include "base/fs.h"
+#include "base/util.h"
+#include "compile/config.h"
+#include "compile/diagnostics.h"
+#include "keys/key.h"
+#include "keys/metadata.h"
+#include "keys/nvcc_args.h"
+#include "output.h"
 #include "remote_cmd.h"
-#include "sign.h"
-#include "stats.h"
-#include "store.h"
-#include "util.h"
+#include "store/evict.h"
+#include "store/index.h"
+#include "store/maintain.h"
+#include "store/sign.h"
+#include "store/stats.h"
+#include "store/store.h"
 #include "why.h"
 
 /* A subcommand's flags, settings and store; problems with settings are printed. */
@@ -159,13 +160,6 @@ static int require_writable(const struct session *s, const char *cmd)
 		return 0;
 	fprintf(stderr, "cjc %s: cannot change the store %s: %s\n", cmd, s->store.dir, strerror(errno));
 	return 1;
-}
-
-void cjc_print_json(json_t *doc)
-{
-	json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	fputc('\n', stdout);
-	json_decref(doc);
 }
 
 static double hit_rate(const uint64_t *v)

@@ -9,7 +9,6 @@
 #ifndef CJC_COMMANDS_H
 #define CJC_COMMANDS_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -19,7 +18,5 @@ bool cjc_is_command(const char *name);
  * after it; returns the exit status (2 for a bad flag or argument). */
 int cjc_command_run(int argc, char **argv);
 void cjc_usage(FILE *out);
-/* Prints one JSON document on stdout, as every --json does; takes doc. */
-void cjc_print_json(json_t *doc);
 
 #endif

@@ -22,30 +22,32 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "depfile.h"
-#include "diagnostics.h"
-#include "evict.h"
-#include "filehash.h"
-#include "fs.h"
-#include "hash.h"
-#include "identity.h"
-#include "includescan.h"
-#include "journal.h"
-#include "key.h"
-#include "log.h"
-#include "manifest.h"
-#include "metadata.h"
-#include "metamemo.h"
-#include "miss.h"
-#include "nvcc_args.h"
-#include "place.h"
-#include "remote.h"
-#include "run.h"
-#include "sign.h"
-#include "stats.h"
-#include "store.h"
-#include "util.h"
+#include "base/fs.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/run.h"
+#include "base/util.h"
+#include "compile/config.h"
+#include "compile/diagnostics.h"
+#include "compile/miss.h"
+#include "compile/publish.h"
+#include "keys/depfile.h"
+#include "keys/filehash.h"
+#include "keys/includescan.h"
+#include "keys/key.h"
+#include "keys/manifest.h"
+#include "keys/metadata.h"
+#include "keys/metamemo.h"
+#include "keys/nvcc_args.h"
+#include "keys/place.h"
+#include "remote/remote.h"
+#include "store/evict.h"
+#include "store/identity.h"
+#include "store/journal.h"
+#include "store/records.h"
+#include "store/sign.h"
+#include "store/stats.h"
+#include "store/store.h"
 #include "why.h"
 
 
@@ -356,6 +358,26 @@ static bool entry_trusted(struct job *j, const struct cjc_entry *e, const char *
 	return trusted;
 }
 
+/* Serves the entry rec names (with its dependencies); -1 when it cannot,
+ * else the compile's exit status. */
+static int serve_record(struct job *j, const struct cjc_manifest_record *rec)
+{
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc = -1;
+	enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
+	bool trusted = r != CJC_ENTRY_FOUND || entry_trusted(j, &e, rec->entry_key);
+	enum served s = r == CJC_ENTRY_FOUND && trusted ? serve(j, &e, rec, &why) : DAMAGED;
+	if (s == SERVED || s == SPILLED)
+		rc = hit_served(j, &e, rec->entry_key, s);
+	else if (trusted)
+		not_served(j, &e, rec->entry_key, r, s, why.data ? why.data : "");
+	if (r == CJC_ENTRY_FOUND)
+		cjc_entry_release(&e);
+	cjc_buf_release(&why);
+	return rc;
+}
+
 /* Looks for an entry; returns -1 for a miss, else the compile's exit status. */
 static int try_hit(struct job *j)
 {
@@ -371,22 +393,7 @@ static int try_hit(struct job *j)
 	if (found)
 		return -1;
 	long i = cjc_manifest_match(&m, j->direct_key, &j->c.place);
-	int rc = -1;
-	if (i >= 0) {
-		const struct cjc_manifest_record *rec = &m.recs[i];
-		struct cjc_entry e;
-		struct cjc_buf why = CJC_BUF_INIT;
-		enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
-		bool trusted = r != CJC_ENTRY_FOUND || entry_trusted(j, &e, rec->entry_key);
-		enum served s = r == CJC_ENTRY_FOUND && trusted ? serve(j, &e, rec, &why) : DAMAGED;
-		if (s == SERVED || s == SPILLED)
-			rc = hit_served(j, &e, rec->entry_key, s);
-		else if (trusted)
-			not_served(j, &e, rec->entry_key, r, s, why.data ? why.data : "");
-		if (r == CJC_ENTRY_FOUND)
-			cjc_entry_release(&e);
-		cjc_buf_release(&why);
-	}
+	int rc = i >= 0 ? serve_record(j, &m.recs[i]) : -1;
 	cjc_manifest_release(&m);
 	return rc;
 }
@@ -479,15 +486,27 @@ static void command_run(const struct job *j, struct cjc_strvec *argv)
 	cjc_strvec_pushv(argv, output, 2);
 }
 
-static int format_metadata(struct job *j, const struct compile_result *r,
-			   const struct cjc_manifest_record *rec, struct cjc_staging *st,
-			   struct cjc_buf *out)
+static void note(void *ctx, const char *line)
+{
+	(void)ctx;
+	cjc_log("%s", line);
+}
+
+static void warn(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "cjc: %s\n", line);
+}
+
+/* Publishes the entry (publish.h); failures are logged, never fatal.
+ * Returns whether the entry is in the store (ours or a winner's). */
+static bool publish(struct job *j, const struct compile_result *r,
+		    const struct cjc_manifest_record *rec)
 {
 	struct cjc_strvec run = CJC_STRVEC_INIT;
 	if (j->c.rewritten)
 		command_run(j, &run);
 	struct cjc_metadata md = {
-		.key = rec->entry_key,
 		.argv = j->argv,
 		.argc = (size_t)j->argc,
 		.cwd = j->cwd,
@@ -508,96 +527,25 @@ static int format_metadata(struct job *j, const struct compile_result *r,
 		.options_files = j->c.options_files,
 		.target = j->target,
 		.duration_ms = r->duration_ms,
-		.files = st->files,
-		.nfiles = st->nfiles,
 	};
-	int rc = cjc_metadata_format(&md, out, &st->index_doc); /* the caller releases it */
+	char *name = artifact_name(j);
+	struct cjc_publish p = {
+		.store = &j->store, .key = rec->entry_key, .what = j->c.source,
+		.direct_key = j->direct_key, .rec = rec,
+		.artifact = name, .artifact_path = r->tmp_out, .out = &r->out, .err = &r->err,
+		.diag = &j->diag, .keep_dir = r->keep_dir, .output = r->tmp_out,
+		.ext = cjc_kind_ext(j->c.kind), .md = &md,
+		.sign_key = j->cfg.sign_key, .sign_setting = cjc_config_env(CJC_SET_SIGN_KEY),
+		.max_size = j->cfg.max_size, .note = note, .warn = warn,
+	};
+	bool won;
+	enum cjc_published rc = cjc_publish(&p, &won);
+	if (rc != CJC_PUBLISHED)
+		count(j, CJC_STAT_ERRORS, 0);
 	json_decref(md.diagnostics);
 	cjc_strvec_clear(&run);
-	return rc;
-}
-
-static uint64_t staged_bytes(const struct cjc_staging *st, const struct cjc_buf *meta)
-{
-	uint64_t n = meta->len;
-	for (size_t i = 0; i < st->nfiles; i++)
-		n += st->files[i].size;
-	return n;
-}
-
-/* Counts a new entry and, past the size limit, evicts from its shard. */
-static void keep_within_limit(struct job *j, const char *key, uint64_t bytes)
-{
-	struct cjc_evict_report r;
-	if (cjc_evict_published(&j->store, key, bytes, j->cfg.max_size, &r))
-		cjc_log("eviction failed: %s", strerror(errno));
-	else if (r.evicted)
-		cjc_log("evicted %llu entries (%llu bytes) to stay under max_size",
-			(unsigned long long)r.evicted, (unsigned long long)r.evicted_bytes);
-}
-
-/* With sign_key, the entry's signature (sign.h); a key that cannot sign is
- * said once and the entry goes unsigned. */
-static void sign_metadata(const struct job *j, const struct cjc_buf *meta, struct cjc_buf *sig)
-{
-	struct cjc_buf why = CJC_BUF_INIT;
-	if (j->cfg.sign_key && cjc_sign(j->cfg.sign_key, meta->data, meta->len, sig, &why)) {
-		fprintf(stderr, "cjc: sign_key (%s): %s; the entry is published unsigned\n",
-			cjc_config_env(CJC_SET_SIGN_KEY), why.data);
-		cjc_buf_reset(sig);
-	}
-	cjc_buf_release(&why);
-}
-
-/* Stages, publishes and records the entry; failures are logged, never
- * fatal.  Returns whether the entry is in the store (ours or a winner's). */
-static bool publish(struct job *j, const struct compile_result *r,
-		    const struct cjc_manifest_record *rec)
-{
-	struct cjc_staging st;
-	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
-	char *name = artifact_name(j);
-	bool won = false;
-	int rc = cjc_staging_begin(&j->store, &st);
-	if (!rc)
-		rc = cjc_staging_add_file(&st, name, r->tmp_out);
-	if (!rc && r->out.len)
-		rc = cjc_staging_add_data(&st, "stdout", r->out.data, r->out.len);
-	if (!rc && r->err.len)
-		rc = cjc_staging_add_data(&st, "stderr", r->err.data, r->err.len);
-	if (!rc && cjc_diagnostics_stage(&j->diag, r->keep_dir, r->tmp_out, cjc_kind_ext(j->c.kind),
-					 &st, &why))
-		rc = -1;
-	if (!rc)
-		rc = format_metadata(j, r, rec, &st, &meta);
-	uint64_t bytes = staged_bytes(&st, &meta);
-	if (!rc)
-		sign_metadata(j, &meta, &sig);
-	json_t *doc = st.index_doc;
-	if (!rc)
-		rc = cjc_staging_publish(&j->store, &st, rec->entry_key, &meta, &sig, &won);
-	json_decref(doc);
-	if (rc) {
-		cjc_log("cannot publish %s: %s", rec->entry_key, why.len ? why.data : strerror(errno));
-		cjc_staging_abort(&st);
-		count(j, CJC_STAT_ERRORS, 0);
-	} else {
-		cjc_log("%s %s for %s", won ? "published" : "already published", rec->entry_key,
-			j->c.source);
-		if (won)
-			keep_within_limit(j, rec->entry_key, bytes);
-		char *mname = cjc_store_manifest_name(j->direct_key);
-		if (cjc_manifest_add(&j->store, mname, rec)) {
-			cjc_log("cannot update manifest %s: %s", mname, cjc_untrusted_error(errno));
-			count(j, CJC_STAT_ERRORS, 0);
-		}
-		free(mname);
-	}
-	cjc_buf_release(&meta);
-	cjc_buf_release(&sig);
-	cjc_buf_release(&why);
 	free(name);
-	return rc == 0;
+	return rc != CJC_PUBLISH_FAILED;
 }
 
 static void record_miss(struct job *j, const struct compile_result *r,
@@ -811,16 +759,21 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	return rc;
 }
 
-/* After a local miss: an entry from a remote store, published here; 0 when found. */
+/* After a local miss: an entry from a remote store, published here and
+ * served; -1 when none could be, else the compile's exit status. */
 static int fetch_remote(struct job *j)
 {
-	char key[CJC_HEX_LEN + 1];
+	struct cjc_manifest_record rec = { 0 };
 	uint64_t bytes = 0;
-	if (cjc_remote_fetch(j->remotes, j->direct_key, &j->c.place, key, &bytes))
+	if (cjc_remote_fetch(j->remotes, j->direct_key, &j->c.place, &rec, &bytes))
 		return -1;
+	struct cjc_publish p = { .store = &j->store, .key = rec.entry_key,
+				 .max_size = j->cfg.max_size, .note = note };
 	if (bytes)
-		keep_within_limit(j, key, bytes);
-	return 0;
+		cjc_publish_keep_within_limit(&p, bytes);
+	int rc = serve_record(j, &rec);
+	cjc_manifest_record_release(&rec);
+	return rc;
 }
 
 static void job_release(struct job *j)
@@ -863,8 +816,8 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 		rc = run_uncached(&j, why.data);
 	} else {
 		rc = try_hit(&j);
-		if (rc < 0 && j.remotes && !fetch_remote(&j))
-			rc = try_hit(&j);
+		if (rc < 0 && j.remotes)
+			rc = fetch_remote(&j);
 		cjc_remote_hang_up(j.remotes);
 		if (rc < 0)
 			rc = compile_miss(&j);

@@ -5,10 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "manifest.h"
-#include "remote.h"
-#include "sign.h"
+#include "keys/manifest.h"
+#include "output.h"
+#include "remote/remote.h"
+#include "store/records.h"
+#include "store/sign.h"
 
 static void report(const char *store, const char *message)
 {

@@ -14,8 +14,8 @@
 
 #include <stdbool.h>
 
-#include "config.h"
-#include "store.h"
+#include "compile/config.h"
+#include "store/store.h"
 
 int cjc_remote_command(const struct cjc_config *cfg, const struct cjc_store *store,
 		       const char *what, bool json);

@@ -7,16 +7,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "fs.h"
-#include "hash.h"
-#include "identity.h"
-#include "journal.h"
-#include "manifest.h"
-#include "metadata.h"
-#include "place.h"
-#include "store.h"
-#include "util.h"
+#include "base/fs.h"
+#include "base/hash.h"
+#include "base/util.h"
+#include "keys/manifest.h"
+#include "keys/metadata.h"
+#include "keys/place.h"
+#include "output.h"
+#include "store/identity.h"
+#include "store/journal.h"
+#include "store/store.h"
 
 /* A string field, or "?" when a record lacks it (the journal is read, not trusted). */
 static const char *field(json_t *o, const char *name)

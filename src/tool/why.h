@@ -50,10 +50,10 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "identity.h"
-#include "manifest.h"
-#include "store.h"
-#include "nvcc_args.h"
+#include "keys/manifest.h"
+#include "keys/nvcc_args.h"
+#include "store/identity.h"
+#include "store/store.h"
 
 /* A new record; source and output are resolved when they exist. */
 json_t *cjc_why_record(const char *result, const char *cwd, const char *source,

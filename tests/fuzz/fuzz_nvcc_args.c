@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cudajitcache.h"
-#include "nvcc_args.h"
+#include "keys/nvcc_args.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

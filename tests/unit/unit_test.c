@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile/diagnostics.h"
 #include "cudajitcache.h"
-#include "diagnostics.h"
-#include "nvcc_args.h"
+#include "keys/nvcc_args.h"
 
 static int passed, failed;
 

@@ -1,0 +1,35 @@
+#include "base/blob.h"
+
+#include <errno.h>
+#include <string.h>
+#include <zlib.h>
+
+
+void cjc_blob_encode(struct cjc_buf *out, const char magic[4], const void *payload, size_t n)
+{
+	size_t start = out->len;
+	cjc_buf_add(out, magic, 4);
+	cjc_buf_add(out, payload, n);
+	uLong crc = crc32(0L, (const Bytef *)out->data + start, (uInt)(out->len - start));
+	cjc_buf_add_u32(out, (uint32_t)crc);
+}
+
+int cjc_blob_decode(const void *data, size_t n, const char magic[4], const void **payload,
+		    size_t *payload_len)
+{
+	const unsigned char *p = data;
+	if (n < 8 || memcmp(p, magic, 4)) {
+		errno = EBADMSG;
+		return -1;
+	}
+	struct cjc_cursor c;
+	cjc_cursor_init(&c, p + n - 4, 4);
+	uint32_t want = cjc_cursor_u32(&c);
+	if ((uint32_t)crc32(0L, p, (uInt)(n - 4)) != want) {
+		errno = EBADMSG;
+		return -1;
+	}
+	*payload = p + 4;
+	*payload_len = n - 8;
+	return 0;
+}

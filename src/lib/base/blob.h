@@ -1,0 +1,23 @@
+/*
+ * blob.h - the cache's own small binary files (manifests, the compiler
+ * identity cache, counters, hash caches), each guarded by a CRC-32 so that a torn or
+ * damaged write is caught and treated as absent.
+ *
+ * Layout: magic (4 bytes) | payload | crc32 of magic+payload (u32 LE).
+ *
+ * cjc_blob_encode() frames a payload in memory; cjc_blob_decode() checks a
+ * framed buffer and points at its payload (0, or -1 with errno EBADMSG).
+ * Reading and writing such files of the store: store/records.h.
+ */
+#ifndef CJC_BLOB_H
+#define CJC_BLOB_H
+
+#include <stddef.h>
+
+#include "base/util.h"
+
+void cjc_blob_encode(struct cjc_buf *out, const char magic[4], const void *payload, size_t n);
+int cjc_blob_decode(const void *data, size_t n, const char magic[4], const void **payload,
+		    size_t *payload_len);
+
+#endif

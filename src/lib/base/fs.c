@@ -1,0 +1,502 @@
+#include "base/fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Reads to the end, or fails with EFBIG past max bytes. */
+static int read_up_to(int fd, size_t max, struct cjc_buf *out)
+{
+	for (;;) {
+		cjc_buf_grow(out, 65536);
+		ssize_t n = read(fd, out->data + out->len, out->cap - out->len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		out->len += (size_t)n;
+		if (out->len > max) {
+			errno = EFBIG;
+			return -1;
+		}
+	}
+	out->data[out->len] = '\0';
+	return 0;
+}
+
+int cjc_read_fd(int fd, struct cjc_buf *out)
+{
+	return read_up_to(fd, SIZE_MAX, out);
+}
+
+int cjc_read_file(const char *path, struct cjc_buf *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = cjc_read_fd(fd, out);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int cjc_read_regular_fd(int fd, size_t max, struct cjc_buf *out)
+{
+	struct stat st;
+	if (fstat(fd, &st))
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		return -1;
+	}
+	if ((uint64_t)st.st_size > max) {
+		errno = EFBIG;
+		return -1;
+	}
+	cjc_buf_grow(out, (size_t)st.st_size + 1); /* one read, no copies as it grows */
+	return read_up_to(fd, max, out); /* it may grow while we read */
+}
+
+int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out)
+{
+	if (fd < 0)
+		return -1;
+	int rc = cjc_read_regular_fd(fd, max, out);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int cjc_keep_regular(int fd)
+{
+	struct stat st;
+	if (fd < 0 || (!fstat(fd, &st) && S_ISREG(st.st_mode)))
+		return fd;
+	close(fd);
+	errno = EINVAL;
+	return -1;
+}
+
+int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return cjc_keep_regular(openat(dirfd, path, flags | O_NONBLOCK | O_CLOEXEC, mode));
+}
+
+int cjc_read_bounded(int dirfd, const char *path, int flags, size_t max, struct cjc_buf *out)
+{
+	return cjc_read_regular_and_close(openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | flags),
+					  max, out);
+}
+
+const char *cjc_stat_others_can_change(const struct stat *st)
+{
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return "owned by another user";
+	if (S_ISLNK(st->st_mode) || (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)))
+		return NULL; /* a link cannot be changed, only replaced; a sticky
+				directory lets nobody else replace what we own */
+	if (st->st_mode & S_IWOTH)
+		return "writable by others";
+	if (st->st_mode & S_IWGRP)
+		return "writable by its group";
+	return NULL;
+}
+
+bool cjc_stat_trusted(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_nlink == 1 &&
+	       (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+bool cjc_fd_trusted(int fd)
+{
+	struct stat st;
+	return !fstat(fd, &st) && cjc_stat_trusted(&st);
+}
+
+int cjc_lock_bounded(int fd, int op)
+{
+	/* 50, 100, 200 ... microseconds: about seven tries, then give up. */
+	for (long spent = 0, pause = 50;; spent += pause, pause *= 2) {
+		if (!flock(fd, op | LOCK_NB))
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (spent >= CJC_LOCK_BUDGET_US) {
+			errno = EWOULDBLOCK;
+			return -1;
+		}
+		if (pause > CJC_LOCK_BUDGET_US - spent)
+			pause = CJC_LOCK_BUDGET_US - spent;
+		struct timespec ts = { 0, pause * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+int cjc_write_all(int fd, const void *p, size_t n)
+{
+	const char *s = p;
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
+			  bool sync)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -1;
+	int rc = cjc_write_all(fd, p, n);
+	if (!rc && sync)
+		rc = fsync(fd);
+	int e = errno;
+	if (close(fd) && !rc) {
+		rc = -1;
+		e = errno;
+	}
+	errno = e;
+	return rc;
+}
+
+int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync)
+{
+	return cjc_write_new_file_at(AT_FDCWD, path, p, n, mode, sync);
+}
+
+int cjc_mkdirs(const char *path, mode_t mode)
+{
+	if (!mkdir(path, mode) || errno == EEXIST)
+		return cjc_is_dir(path) ? 0 : (errno = ENOTDIR, -1);
+	if (errno != ENOENT)
+		return -1;
+	char *parent = cjc_dirname(path);
+	int rc = strcmp(parent, path) ? cjc_mkdirs(parent, mode) : -1;
+	free(parent);
+	if (rc)
+		return -1;
+	if (mkdir(path, mode) && errno != EEXIST)
+		return -1;
+	return cjc_is_dir(path) ? 0 : (errno = ENOTDIR, -1);
+}
+
+int cjc_fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+int cjc_remove_tree_at(int parent, const char *name)
+{
+	if (!unlinkat(parent, name, 0) || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (cjc_remove_tree_at(dirfd(d), de->d_name))
+			rc = -1;
+	}
+	closedir(d);
+	if (unlinkat(parent, name, AT_REMOVEDIR) && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
+int cjc_remove_tree(const char *path)
+{
+	return cjc_remove_tree_at(AT_FDCWD, path);
+}
+
+int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
+			bool sync)
+{
+	char *tmp = cjc_unique_name(name);
+	cjc_tempfile_add_at(dirfd, tmp);
+	int rc = cjc_write_new_file_at(dirfd, tmp, p, n, mode, sync);
+	if (!rc)
+		rc = renameat(dirfd, tmp, dirfd, name);
+	int e = errno;
+	if (rc)
+		cjc_tempfile_remove_at(dirfd, tmp);
+	else
+		cjc_tempfile_forget_at(dirfd, tmp);
+	free(tmp);
+	errno = e;
+	return rc;
+}
+
+int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
+{
+	return cjc_replace_file_at(AT_FDCWD, path, p, n, 0666, sync);
+}
+
+static char host[HOST_NAME_MAX + 1];
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+static void find_hostname(void)
+{
+	if (gethostname(host, sizeof host - 1) || !host[0])
+		strcpy(host, "localhost");
+	for (char *s = host; *s; s++)
+		if (*s == '/' || *s == '.')
+			*s = '_';
+}
+
+const char *cjc_hostname(void)
+{
+	pthread_once(&host_once, find_hostname); /* eviction's threads name bins at once */
+	return host;
+}
+
+char *cjc_unique_name(const char *prefix)
+{
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+		r = (uint32_t)cjc_wall_ns() ^ (uint32_t)getpid() << 16;
+	return cjc_xasprintf("%s.%s.%ld.%08x", prefix, cjc_hostname(), (long)getpid(), r);
+}
+
+char *cjc_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return cjc_xstrdup(".");
+	while (slash > path && slash[-1] == '/')
+		slash--;
+	if (slash == path)
+		return cjc_xstrdup("/");
+	return cjc_xstrndup(path, (size_t)(slash - path));
+}
+
+char *cjc_path_join(const char *dir, const char *name)
+{
+	if (!dir[0] || !strcmp(dir, "."))
+		return cjc_xstrdup(name);
+	if (cjc_ends_with(dir, "/"))
+		return cjc_xasprintf("%s%s", dir, name);
+	return cjc_xasprintf("%s/%s", dir, name);
+}
+
+bool cjc_is_dir(const char *path)
+{
+	struct stat st;
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+char *cjc_find_program(const char *name)
+{
+	if (strchr(name, '/'))
+		return cjc_xstrdup(name);
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchr(path, ':');
+		size_t n = end ? (size_t)(end - path) : strlen(path);
+		char *dir = n ? cjc_xstrndup(path, n) : cjc_xstrdup(".");
+		char *full = cjc_path_join(dir, name);
+		free(dir);
+		struct stat st;
+		if (!stat(full, &st) && S_ISREG(st.st_mode) && !access(full, X_OK))
+			return full;
+		free(full);
+		path += n;
+		if (*path == ':')
+			path++;
+	}
+	return NULL;
+}
+
+/*
+ * The temporary-file registry: a small array; signal-safe removal.  Each
+ * entry is a name relative to a directory: AT_FDCWD for the path forms, or
+ * the registry's own duplicate of the caller's directory fd (close-on-exec,
+ * so no child inherits it), known again by its device and inode.
+ */
+struct tempfile {
+	char *path;
+	int dirfd;
+	dev_t dev;
+	ino_t ino;
+	pid_t owner;
+};
+static struct tempfile *temps;
+static size_t ntemps, captemps;
+static bool handlers_installed;
+static pthread_mutex_t temps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void remove_registered(void)
+{
+	pid_t me = getpid();
+	for (size_t i = 0; i < ntemps; i++)
+		if (temps[i].path && temps[i].owner == me)
+			cjc_remove_tree_at(temps[i].dirfd, temps[i].path);
+}
+
+static void on_signal(int sig)
+{
+	remove_registered();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void install_handlers(void)
+{
+	if (handlers_installed)
+		return;
+	handlers_installed = true;
+	atexit(remove_registered);
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT };
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/* Which directory dirfd is open on (AT_FDCWD: none, all zero). */
+static void identify(int dirfd, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+	*dev = 0;
+	*ino = 0;
+	if (dirfd != AT_FDCWD && !fstat(dirfd, &st)) {
+		*dev = st.st_dev;
+		*ino = st.st_ino;
+	}
+}
+
+void cjc_tempfile_add_at(int dirfd, const char *path)
+{
+	/* A duplicate that could not be made (no fd left) is -1: then only the
+	 * caller's own remove removes it, through the caller's fd. */
+	int dup_fd = dirfd == AT_FDCWD ? AT_FDCWD : fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	dev_t dev;
+	ino_t ino;
+	identify(dirfd, &dev, &ino);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_mutex_lock(&temps_lock);
+	install_handlers();
+	if (ntemps == captemps) {
+		size_t cap = captemps ? captemps * 2 : 8;
+		struct tempfile *t = cjc_xcalloc(cap, sizeof *t);
+		if (ntemps)
+			memcpy(t, temps, ntemps * sizeof *t);
+		struct tempfile *old_temps = temps;
+		temps = t;
+		captemps = cap;
+		free(old_temps);
+	}
+	temps[ntemps].path = cjc_xstrdup(path);
+	temps[ntemps].dirfd = dup_fd;
+	temps[ntemps].dev = dev;
+	temps[ntemps].ino = ino;
+	temps[ntemps].owner = getpid();
+	ntemps++;
+	pthread_mutex_unlock(&temps_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void cjc_tempfile_add(const char *path)
+{
+	cjc_tempfile_add_at(AT_FDCWD, path);
+}
+
+static void drop(int dirfd, const char *path, bool remove)
+{
+	dev_t dev;
+	ino_t ino;
+	identify(dirfd, &dev, &ino);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_mutex_lock(&temps_lock);
+	for (size_t i = 0; i < ntemps; i++) {
+		if (temps[i].path && !strcmp(temps[i].path, path) && temps[i].dev == dev &&
+		    temps[i].ino == ino && (temps[i].dirfd == AT_FDCWD) == (dirfd == AT_FDCWD)) {
+			if (remove)
+				cjc_remove_tree_at(dirfd, temps[i].path);
+			if (temps[i].dirfd >= 0)
+				close(temps[i].dirfd);
+			free(temps[i].path);
+			temps[i] = temps[--ntemps];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&temps_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void cjc_tempfile_remove_at(int dirfd, const char *path)
+{
+	drop(dirfd, path, true);
+}
+
+void cjc_tempfile_forget_at(int dirfd, const char *path)
+{
+	drop(dirfd, path, false);
+}
+
+void cjc_tempfile_remove(const char *path)
+{
+	drop(AT_FDCWD, path, true);
+}
+
+void cjc_tempfile_forget(const char *path)
+{
+	drop(AT_FDCWD, path, false);
+}
+
+void cjc_read_memfd(int fd, struct cjc_buf *out)
+{
+	lseek(fd, 0, SEEK_SET);
+	(void)cjc_read_fd(fd, out);
+	close(fd);
+}

@@ -1,0 +1,114 @@
+/*
+ * fs.h - file-system helpers: whole-file reads, full writes, directory
+ * creation and removal, atomic replacement, unique temporary names, and the
+ * registry of temporary files removed at exit and on fatal signals.
+ *
+ * Every function returns 0 on success or -1 with errno set, except where a
+ * comment says otherwise.  Nothing here prints.
+ *
+ * Temporary files: cjc_tempfile_add() registers a path (file or directory)
+ * that belongs to this process; cjc_tempfile_remove() removes and forgets it,
+ * cjc_tempfile_forget() forgets it once it was renamed into place.  At exit,
+ * and on SIGINT, SIGTERM, SIGHUP and SIGPIPE, what is still registered is
+ * removed — only by the process that registered it, never by a forked child.
+ * The registry may be used from several threads.  A temporary inside a store
+ * is registered by name in a directory instead (cjc_tempfile_add_at: the
+ * registry keeps its own duplicate of the directory's fd), and removed
+ * relative to that fd: a directory someone else renames, or a link planted
+ * in its place, cannot send the removal anywhere else (docs/trust.md).  The
+ * path forms are for files outside any store (the tool's own outputs).
+ *
+ * Locks: nothing waits on anyone else (docs/store.md, trust).  A store file
+ * that another user can open, another user can also flock(2), forever; so
+ * cjc_lock_bounded() never blocks: it tries at once, then again for at most
+ * a few milliseconds in all, and then gives up.  The caller skips what the
+ * lock guarded (a counter may be lost; a compile is not).  No other lock
+ * call on a store file is made anywhere in src/.
+ */
+#ifndef CJC_FS_H
+#define CJC_FS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/util.h"
+
+int cjc_read_fd(int fd, struct cjc_buf *out);
+/* Reads a memfd (or any file) from its start into out, and closes it. */
+void cjc_read_memfd(int fd, struct cjc_buf *out);
+int cjc_read_file(const char *path, struct cjc_buf *out);
+/*
+ * For files anyone else may have written (docs/store.md, trust): reads a regular file of
+ * at most max bytes, never blocking on a FIFO.  errno EINVAL: not a regular
+ * file (EISDIR: a directory); EFBIG: larger than max; ELOOP: a symbolic link
+ * under O_NOFOLLOW.
+ * flags are added to the open (O_NOFOLLOW, say); dirfd as for openat().
+ */
+int cjc_read_bounded(int dirfd, const char *path, int flags, size_t max, struct cjc_buf *out);
+int cjc_read_regular_fd(int fd, size_t max, struct cjc_buf *out);
+/* The same on an fd it closes (-1 passes its errno through). */
+int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out);
+/* openat() that never blocks on a FIFO and returns only a regular file
+ * (else -1, errno EINVAL); for files of the store that are written in place. */
+int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
+/* fd when it is open on a regular file; else closes it: -1, errno EINVAL. */
+int cjc_keep_regular(int fd);
+/* Whether the file fd is open on is a regular file owned by you or root,
+ * writable by no one else, with one name: what another user of a shared
+ * store cannot have written, nor hard-linked to a file of root's (settings
+ * files, journals, memos; docs/trust.md).  False when fstat fails. */
+bool cjc_fd_trusted(int fd);
+/* The same for what fstat said. */
+struct stat;
+bool cjc_stat_trusted(const struct stat *st);
+/* Why someone other than root or you could change (or, for a directory,
+ * rename or replace something in) what lstat said: "owned by another
+ * user", "writable by others", "writable by its group"; NULL when nobody
+ * can (a link cannot be changed, only replaced; a sticky directory lets
+ * nobody else replace what you own).  For paths that decide what runs or
+ * where private work goes (audit_trust.h, the JIT library's directory). */
+const char *cjc_stat_others_can_change(const struct stat *st);
+int cjc_write_all(int fd, const void *p, size_t n);
+/* flock(fd, op) (LOCK_SH or LOCK_EX) without waiting on anyone: retried with
+ * growing pauses for at most CJC_LOCK_BUDGET_US in all; then -1 with
+ * EWOULDBLOCK.  Other failures: -1 with flock's errno. */
+#define CJC_LOCK_BUDGET_US 4000
+int cjc_lock_bounded(int fd, int op);
+/* Creates a new file name in dirfd (O_EXCL, O_NOFOLLOW) with the bytes,
+ * fsynced when asked; the path form is openat(AT_FDCWD, ...). */
+int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
+			  bool sync);
+int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);
+int cjc_mkdirs(const char *path, mode_t mode);
+int cjc_fsync_path(const char *path);
+int cjc_remove_tree(const char *path);
+/* The same for name in the directory open at parent (never following a link). */
+int cjc_remove_tree_at(int parent, const char *name);
+/* Writes the bytes to a temporary file beside name in dirfd (registered as
+ * a temporary; created with mode, less the umask), then renames it over
+ * name, both relative to dirfd. */
+int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
+			bool sync);
+/* The same by path (AT_FDCWD), for files outside any store. */
+int cjc_replace_file(const char *path, const void *p, size_t n, bool sync);
+
+/* "<prefix>.<host>.<pid>.<random>" in a new allocation: unique across hosts. */
+char *cjc_unique_name(const char *prefix);
+const char *cjc_hostname(void);
+/* Parent directory of path in a new allocation ("." for a bare name). */
+char *cjc_dirname(const char *path);
+char *cjc_path_join(const char *dir, const char *name);
+bool cjc_is_dir(const char *path);
+/* Searches PATH for an executable name (or returns a copy if it has a '/'). */
+char *cjc_find_program(const char *name);
+
+void cjc_tempfile_add(const char *path);
+void cjc_tempfile_remove(const char *path);
+void cjc_tempfile_forget(const char *path);
+/* name in the directory open at dirfd (AT_FDCWD: the path forms above). */
+void cjc_tempfile_add_at(int dirfd, const char *name);
+void cjc_tempfile_remove_at(int dirfd, const char *name);
+void cjc_tempfile_forget_at(int dirfd, const char *name);
+
+#endif

@@ -1,0 +1,347 @@
+#include "base/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void die_oom(size_t n)
+{
+	fprintf(stderr, "cjc: out of memory allocating %zu bytes\n", n);
+	exit(70);
+}
+
+void *cjc_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		die_oom(n);
+	return p;
+}
+
+void *cjc_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		die_oom(n * size);
+	return p;
+}
+
+void *cjc_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		die_oom(n);
+	return q;
+}
+
+char *cjc_xstrdup(const char *s)
+{
+	return cjc_xstrndup(s, strlen(s));
+}
+
+char *cjc_xstrndup(const char *s, size_t n)
+{
+	char *p = cjc_xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *cjc_xvasprintf(const char *fmt, va_list ap)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	cjc_buf_grow(&b, (size_t)n + 1);
+	vsnprintf(b.data, (size_t)n + 1, fmt, again);
+	va_end(again);
+	return b.data;
+}
+
+char *cjc_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = cjc_xvasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+void cjc_buf_grow(struct cjc_buf *b, size_t extra)
+{
+	if (b->len + extra + 1 <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < b->len + extra + 1)
+		cap *= 2;
+	b->data = cjc_xrealloc(b->data, cap);
+	b->cap = cap;
+}
+
+void cjc_buf_add(struct cjc_buf *b, const void *p, size_t n)
+{
+	cjc_buf_grow(b, n);
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void cjc_buf_adds(struct cjc_buf *b, const char *s)
+{
+	cjc_buf_add(b, s, strlen(s));
+}
+
+void cjc_buf_addf(struct cjc_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	cjc_buf_grow(b, (size_t)n);
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void cjc_buf_reset(struct cjc_buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+void cjc_buf_release(struct cjc_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+char *cjc_buf_detach(struct cjc_buf *b)
+{
+	cjc_buf_grow(b, 0);
+	char *p = b->data;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+void cjc_buf_add_u32(struct cjc_buf *b, uint32_t v)
+{
+	unsigned char le[4];
+	for (int i = 0; i < 4; i++)
+		le[i] = (unsigned char)(v >> (8 * i));
+	cjc_buf_add(b, le, 4);
+}
+
+void cjc_buf_add_u64(struct cjc_buf *b, uint64_t v)
+{
+	cjc_buf_add_u32(b, (uint32_t)v);
+	cjc_buf_add_u32(b, (uint32_t)(v >> 32));
+}
+
+void cjc_cursor_init(struct cjc_cursor *c, const void *p, size_t n)
+{
+	c->p = p;
+	c->left = n;
+	c->bad = false;
+}
+
+const void *cjc_cursor_bytes(struct cjc_cursor *c, size_t n)
+{
+	if (c->bad || c->left < n) {
+		c->bad = true;
+		return NULL;
+	}
+	const void *p = c->p;
+	c->p += n;
+	c->left -= n;
+	return p;
+}
+
+uint32_t cjc_cursor_u32(struct cjc_cursor *c)
+{
+	const unsigned char *p = cjc_cursor_bytes(c, 4);
+	if (!p)
+		return 0;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint64_t cjc_cursor_u64(struct cjc_cursor *c)
+{
+	uint64_t lo = cjc_cursor_u32(c);
+	uint64_t hi = cjc_cursor_u32(c);
+	return lo | hi << 32;
+}
+
+void cjc_buf_add_str(struct cjc_buf *b, const char *s)
+{
+	size_t n = strlen(s);
+	cjc_buf_add_u32(b, (uint32_t)n);
+	cjc_buf_add(b, s, n);
+}
+
+const char *cjc_cursor_chars(struct cjc_cursor *c, size_t max, size_t *len)
+{
+	uint32_t n = cjc_cursor_u32(c);
+	const char *p = n <= max ? cjc_cursor_bytes(c, n) : NULL;
+	if (!p || memchr(p, '\0', n)) {
+		c->bad = true;
+		return NULL;
+	}
+	*len = n;
+	return p;
+}
+
+char *cjc_cursor_str(struct cjc_cursor *c, size_t max)
+{
+	size_t n;
+	const char *p = cjc_cursor_chars(c, max, &n);
+	return p ? cjc_xstrndup(p, n) : NULL;
+}
+
+unsigned cjc_table_hash(const char *s, size_t n)
+{
+	const uint64_t k = 0x9e3779b97f4a7c15ULL;
+	uint64_t h = n * k, w;
+	for (; n >= 8; s += 8, n -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 29;
+	}
+	w = 0;
+	memcpy(&w, s, n);
+	h = (h ^ w) * k;
+	return (unsigned)(h ^ h >> 32);
+}
+
+void cjc_strvec_pushn(struct cjc_strvec *sv, const char *s, size_t n)
+{
+	if (sv->n + 2 > sv->cap) {
+		sv->cap = sv->cap ? sv->cap * 2 : 16;
+		sv->v = cjc_xrealloc(sv->v, sv->cap * sizeof(*sv->v));
+	}
+	sv->v[sv->n++] = cjc_xstrndup(s, n);
+	sv->v[sv->n] = NULL;
+}
+
+void cjc_strvec_push(struct cjc_strvec *sv, const char *s)
+{
+	cjc_strvec_pushn(sv, s, strlen(s));
+}
+
+void cjc_strvec_pushv(struct cjc_strvec *sv, char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cjc_strvec_push(sv, v[i]);
+}
+
+void cjc_strvec_clear(struct cjc_strvec *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	sv->v = NULL;
+	sv->n = sv->cap = 0;
+}
+
+bool cjc_strvec_contains(const struct cjc_strvec *sv, const char *s)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		if (!strcmp(sv->v[i], s))
+			return true;
+	return false;
+}
+
+static bool needs_quotes(const char *s)
+{
+	if (!*s)
+		return true;
+	for (; *s; s++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", *s))
+			return true;
+	return false;
+}
+
+void cjc_shell_quote(struct cjc_buf *out, char *const *argv, size_t argc)
+{
+	for (size_t i = 0; i < argc; i++) {
+		if (i)
+			cjc_buf_add(out, " ", 1);
+		if (!needs_quotes(argv[i])) {
+			cjc_buf_adds(out, argv[i]);
+			continue;
+		}
+		cjc_buf_add(out, "'", 1);
+		for (const char *s = argv[i]; *s; s++) {
+			if (*s == '\'')
+				cjc_buf_adds(out, "'\\''");
+			else
+				cjc_buf_add(out, s, 1);
+		}
+		cjc_buf_add(out, "'", 1);
+	}
+}
+
+char *cjc_printable(const char *s)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	cjc_buf_adds(&b, "");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			cjc_buf_addf(&b, "\\x%02x", *p);
+		else
+			cjc_buf_add(&b, p, 1);
+	}
+	return cjc_buf_detach(&b);
+}
+
+bool cjc_starts_with(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+bool cjc_ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+int64_t cjc_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t cjc_wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void cjc_strvec_sort_unique(struct cjc_strvec *sv)
+{
+	if (sv->n < 2)
+		return;
+	qsort(sv->v, sv->n, sizeof *sv->v, cmp_str);
+	size_t out = 1;
+	for (size_t i = 1; i < sv->n; i++) {
+		if (!strcmp(sv->v[i], sv->v[out - 1]))
+			free(sv->v[i]);
+		else
+			sv->v[out++] = sv->v[i];
+	}
+	sv->n = out;
+	sv->v[out] = NULL;
+}

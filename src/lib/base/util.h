@@ -1,0 +1,98 @@
+/*
+ * util.h - small building blocks shared by every module.
+ *
+ * struct cjc_buf is a growable byte buffer that is always NUL-terminated, so
+ * it can hold text or binary data.  struct cjc_strvec is a growable array of
+ * owned strings, NULL-terminated so it can be handed to execv().
+ *
+ * Allocation failure is not an error these modules return: cjc_xmalloc() and
+ * friends print a message and exit(70), as git's xmalloc does, because a
+ * process that cannot allocate a few bytes cannot do anything useful.
+ *
+ * Ownership: a buffer or vector owns its storage; release it with
+ * cjc_buf_release() / cjc_strvec_clear().  cjc_buf_detach() hands the
+ * storage to the caller (free() it).
+ */
+#ifndef CJC_UTIL_H
+#define CJC_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+void *cjc_xmalloc(size_t n);
+void *cjc_xcalloc(size_t n, size_t size);
+void *cjc_xrealloc(void *p, size_t n);
+char *cjc_xstrdup(const char *s);
+char *cjc_xstrndup(const char *s, size_t n);
+char *cjc_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *cjc_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+struct cjc_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+#define CJC_BUF_INIT { NULL, 0, 0 }
+
+void cjc_buf_grow(struct cjc_buf *b, size_t extra);
+void cjc_buf_add(struct cjc_buf *b, const void *p, size_t n);
+void cjc_buf_adds(struct cjc_buf *b, const char *s);
+void cjc_buf_addf(struct cjc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cjc_buf_reset(struct cjc_buf *b);
+void cjc_buf_release(struct cjc_buf *b);
+char *cjc_buf_detach(struct cjc_buf *b);
+/* Little-endian fixed-width integers, for the binary files; strings there
+ * are a u32 length, then the bytes (no NUL). */
+void cjc_buf_add_u32(struct cjc_buf *b, uint32_t v);
+void cjc_buf_add_u64(struct cjc_buf *b, uint64_t v);
+void cjc_buf_add_str(struct cjc_buf *b, const char *s);
+
+/* A read cursor over a byte range; every getter fails once past the end. */
+struct cjc_cursor {
+	const unsigned char *p;
+	size_t left;
+	bool bad;
+};
+void cjc_cursor_init(struct cjc_cursor *c, const void *p, size_t n);
+uint32_t cjc_cursor_u32(struct cjc_cursor *c);
+uint64_t cjc_cursor_u64(struct cjc_cursor *c);
+const void *cjc_cursor_bytes(struct cjc_cursor *c, size_t n);
+/* The next string (malloc'd); NULL, the cursor bad, past the end, longer
+ * than max or holding a NUL. */
+char *cjc_cursor_str(struct cjc_cursor *c, size_t max);
+/* The same in place, not copied: its bytes (no NUL among them, and none
+ * after) and their count in *len; NULL as above. */
+const char *cjc_cursor_chars(struct cjc_cursor *c, size_t max, size_t *len);
+
+/* A lookup table's hash of n bytes (not a digest): eight bytes a step, so
+ * the long shared prefixes of include paths cost a fifth of a byte loop. */
+unsigned cjc_table_hash(const char *s, size_t n);
+
+struct cjc_strvec {
+	char **v;
+	size_t n;
+	size_t cap;
+};
+#define CJC_STRVEC_INIT { NULL, 0, 0 }
+
+void cjc_strvec_push(struct cjc_strvec *sv, const char *s);
+void cjc_strvec_pushn(struct cjc_strvec *sv, const char *s, size_t n);
+void cjc_strvec_pushv(struct cjc_strvec *sv, char *const *v, size_t n);
+void cjc_strvec_clear(struct cjc_strvec *sv);
+bool cjc_strvec_contains(const struct cjc_strvec *sv, const char *s);
+/* Sorts the strings and removes duplicates. */
+void cjc_strvec_sort_unique(struct cjc_strvec *sv);
+
+/* Shell-quotes argv into one line that can be pasted into sh. */
+void cjc_shell_quote(struct cjc_buf *out, char *const *argv, size_t argc);
+/* A copy safe to print on a terminal: control characters as \xNN. */
+char *cjc_printable(const char *s);
+bool cjc_starts_with(const char *s, const char *prefix);
+bool cjc_ends_with(const char *s, const char *suffix);
+/* Milliseconds and nanoseconds on the monotonic and real clocks. */
+int64_t cjc_now_ms(void);
+int64_t cjc_wall_ns(void);
+
+#endif

@@ -1,0 +1,539 @@
+#include "compile/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <iniparser.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/run.h"
+#include "keys/place.h"
+#include "remote/remote.h"
+
+typedef int (*parse_fn)(const char *text, void *dst);
+
+static int parse_string(const char *text, void *dst)
+{
+	char **s = dst;
+	free(*s);
+	*s = cjc_xstrdup(text);
+	return 0;
+}
+
+static int parse_path(const char *text, void *dst)
+{
+	if (!*text)
+		return -1;
+	return parse_string(text, dst);
+}
+
+static int parse_bool(const char *text, void *dst)
+{
+	static const char *yes[] = { "1", "true", "yes", "on" };
+	static const char *no[] = { "0", "false", "no", "off" };
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(text, yes[i]))
+			return *(bool *)dst = true, 0;
+		if (!strcasecmp(text, no[i]))
+			return *(bool *)dst = false, 0;
+	}
+	return -1;
+}
+
+/* Octal, as for umask(1); empty: keep the process's own. */
+static int parse_umask(const char *text, void *dst)
+{
+	char *end;
+	if (!*text)
+		return *(int *)dst = -1, 0;
+	long v = strtol(text, &end, 8);
+	if (*end || v < 0 || v > 0777 || !isdigit((unsigned char)*text))
+		return -1;
+	*(int *)dst = (int)v;
+	return 0;
+}
+
+/* An absolute directory, normalised; empty: unset. */
+static int parse_base_dir(const char *text, void *dst)
+{
+	char **s = dst;
+	char *dir = *text ? cjc_place_base_dir(text) : NULL;
+	if (*text && !dir)
+		return -1;
+	free(*s);
+	*s = dir;
+	return 0;
+}
+
+/* Store URLs with attributes (remote.h); empty: none. */
+static int parse_remote(const char *text, void *dst)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc = cjc_remote_check_setting(text, &why);
+	cjc_buf_release(&why);
+	return rc ? -1 : parse_string(text, dst);
+}
+
+/* A file name; empty: unset. */
+static int parse_optional_path(const char *text, void *dst)
+{
+	char **s = dst;
+	free(*s);
+	*s = *text ? cjc_xstrdup(text) : NULL;
+	return 0;
+}
+
+static int parse_size_setting(const char *text, void *dst)
+{
+	return cjc_parse_size(text, dst);
+}
+
+/* One row per setting: everything about it is here (config.h). */
+struct setting_def {
+	const char *name;
+	const char *env;
+	parse_fn parse;
+	size_t offset;
+	const char *def;    /* the default, as text (NULL: computed, see default_dir) */
+	const char *expect; /* for messages */
+	/* The allowlist (docs/trust.md, settings): may be set by a settings file
+	 * that is not yours or root's, or that others can write.  Only what can
+	 * neither run a program, nor direct a write, nor decide what is trusted
+	 * or whether a build fails: the rest are taken from trusted files only. */
+	bool foreign_ok;
+	const char *help;   /* for `cjc config`, --help and the README's table */
+};
+
+#define BOOLEAN "a boolean (1/0, true/false, yes/no, on/off)"
+#define AT(field) offsetof(struct cjc_config, field)
+
+static const struct setting_def settings[CJC_SET_COUNT] = {
+	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, AT(dir), NULL, "a directory", false,
+		"the store" },
+	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, AT(disable), "false", BOOLEAN, true,
+		"run nvcc uncached" },
+	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, AT(readonly), "false", BOOLEAN, true,
+		"serve hits, publish nothing" },
+	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, AT(log), "", "a file name", false,
+		"log file: why each compile hit, missed or ran uncached" },
+	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, AT(debug), "false", BOOLEAN, true,
+		"log to stderr too" },
+	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, AT(max_size), "0",
+		"a size such as 20G, 512M or 0 for no limit", true,
+		"size limit: past it, least recently used entries are evicted" },
+	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_remote, AT(remote), "",
+		"store URLs (redis://, redis+unix:, http://, https://, s3://), each with |attributes "
+		"(docs/remote.md)", false, "remote stores, tried in order after the local one" },
+	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, AT(umask), "", "an octal mask such as 002, or empty",
+		false, "umask for the store's files (a store shared by a group)" },
+	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, AT(print_commands),
+		"false", BOOLEAN, true, "print each real nvcc command on stderr" },
+	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, AT(keep_ptx), "false", BOOLEAN, true,
+		"keep nvcc's ptx in each entry" },
+	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, AT(keep_sass), "false", BOOLEAN,
+		false, "keep cuobjdump -sass of each output in its entry" }, /* runs cuobjdump */
+	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, AT(check_spills), "false",
+		BOOLEAN, false, "fail a compile whose kernels spill" }, /* fails builds */
+	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, AT(base_dir), "",
+		"an absolute directory, or empty", false, /* rewrites the command nvcc runs */
+		"absolute paths under it are rewritten relative to the working directory" },
+	[CJC_SET_SIGN_KEY] = { "sign_key", "CJC_SIGN_KEY", parse_optional_path, AT(sign_key), "",
+		"a file name, or empty", false, "Ed25519 private key (PEM) that signs each published entry" },
+	[CJC_SET_TRUSTED_KEYS] = { "trusted_keys", "CJC_TRUSTED_KEYS", parse_optional_path,
+		AT(trusted_keys), "", "a file name, or empty", false,
+		"Ed25519 public keys (PEM): remote entries, and local ones others wrote, must be signed by one" },
+};
+
+/* Whether a setting may hold a secret: shown redacted (base/run.h). */
+static bool secret(const struct setting_def *d)
+{
+	return cjc_secret_variable(d->env, strlen(d->env));
+}
+
+/* The settings that own a string (released by cjc_config_release). */
+static bool owns_string(const struct setting_def *d)
+{
+	return d->parse == parse_string || d->parse == parse_path || d->parse == parse_base_dir ||
+	       d->parse == parse_remote || d->parse == parse_optional_path;
+}
+
+const char *cjc_config_help(enum cjc_setting s)
+{
+	return settings[s].help;
+}
+
+const char *cjc_config_name(enum cjc_setting s)
+{
+	return settings[s].name;
+}
+
+const char *cjc_config_env(enum cjc_setting s)
+{
+	return settings[s].env;
+}
+
+int cjc_parse_size(const char *text, uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*text))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno)
+		return -1;
+	static const char units[] = "KMGT";
+	uint64_t mult = 1;
+	if (*end) {
+		const char *u = strchr(units, toupper((unsigned char)*end));
+		if (!u)
+			return -1;
+		for (const char *p = units; p <= u; p++)
+			mult *= 1024;
+		end++;
+		if (*end == 'i')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+	}
+	if (*end || (v && mult > UINT64_MAX / v))
+		return -1;
+	*out = (uint64_t)v * mult;
+	return 0;
+}
+
+int cjc_parse_age(const char *text, int64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)*text))
+		return -1;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	int64_t mult = 1;
+	switch (*end) {
+	case '\0': break;
+	case 's': mult = 1; end++; break;
+	case 'm': mult = 60; end++; break;
+	case 'h': mult = 3600; end++; break;
+	case 'd': mult = 86400; end++; break;
+	default: return -1;
+	}
+	if (errno || *end || v > INT64_MAX / mult)
+		return -1;
+	*out = v * mult;
+	return 0;
+}
+
+static void set_origin(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin)
+{
+	free(cfg->text[s]);
+	free(cfg->origin[s]);
+	cfg->text[s] = secret(&settings[s]) ? cjc_remote_redact(text) : cjc_xstrdup(text);
+	cfg->origin[s] = origin;
+}
+
+/* Applies one value; on a bad value records a message and keeps the old one. */
+static int apply(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin,
+		 struct cjc_buf *error)
+{
+	const struct setting_def *d = &settings[s];
+	if (d->parse(text, (char *)cfg + d->offset)) {
+		char *shown = secret(d) ? cjc_remote_redact_rejected(text) : cjc_xstrdup(text);
+		cjc_buf_addf(error, "cjc: %s: bad value '%s' for %s: expected %s\n", origin, shown,
+			     d->name, d->expect);
+		free(shown);
+		free(origin);
+		return -1;
+	}
+	set_origin(cfg, s, text, origin);
+	return 0;
+}
+
+static char ini_message[512];
+
+static int ini_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t used = strlen(ini_message);
+	vsnprintf(ini_message + used, sizeof ini_message - used, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* The 1-based line where a key is last set in the file's text (the value
+ * iniparser keeps), or 0. */
+static int line_of_key(const char *text, const char *key)
+{
+	int line = 1, found = 0;
+	for (const char *p = text; *p; line++) {
+		const char *eol = strchr(p, '\n');
+		size_t n = eol ? (size_t)(eol - p) : strlen(p);
+		const char *k = p;
+		while (k < p + n && isspace((unsigned char)*k))
+			k++;
+		size_t klen = strlen(key);
+		if ((size_t)(p + n - k) >= klen && !strncasecmp(k, key, klen)) {
+			const char *after = k + klen;
+			while (after < p + n && isspace((unsigned char)*after))
+				after++;
+			if (after < p + n && (*after == '=' || *after == ':'))
+				found = line;
+		}
+		if (!eol)
+			break;
+		p = eol + 1;
+	}
+	return found;
+}
+
+static int find_setting(const char *name)
+{
+	for (int s = 0; s < CJC_SET_COUNT; s++)
+		if (!strcmp(settings[s].name, name))
+			return s;
+	return -1;
+}
+
+#define CONFIG_MAX ((size_t)1 << 20)
+
+/* Reads a settings file, never blocking on a FIFO, and says whether what is
+ * at path is trusted (also when it cannot be read: then whether the failure
+ * is an error or a note).  The store's file (follow false: in $CJC_DIR,
+ * which a group may write) is opened without following a link, else a
+ * member's link to a file of root's would be judged by root's file and its
+ * text taken as root's settings; a link there is "not a regular file".  The
+ * file $CJC_CONFIG names, and /etc's, are the user's and root's own choice
+ * (a link in a dotfiles setup, say): a link there is followed and judged by
+ * its target. */
+static int read_settings(const char *path, bool follow, struct cjc_buf *text, bool *trusted)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	int e = errno;
+	bool seen = !(fd >= 0 ? fstat(fd, &st) : follow ? stat(path, &st) : lstat(path, &st));
+	*trusted = seen && cjc_stat_trusted(&st); /* one name: a hard link to root's file is not root's word */
+	if (fd < 0) {
+		errno = e == ELOOP && seen && S_ISLNK(st.st_mode) ? EINVAL : e;
+		return -1;
+	}
+	return cjc_read_regular_and_close(fd, CONFIG_MAX, text);
+}
+
+/* iniparser reads a file by name: it gets the bytes we checked, in memory. */
+static dictionary *parse_settings(const struct cjc_buf *text)
+{
+	int fd = memfd_create("cjc-config", MFD_CLOEXEC);
+	if (fd < 0 || cjc_write_all(fd, text->data, text->len)) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(ini_message, sizeof ini_message, "%s", strerror(errno));
+		return NULL;
+	}
+	char name[64];
+	snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+	dictionary *d = iniparser_load(name);
+	close(fd);
+	return d;
+}
+
+static void add_note(struct cjc_config *cfg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_note(struct cjc_config *cfg, const char *fmt, ...)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	char *line = cjc_xvasprintf(fmt, ap);
+	va_end(ap);
+	if (cfg->notes)
+		cjc_buf_adds(&b, cfg->notes);
+	cjc_buf_adds(&b, line);
+	free(line);
+	free(cfg->notes);
+	cfg->notes = cjc_buf_detach(&b);
+}
+
+#define UNTRUSTED "the file is not owned by you or root, or others can write it or link to it " \
+	"(make it yours, with one name, and chmod go-w)"
+
+static void refuse(struct cjc_config *cfg, const char *path, int line, const char *name)
+{
+	add_note(cfg, "cjc: %s:%d: ignoring %s: " UNTRUSTED "\n", path, line, name);
+}
+
+/* The line of iniparser's "syntax error in NAME (LINE):" (NAME is
+ * /proc/self/fd/N: no parenthesis), or 0. */
+static int ini_error_line(void)
+{
+	const char *open = strchr(ini_message, '(');
+	return open ? atoi(open + 1) : 0;
+}
+
+/*
+ * Problems in a trusted file (yours or root's), or in the one $CJC_CONFIG
+ * names (required: the caller's own explicit choice), are errors.  In any
+ * other file that is not trusted (a member's in a shared store) they are
+ * notes: the file, line or setting is ignored and the build goes on, so a
+ * member can neither fail root's compiles nor cjc_jit_open.  The text of a
+ * file that is not trusted is never echoed (it may be a file only root can
+ * read that a member linked there): messages name the file and line only.
+ */
+static int load_file(struct cjc_config *cfg, const char *path, bool required, bool follow,
+		     struct cjc_buf *error)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	bool trusted;
+	if (read_settings(path, follow, &text, &trusted)) {
+		int e = errno;
+		cjc_buf_release(&text);
+		if (!required && (e == ENOENT || e == ENOTDIR))
+			return 0;
+		const char *why = e == EINVAL ? "not a regular file" : strerror(e);
+		if (!trusted && !required) {
+			add_note(cfg, "cjc: %s: ignored: cannot read: %s\n", path, why);
+			return 0;
+		}
+		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path, why);
+		return -1;
+	}
+	ini_message[0] = '\0';
+	iniparser_set_error_callback(ini_error);
+	dictionary *d = parse_settings(&text);
+	if (!d) {
+		char *nl;
+		while ((nl = strchr(ini_message, '\n')))
+			*nl = ' ';
+		if (trusted)
+			cjc_buf_addf(error, "cjc: %s: malformed configuration: %s\n", path,
+				     ini_message[0] ? ini_message : "cannot parse");
+		else if (required)
+			cjc_buf_addf(error, "cjc: %s:%d: malformed configuration: syntax error\n", path,
+				     ini_error_line());
+		else
+			add_note(cfg, "cjc: %s:%d: ignored: syntax error; " UNTRUSTED "\n", path,
+				 ini_error_line());
+		cjc_buf_release(&text);
+		return trusted || required ? -1 : 0;
+	}
+	bool strict = trusted || required;
+	int rc = 0;
+	for (int i = 0; i < d->size; i++) {
+		const char *key = d->key[i];
+		if (!key || !d->val[i])
+			continue;
+		/* iniparser names keys "section:key"; top-level ones ":key". */
+		const char *colon = strchr(key, ':');
+		size_t seclen = colon ? (size_t)(colon - key) : 0;
+		const char *name = colon ? colon + 1 : key;
+		bool section_ok = seclen == 0 || (seclen == 5 && !strncmp(key, "cache", 5));
+		int line = line_of_key(text.data, name);
+		int s = find_setting(name);
+		if ((!section_ok || s < 0) && !strict) {
+			add_note(cfg, "cjc: %s:%d: ignoring an unknown setting: " UNTRUSTED "\n", path, line);
+			continue;
+		}
+		if (!section_ok || s < 0) {
+			if (trusted)
+				cjc_buf_addf(error, "cjc: %s:%d: unknown setting '%s'\n", path, line,
+					     seclen ? key : name);
+			else
+				cjc_buf_addf(error, "cjc: %s:%d: unknown setting\n", path, line);
+			rc = -1;
+			continue;
+		}
+		if (!settings[s].foreign_ok && !trusted) {
+			refuse(cfg, path, line, settings[s].name);
+			continue;
+		}
+		struct cjc_buf bad = CJC_BUF_INIT;
+		if (apply(cfg, s, d->val[i], cjc_xasprintf("%s:%d", path, line), &bad)) {
+			if (trusted) {
+				cjc_buf_adds(error, bad.data);
+				rc = -1;
+			} else if (required) {
+				cjc_buf_addf(error, "cjc: %s:%d: bad value for %s: expected %s\n", path,
+					     line, settings[s].name, settings[s].expect);
+				rc = -1;
+			} else {
+				add_note(cfg, "cjc: %s:%d: ignoring a bad value for %s: " UNTRUSTED "\n",
+					 path, line, settings[s].name);
+			}
+		}
+		cjc_buf_release(&bad);
+	}
+	iniparser_freedict(d);
+	cjc_buf_release(&text);
+	return rc;
+}
+
+static char *default_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	if (xdg && *xdg)
+		return cjc_path_join(xdg, "cudajitcache");
+	const char *home = getenv("HOME");
+	return cjc_xasprintf("%s/.cache/cudajitcache", home && *home ? home : "/tmp");
+}
+
+static void set_defaults(struct cjc_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	char *dir = default_dir();
+	for (int s = 0; s < CJC_SET_COUNT; s++) {
+		const char *text = settings[s].def ? settings[s].def : dir;
+		settings[s].parse(text, (char *)cfg + settings[s].offset);
+		set_origin(cfg, s, text, cjc_xstrdup("default"));
+	}
+	free(dir);
+}
+
+int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
+{
+	int rc = 0;
+	set_defaults(cfg);
+	if (load_file(cfg, "/etc/cudajitcache.conf", false, true, error))
+		rc = -1;
+	const char *file = getenv("CJC_CONFIG");
+	const char *env_dir = getenv("CJC_DIR");
+	if (file && !*file) {
+		cjc_buf_adds(error, "cjc: environment variable CJC_CONFIG is empty: unset it or name a file\n");
+		rc = -1;
+	}
+	char *path = file && *file ? cjc_xstrdup(file)
+		: cjc_path_join(env_dir && *env_dir ? env_dir : cfg->dir, "cudajitcache.conf");
+	/* The store's file is read without following a link (read_settings). */
+	if (load_file(cfg, path, file && *file, file && *file, error))
+		rc = -1;
+	free(path);
+	for (int s = 0; s < CJC_SET_COUNT; s++) {
+		const char *v = getenv(settings[s].env);
+		/* empty means unset, except where empty is a value or the setting is the store */
+		if (!v || (!*v && s != CJC_SET_LOG && s != CJC_SET_REMOTE && s != CJC_SET_BASE_DIR &&
+			   s != CJC_SET_DIR))
+			continue;
+		if (apply(cfg, s, v, cjc_xasprintf("environment variable %s", settings[s].env), error))
+			rc = -1;
+	}
+	return rc;
+}
+
+void cjc_config_release(struct cjc_config *cfg)
+{
+	free(cfg->notes);
+	for (int s = 0; s < CJC_SET_COUNT; s++) {
+		if (owns_string(&settings[s]))
+			free(*(char **)((char *)cfg + settings[s].offset));
+		free(cfg->text[s]);
+		free(cfg->origin[s]);
+	}
+	memset(cfg, 0, sizeof *cfg);
+}

@@ -1,0 +1,109 @@
+/*
+ * config.h - the effective settings and where each came from.
+ *
+ * Sources, strongest first: the environment (CJC_*), the file named by
+ * $CJC_CONFIG (else $CJC_DIR/cudajitcache.conf), /etc/cudajitcache.conf, and
+ * the defaults.  Files are INI (iniparser): `key = value` at the top or in a
+ * [cache] section.  Every setting is one row of the table in config.c: name,
+ * environment variable, parser, field, default, what a value must look like,
+ * whether a file of someone else's may set it, and its help; `cjc config`,
+ * `cjc --help` and the README's table (checked by a test) come from it.  A
+ * new setting is a new enum value, a field below and a row there.
+ *
+ * cjc_config_load() always leaves a usable configuration (a bad value keeps
+ * the weaker source's value).  It returns 0, or -1 when any value or line was
+ * malformed; then `error` holds one message per problem, each naming the
+ * variable or the file and line.  The caller decides the policy: for a
+ * compile, a malformed setting means compiling without the cache.
+ *
+ * A file that is not owned by this user or root, or that others can write
+ * (a store's cudajitcache.conf in a shared store), may set only an
+ * allowlist (docs/trust.md): what can neither run a program, nor direct a
+ * write, nor decide what is trusted or whether a build fails (disable,
+ * readonly, debug, max_size, print_commands, keep_ptx).  Any other setting
+ * there (dir, log, umask, remote, keep_sass, which runs cuobjdump,
+ * check_spills, base_dir, sign_key, trusted_keys, and any added later) is
+ * ignored and `notes` says so, naming the file, line and setting, once; the
+ * compile goes on.  Files are read without blocking (a FIFO is an error)
+ * and only up to 1 MiB.  A trusted file is also a regular file with one
+ * name (not a member's hard link to a file of root's).  The store's file is
+ * opened without following a link (a link there is ignored, with a note);
+ * $CJC_CONFIG's and /etc's are the user's and root's choice and may be
+ * links.  Problems in a file that is not trusted, other than the one
+ * $CJC_CONFIG names (unreadable, a syntax error, an unknown setting, a bad
+ * value) are notes, not errors: a member cannot fail root's compile or
+ * cjc_jit_open.  No message echoes text from a file that is not trusted.
+ *
+ * A setting that may hold a secret (remote) is shown with each URL's user
+ * info as *** (cjc_remote_redact), and a value of it that is rejected shows
+ * no more than its schemes: the message never echoes it whole.
+ */
+#ifndef CJC_CONFIG_H
+#define CJC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/util.h"
+
+enum cjc_setting {
+	CJC_SET_DIR,
+	CJC_SET_DISABLE,
+	CJC_SET_READONLY,
+	CJC_SET_LOG,
+	CJC_SET_DEBUG,
+	CJC_SET_MAX_SIZE,
+	CJC_SET_REMOTE,
+	CJC_SET_UMASK,
+	CJC_SET_PRINT_COMMANDS,
+	CJC_SET_KEEP_PTX,
+	CJC_SET_KEEP_SASS,
+	CJC_SET_CHECK_SPILLS,
+	CJC_SET_BASE_DIR,
+	CJC_SET_SIGN_KEY,
+	CJC_SET_TRUSTED_KEYS,
+	CJC_SET_COUNT
+};
+
+struct cjc_config {
+	char *dir;
+	bool disable;
+	bool readonly;
+	char *log;
+	bool debug;
+	uint64_t max_size; /* bytes; 0: no limit */
+	char *remote;
+	int umask; /* for files in the store, so a group can share it; -1: inherit */
+	/* Diagnostics: print each real nvcc command; keep ptx / SASS in entries;
+	 * fail a compile whose kernels spill or use local memory. */
+	bool print_commands;
+	bool keep_ptx;
+	bool keep_sass;
+	bool check_spills;
+	/* Absolute paths under it are rewritten relative to the working directory
+	 * (place.h); normalised, "" for /; NULL when unset. */
+	char *base_dir;
+	/* Signed entries (sign.h): the private key file to sign with, the file
+	 * of public keys a remote entry must be signed by; NULL when unset. */
+	char *sign_key;
+	char *trusted_keys;
+	/* Settings ignored because the file that set them is not trusted and
+	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
+	char *notes;
+	/* For `cjc config`: the text of each value and where it came from. */
+	char *text[CJC_SET_COUNT];
+	char *origin[CJC_SET_COUNT];
+};
+
+int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error);
+void cjc_config_release(struct cjc_config *cfg);
+const char *cjc_config_name(enum cjc_setting s);
+const char *cjc_config_env(enum cjc_setting s);
+const char *cjc_config_help(enum cjc_setting s);
+/* "20G", "512M", "1000" -> bytes; returns 0 or -1. */
+int cjc_parse_size(const char *text, uint64_t *out);
+/* "7d", "12h", "30m", "45s", "100" (seconds) -> seconds; returns 0 or -1. */
+int cjc_parse_age(const char *text, int64_t *out);
+
+#endif

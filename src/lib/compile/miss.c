@@ -1,0 +1,136 @@
+#include "compile/miss.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/fs.h"
+#include "keys/depfile.h"
+#include "keys/includescan.h"
+#include "keys/place.h"
+
+void cjc_toolkit_dirs_find(const struct cjc_dep *deps, size_t n, struct cjc_toolkit_dirs *t)
+{
+	t->include = t->cccl = NULL;
+	for (size_t i = 0; i < n && !t->include; i++)
+		if (cjc_ends_with(deps[i].path, "/cuda_runtime.h"))
+			t->include = cjc_dirname(deps[i].path);
+	if (t->include)
+		t->cccl = cjc_path_join(t->include, "cccl");
+}
+
+void cjc_toolkit_dirs_release(struct cjc_toolkit_dirs *t)
+{
+	free(t->include);
+	free(t->cccl);
+}
+
+/*
+ * A file changed after this was maybe changed while nvcc read it.  The
+ * kernel stamps files with its coarse clock (one tick behind at most) or,
+ * since Linux 6.13, with the fine clock once the file was looked at: so the
+ * fine clock, less one tick of the coarse one.  Reading the coarse clock
+ * instead made files written just before the compile look changed during it.
+ */
+void cjc_miss_start(struct timespec *t)
+{
+	struct timespec tick;
+	clock_gettime(CLOCK_REALTIME, t);
+	if (clock_getres(CLOCK_REALTIME_COARSE, &tick))
+		tick = (struct timespec){ 0, 10000000 };
+	t->tv_sec -= tick.tv_sec;
+	t->tv_nsec -= tick.tv_nsec;
+	if (t->tv_nsec < 0)
+		t->tv_sec--, t->tv_nsec += 1000000000;
+}
+
+static bool newer_than(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/* The directories of a search-path variable (CPATH, ...), in order. */
+static void push_path_variable(struct cjc_strvec *dirs, const char *name)
+{
+	const char *v = getenv(name);
+	char *copy = cjc_xstrdup(v ? v : ""), *save = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+		cjc_strvec_push(dirs, d);
+	free(copy);
+}
+
+/* Records the include candidates that must stay absent (includescan.h). */
+static void scan_includes(const struct cjc_compile *c, struct cjc_manifest_record *rec)
+{
+	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
+	struct cjc_toolkit_dirs t;
+	cjc_toolkit_dirs_find(rec->deps, rec->ndeps, &t);
+	/* nvcc's order: -I, CPATH (as -I), the toolkit's include, -isystem,
+	 * C_INCLUDE_PATH and CPLUS_INCLUDE_PATH (as -isystem), the toolkit's cccl. */
+	cjc_strvec_pushv(&sp.dirs, c->search.dirs.v, c->search.dirs.n);
+	push_path_variable(&sp.dirs, "CPATH");
+	if (t.include)
+		cjc_strvec_push(&sp.dirs, t.include);
+	cjc_strvec_pushv(&sp.dirs, c->isystem.v, c->isystem.n);
+	push_path_variable(&sp.dirs, "C_INCLUDE_PATH");
+	push_path_variable(&sp.dirs, "CPLUS_INCLUDE_PATH");
+	if (t.cccl)
+		cjc_strvec_push(&sp.dirs, t.cccl);
+	for (size_t i = 0; i < rec->ndeps; i++) {
+		struct cjc_buf content = CJC_BUF_INIT;
+		if (!cjc_read_file(rec->deps[i].path, &content))
+			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent);
+		cjc_buf_release(&content);
+	}
+	cjc_strvec_sort_unique(&rec->absent);
+	cjc_strvec_clear(&sp.dirs);
+	cjc_toolkit_dirs_release(&t);
+}
+
+/* Whether path is the source and holds, read again now, the bytes keyed. */
+static bool source_as_keyed(const struct cjc_miss *m, const char *path)
+{
+	unsigned char now[CJC_DIGEST_LEN];
+	uint64_t n;
+	return !strcmp(path, m->c->source) && !cjc_hash_file(path, now, &n) &&
+	       !memcmp(now, m->source_sha, CJC_DIGEST_LEN);
+}
+
+int cjc_miss_record(const struct cjc_miss *m, const char *depfile, struct cjc_manifest_record *rec,
+		    bool *stable, struct cjc_buf *why)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	struct cjc_strvec deps = CJC_STRVEC_INIT;
+	*stable = true;
+	if (cjc_read_file(depfile, &text) || cjc_depfile_parse(text.data, text.len, &deps)) {
+		cjc_buf_addf(why, "cannot read nvcc's dependency output: %s", strerror(errno));
+		cjc_buf_release(&text);
+		return -1;
+	}
+	rec->deps = cjc_xcalloc(deps.n + 1, sizeof *rec->deps);
+	for (size_t i = 0; i < deps.n; i++) {
+		struct cjc_dep *d = &rec->deps[rec->ndeps++];
+		struct stat st;
+		/* base_dir: as the arguments, so another checkout finds its own files */
+		d->path = cjc_place_relativize(&m->c->place, deps.v[i]);
+		if (!d->path)
+			d->path = cjc_xstrdup(deps.v[i]);
+		/* every file hashed, stable or not: `cjc why` compares them all */
+		if (stat(d->path, &st) || m->hash(m->ctx, d->path, &d->size, d->sha)) {
+			if (*stable)
+				cjc_buf_addf(why, "cannot read %s: %s", d->path, strerror(errno));
+			*stable = false;
+		} else if (*stable && (newer_than(&st.st_mtim, &m->started) ||
+				       newer_than(&st.st_ctim, &m->started)) &&
+			   !source_as_keyed(m, d->path)) {
+			cjc_buf_addf(why, "%s changed during the compile", d->path);
+			*stable = false;
+		}
+	}
+	if (*stable)
+		scan_includes(m->c, rec);
+	cjc_strvec_clear(&deps);
+	cjc_buf_release(&text);
+	return 0;
+}

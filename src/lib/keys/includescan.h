@@ -1,0 +1,40 @@
+/*
+ * includescan.h - which not-yet-existing files would change what an
+ * #include resolves to.
+ *
+ * nvcc's dependency output says which files a compile read, but not which
+ * files it looked for and did not find.  A header created later in one of
+ * those places (beside the including file, or in an include directory
+ * searched earlier) would be picked up instead, and the old entry would be a
+ * wrong hit.  So on a miss we scan each file of the dependency set for its
+ * #include directives, walk the search path the compiler uses for each name,
+ * and record every candidate before the first one that exists.  A hit then
+ * requires every recorded candidate to be still absent.
+ *
+ * The search order is the compiler's: for "name", the including file's
+ * directory; for both forms then the -I directories, then the -isystem ones
+ * (CPATH, C_INCLUDE_PATH, CPLUS_INCLUDE_PATH and the toolkit's own include
+ * directories are in those lists, in nvcc's order; nvcc has no -iquote).
+ * Only the directories we know are walked: the host compiler's built-in
+ * system directories are not, so a header planted in /usr/include that
+ * shadows another one there is not seen.
+ * The scan is textual and ignores conditional compilation, which can only
+ * add candidates (a needless miss, never a wrong hit).  Computed includes
+ * (#include MACRO) and #include_next are not followed.
+ */
+#ifndef CJC_INCLUDESCAN_H
+#define CJC_INCLUDESCAN_H
+
+#include "base/util.h"
+
+struct cjc_search_path {
+	struct cjc_strvec dirs; /* -I, CPATH, toolkit include, -isystem, ..., toolkit cccl: in order */
+};
+
+#define CJC_SEARCH_PATH_INIT { CJC_STRVEC_INIT }
+
+/* Appends to `absent` the candidates that precede each include's resolution. */
+void cjc_includescan(const char *file_path, const char *text, size_t len,
+		     const struct cjc_search_path *sp, struct cjc_strvec *absent);
+
+#endif

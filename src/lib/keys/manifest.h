@@ -1,0 +1,77 @@
+/*
+ * manifest.h - how a compile finds its entry without running the
+ * preprocessor.
+ *
+ * A manifest is keyed by the "direct key": everything about a compile that
+ * is known before it runs (arguments, options-file contents, toolchain
+ * identity, environment, the source's bytes).  It lists records, newest
+ * first; each record is the dependency set of one earlier miss (every file
+ * nvcc's dependency output named, with its size and SHA-256), the include
+ * candidates that were absent then (see includescan.h), and the entry key
+ * that compile produced.  A compile whose every listed file still hashes the
+ * same and whose every candidate is still absent would read exactly the same
+ * bytes, so its entry key is the recorded one.
+ *
+ * The file is a blob (blob.h, magic "CJCM") whose payload is, little-endian:
+ *
+ *     u32 version (1)            u32 record count
+ *     per record:  64 bytes entry key (lowercase hex)
+ *                  u32 dependency count, then per dependency:
+ *                      u32 path length, path bytes, u64 size, 32 bytes SHA-256
+ *                  u32 absent count, then per candidate: u32 length, path bytes
+ *
+ * A manifest is a hint, not an entry: it is replaced atomically (rename), a
+ * lost update under concurrency costs at most a later miss, and a damaged
+ * one reads as empty.  At most CJC_MANIFEST_MAX records are kept.
+ */
+#ifndef CJC_MANIFEST_H
+#define CJC_MANIFEST_H
+
+#include <stdint.h>
+
+#include "base/hash.h"
+#include "base/util.h"
+
+#define CJC_MANIFEST_MAX 32
+
+struct cjc_dep {
+	char *path;
+	uint64_t size;
+	unsigned char sha[CJC_DIGEST_LEN];
+};
+
+struct cjc_manifest_record {
+	char entry_key[CJC_HEX_LEN + 1];
+	struct cjc_dep *deps;
+	size_t ndeps;
+	struct cjc_strvec absent;
+};
+
+struct cjc_manifest {
+	struct cjc_manifest_record *recs;
+	size_t n;
+};
+
+/* Decodes a payload; returns 0, or -1 with errno EBADMSG. */
+int cjc_manifest_decode(const void *p, size_t n, struct cjc_manifest *m);
+void cjc_manifest_encode(const struct cjc_manifest *m, struct cjc_buf *out);
+/* The payload of old with a copy of rec put first, dropping the oldest
+ * beyond the limit (the file itself: store/records.h). */
+#define CJC_MANIFEST_MAGIC "CJCM"
+void cjc_manifest_encode_with(const struct cjc_manifest *old,
+			      const struct cjc_manifest_record *rec, struct cjc_buf *payload);
+/* A manifest file's whole contents (the blob), as a remote store holds it
+ * (remote.h): decode, and encode old with a copy of rec put first. */
+int cjc_manifest_decode_file(const void *p, size_t n, struct cjc_manifest *m);
+void cjc_manifest_encode_file_with(const struct cjc_manifest *old,
+				   const struct cjc_manifest_record *rec, struct cjc_buf *out);
+struct cjc_place;
+/* The index of the first record whose files are unchanged and whose entry
+ * key is what those files give in this place (key.h), or -1.  So a record
+ * can only lead to the entry its own files name: a poisoned one is a miss. */
+long cjc_manifest_match(const struct cjc_manifest *m, const char *direct_key,
+			const struct cjc_place *place);
+void cjc_manifest_record_release(struct cjc_manifest_record *rec);
+void cjc_manifest_release(struct cjc_manifest *m);
+
+#endif

@@ -1,0 +1,192 @@
+/*
+ * remote.h - remote stores (docs/remote.md): the backend seam, the remote
+ * layout, and fetching and publishing whole entries.
+ *
+ * The `remote` setting holds store URLs separated by spaces, each with
+ * attributes after `|` (read-only, connect-timeout=T, operation-timeout=T,
+ * shards=A,B(2),..., bearer-token-file=F, ca-file=F).  cjc_remote_open()
+ * parses them without connecting; a backend connects on its first request.
+ *
+ * The seam: a backend answers get, put-if-absent, put (replace) and exists
+ * for a name, each bounded by the store's timeouts, with one result:
+ *
+ *     CJC_REMOTE_OK, CJC_REMOTE_ABSENT, CJC_REMOTE_ERROR, CJC_REMOTE_TIMEOUT
+ *
+ * and, on an error, a message in `why` that names no secret.  One file per
+ * backend: remote_redis.c (hiredis), remote_http.c (libcurl: http, https and
+ * s3 through libcurl's SigV4 signing); each is built when its library is.
+ *
+ * The layout on every backend, under the store's prefix (NS is the local
+ * namespace, e.g. v1/linux-x86_64, so platforms never mix):
+ *
+ *     NS/c/<sha256>     an artifact, content-addressed: whoever fetches it
+ *                       checks its SHA-256 and size against the entry record,
+ *                       so a tampered or truncated one is only a miss
+ *     NS/e/<entry key>  the entry record: a blob (blob.h, magic "CJCE") of
+ *                       two strings, metadata.json's exact bytes and the
+ *                       signature file's (empty when unsigned, sign.h)
+ *     NS/m/<direct key> the manifest (manifest.h), a hint merged by writers:
+ *                       the manifest file as the local store keeps it
+ *                       (magic "CJCM") when unsigned; signed, a blob (magic
+ *                       "CJCS") of two strings, the manifest file's exact
+ *                       bytes and the signature file's (sign.h) over
+ *                       "cudajitcache.manifest.v1 <direct key>\n" and them
+ *
+ * Why a poisoned manifest or entry record can only cause a miss: the
+ * fetcher recomputes the entry key from the manifest record's files as they
+ * are on its own disk (cjc_manifest_match), so a record can only name the
+ * entry those files give; the entry record's metadata must parse strictly
+ * and name that same key, and every artifact it lists is fetched by its
+ * SHA-256 and checked.  With trusted_keys set, the metadata must also carry
+ * a signature of a trusted key (sign.h).
+ *
+ * Why, with trusted_keys, a manifest must be signed too: matching a record
+ * stats and hashes the files it names, and which entry record is asked for
+ * next tells the server whether they exist and what they hold (a record
+ * naming /root/secret with a guessed SHA-256).  So an unsigned manifest,
+ * or one no trusted key signed, is a miss (untrusted) and nothing in it is
+ * looked at.  A writer with sign_key signs the manifests it writes, over
+ * records it can vouch for: a record is as good as the entry it names
+ * (the entry key is the hash of the record's files, and the entry's
+ * metadata binds it), so it signs a record whose entry bears its own or a
+ * trusted key's signature, and keeps the old records only of a manifest
+ * that such a key signed.  Writers without sign_key write unsigned ones,
+ * as before, but leave a signed one as it is; readers without trusted_keys
+ * take either.
+ *
+ * What a remote store returns is read up to a bound, known before anything
+ * is allocated: the manifest and record caps of store.h (each plus a
+ * signature), and each artifact's listed size, itself at most
+ * CJC_REMOTE_MAX_ARTIFACT (a record naming more is bad data).  A backend
+ * stops reading a reply as soon as it would pass the bound (a Redis reply
+ * by its length prefix, an HTTP body by Content-Length or by what came).
+ *
+ * The deadline: one operation-timeout per handle (one compile), shared by
+ * all its requests to all its stores, connections included, whatever the
+ * servers do (drip, stall, answer each request just in time).  Each store
+ * spends at most its own operation-timeout; all of them together at most
+ * the largest.  Before each
+ * request the caller sets u->deadline_ms to what is left; the backend
+ * stops waiting at it, and a request that would start after it is a
+ * timeout.  Time spent outside requests (nvcc running) does not count.
+ *
+ * Failure policy: the first error or timeout of a store marks it failed for
+ * the rest of this handle (one compile), so a dead store costs at most its
+ * timeout once.  Every outcome is counted per store (stats.h); nothing here
+ * fails a build.  Authentication and configuration failures are reported
+ * through the `report` callback once per store (the tool prints them).
+ */
+#ifndef CJC_REMOTE_H
+#define CJC_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/util.h"
+#include "keys/manifest.h"
+#include "keys/place.h"
+#include "store/store.h"
+
+enum cjc_remote_result { CJC_REMOTE_OK, CJC_REMOTE_ABSENT, CJC_REMOTE_ERROR, CJC_REMOTE_TIMEOUT };
+
+/* The largest artifact fetched from a remote store: fetched whole into
+ * memory to be checked, so a record that names more is not believed. */
+#define CJC_REMOTE_MAX_ARTIFACT ((uint64_t)1 << 30)
+
+/* What a backend was asked to reach, parsed from one URL and its attributes.
+ * A backend keeps a pointer to it (it outlives the backend) and reads
+ * deadline_ms at each request. */
+struct cjc_remote_url {
+	char *url;      /* as written, shard name substituted */
+	char *shown;    /* with any password as *** (for messages, stats, logs) */
+	bool read_only;
+	long connect_ms, operation_ms;
+	char *bearer_token_file; /* http(s) */
+	char *ca_file;           /* https, s3 */
+	int64_t deadline_ms;     /* cjc_now_ms() by which the request must end; 0: operation_ms from its start */
+};
+
+/* Milliseconds left to a request starting now: to u's deadline, or
+ * operation_ms where none is set; <= 0 when it has passed.  A connection
+ * waits the smaller of this and connect_ms. */
+long cjc_remote_time_left(const struct cjc_remote_url *u);
+
+/* The seam.  A backend's functions return an enum cjc_remote_result; `why`
+ * gets a message on CJC_REMOTE_ERROR/TIMEOUT; `auth` is set when the error is
+ * one of the settings (refused credentials, bad URL) rather than the server's
+ * state, so the tool can say so once. */
+struct cjc_remote_backend;
+struct cjc_remote_ops {
+	struct cjc_remote_backend *(*open)(const struct cjc_remote_url *u, struct cjc_buf *why);
+	int (*get)(struct cjc_remote_backend *b, const char *name, size_t max, struct cjc_buf *out,
+		   struct cjc_buf *why);
+	/* only_if_absent: leave an existing value (first writer wins). */
+	int (*put)(struct cjc_remote_backend *b, const char *name, const void *p, size_t n,
+		   bool only_if_absent, struct cjc_buf *why);
+	int (*exists)(struct cjc_remote_backend *b, const char *name, struct cjc_buf *why);
+	void (*close)(struct cjc_remote_backend *b);
+};
+
+extern const struct cjc_remote_ops cjc_remote_redis_ops; /* redis://, redis+unix: */
+extern const struct cjc_remote_ops cjc_remote_http_ops;  /* http://, https://, s3:// */
+
+/* The setting with the user info of each URL as *** (malloc'd), parsed by
+ * the URLs' structure, whatever characters a password holds (remote.c). */
+char *cjc_remote_redact(const char *text);
+/* What may be shown of a value that was rejected: the scheme of each URL and
+ * nothing more ("redis://... ..."), since where a password ends in a
+ * malformed value is anyone's guess. */
+char *cjc_remote_redact_rejected(const char *text);
+/* Checks the `remote` setting's syntax: 0, or -1 with a message. */
+int cjc_remote_check_setting(const char *text, struct cjc_buf *why);
+
+struct cjc_remotes;
+typedef void (*cjc_remote_report_fn)(const char *store, const char *message);
+
+/* NULL when text names no store.  sign_key (signs the manifests this
+ * handle writes) and trusted_keys (what it accepts) may be NULL. */
+struct cjc_remotes *cjc_remote_open(const char *text, const struct cjc_store *local,
+				    const char *sign_key, const char *trusted_keys,
+				    cjc_remote_report_fn report);
+void cjc_remote_close(struct cjc_remotes *r);
+size_t cjc_remote_count(const struct cjc_remotes *r);
+const char *cjc_remote_shown(const struct cjc_remotes *r, size_t i);
+
+/*
+ * Looks for the compile's entry in each store in order; the first that has
+ * one, verified, is published into the local store (and its record added to
+ * the local manifest).  0: it is there now, and rec is the record that
+ * named it (the caller releases it: manifest.h), so the caller serves it
+ * without reading the manifest again; new_bytes is its size when this call
+ * published it (0 when another writer had); -1: no store had it.
+ */
+int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, const struct cjc_place *place,
+		     struct cjc_manifest_record *rec, uint64_t *new_bytes);
+
+/* Closes the open connections (a failed store stays failed): before nvcc
+ * runs, so a server's idle timeout cannot close one under a long compile,
+ * and a fleet of compiling runners holds no connections it does not use. */
+void cjc_remote_hang_up(struct cjc_remotes *r);
+
+/* Sends a local entry, with the signature it has if any (its writer signed
+ * it; nothing here signs an entry it did not make), and the manifest record
+ * naming it (signed as above), to every store that is not read-only.  rec
+ * may be NULL (no manifest update).  Returns the number of stores that now
+ * hold it. */
+int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
+		       const struct cjc_manifest_record *rec);
+
+/* An entry record (the layout above): 0, or -1 when it is not one. */
+int cjc_remote_decode_record(const void *p, size_t n, struct cjc_buf *meta, struct cjc_buf *sig);
+void cjc_remote_encode_record(const struct cjc_buf *meta, const struct cjc_buf *sig, struct cjc_buf *out);
+/* A manifest value (the layout above), either form: the manifest file's
+ * bytes and the signature file's (empty when unsigned), pointing into
+ * data; 0, or -1 when it is a signed one that does not decode. */
+int cjc_remote_decode_manifest(const void *data, size_t len, const void **file, size_t *file_len,
+			       const void **sig, size_t *sig_len);
+
+/* `cjc remote check`: reach, write, read back, for store i; 0 or -1 with why. */
+int cjc_remote_check(struct cjc_remotes *r, size_t i, struct cjc_buf *report);
+
+#endif

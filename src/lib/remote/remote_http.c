@@ -1,0 +1,382 @@
+/*
+ * remote_http.c - the HTTP, HTTPS and S3 backend (remote.h), through libcurl.
+ *
+ *     http://[USER:PASSWORD@]HOST[:PORT]/PREFIX   https://...
+ *         GET, PUT and HEAD of PREFIX/<name>, as nginx's WebDAV module,
+ *         bazel-remote or ccache's HTTP storage servers take them; basic
+ *         authentication from the user info, or bearer-token-file=FILE;
+ *         ca-file=FILE for a server whose certificate the system's CAs do
+ *         not sign.
+ *     s3://BUCKET/PREFIX?endpoint=URL&region=R
+ *         S3, signed by libcurl (CURLOPT_AWS_SIGV4) with AWS_ACCESS_KEY_ID,
+ *         AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN; path-style
+ *         (ENDPOINT/BUCKET/PREFIX) with an endpoint, else AWS's
+ *         virtual-hosted https://BUCKET.s3.REGION.amazonaws.com/PREFIX.
+ *
+ * 404 is absent; 401 and 403 are refused credentials (a matter of the
+ * settings); any other status but 2xx is an error.  A put-if-absent sends
+ * If-None-Match: * and takes 412 as "there already"; a server that ignores
+ * the header overwrites, which for artifacts (stored by their hash) writes
+ * the same bytes, and for an entry record another valid record of the same
+ * key.  A body is read only up to the bound: a Content-Length past it is
+ * refused before any of the body is read, and a body that grows past it
+ * is cut off.  Each request ends at the deadline remote.c set (the store's
+ * operation-timeout, shared by all requests of a compile), however the
+ * server sends.  One handle per store keeps its connection between requests.
+ *
+ * libcurl is loaded with dlopen the first time a store needs it, not linked:
+ * it brings some thirty libraries, whose loading cost every cjc process
+ * 2.3 ms, a hit included, where no remote store is even set.
+ */
+#include "remote/remote.h"
+
+#define CURL_DISABLE_TYPECHECK /* its macros would hide the calls through api */
+#include <curl/curl.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/dl.h"
+#include "base/fs.h"
+#include "base/hash.h"
+
+#define TOKEN_MAX 8192
+
+struct cjc_remote_backend {
+	CURL *curl;
+	char *base; /* requests go to base/name */
+	char *user, *password, *bearer, *ca_file, *sigv4, *token_header;
+	const struct cjc_remote_url *u; /* its deadline, read at each request */
+	char error[CURL_ERROR_SIZE];
+};
+
+/* The libcurl functions used, from the library loaded at run time. */
+struct curl_api {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *c, CURLoption option, ...);
+	CURLcode (*easy_perform)(CURL *c);
+	CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
+	void (*easy_reset)(CURL *c);
+	void (*easy_cleanup)(CURL *c);
+	const char *(*easy_strerror)(CURLcode code);
+	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+	void (*slist_free_all)(struct curl_slist *list);
+};
+static struct curl_api api;
+static const char *load_error; /* why libcurl could not be loaded */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+#define FN(field, name) CJC_DL_SYMBOL(struct curl_api, field, name)
+static const struct cjc_dl_symbol curl_symbols[] = {
+	FN(global_init, "curl_global_init"), FN(easy_init, "curl_easy_init"),
+	FN(easy_setopt, "curl_easy_setopt"), FN(easy_perform, "curl_easy_perform"),
+	FN(easy_getinfo, "curl_easy_getinfo"), FN(easy_reset, "curl_easy_reset"),
+	FN(easy_cleanup, "curl_easy_cleanup"), FN(easy_strerror, "curl_easy_strerror"),
+	FN(slist_append, "curl_slist_append"), FN(slist_free_all, "curl_slist_free_all"),
+};
+
+static void curl_start(void)
+{
+	const char *missing;
+	void *lib = dlopen(CJC_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!lib || cjc_dl_resolve(lib, curl_symbols, sizeof curl_symbols / sizeof *curl_symbols,
+				   &api, &missing)) {
+		load_error = "cannot load " CJC_CURL_SONAME " (install libcurl4)";
+		return;
+	}
+	api.global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void backend_free(struct cjc_remote_backend *b)
+{
+	if (b->curl)
+		api.easy_cleanup(b->curl);
+	free(b->base);
+	free(b->user);
+	free(b->password);
+	free(b->bearer);
+	free(b->ca_file);
+	free(b->sigv4);
+	free(b->token_header);
+	free(b);
+}
+
+/* http(s)://[USER:PASSWORD@]HOST...: base without the user info. */
+static int parse_http(struct cjc_remote_backend *b, const char *url)
+{
+	const char *host = strstr(url, "://") + 3;
+	/* the user info runs to the URL's last '@' (cjc_remote_redact) */
+	const char *at = strrchr(host, '@');
+	if (at) {
+		const char *colon = memchr(host, ':', (size_t)(at - host));
+		b->user = cjc_xstrndup(host, (size_t)((colon ? colon : at) - host));
+		b->password = colon ? cjc_xstrndup(colon + 1, (size_t)(at - colon - 1)) : cjc_xstrdup("");
+	}
+	const char *rest = at ? at + 1 : host;
+	size_t len = strlen(rest);
+	while (len && rest[len - 1] == '/')
+		len--;
+	b->base = cjc_xasprintf("%.*s%.*s", (int)(host - url), url, (int)len, rest);
+	return 0;
+}
+
+/* The value of name=... in a query, or NULL. */
+static char *query_value(const char *query, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL)
+		if (!strncmp(p, name, n) && p[n] == '=')
+			return cjc_xstrndup(p + n + 1, strcspn(p + n + 1, "&"));
+	return NULL;
+}
+
+static int parse_s3(struct cjc_remote_backend *b, const char *url, struct cjc_buf *why)
+{
+	const char *bucket = url + 5;
+	const char *q = strchr(bucket, '?');
+	char *path = q ? cjc_xstrndup(bucket, (size_t)(q - bucket)) : cjc_xstrdup(bucket);
+	char *endpoint = q ? query_value(q + 1, "endpoint") : NULL;
+	char *region = q ? query_value(q + 1, "region") : NULL;
+	const char *id = getenv("AWS_ACCESS_KEY_ID"), *secret = getenv("AWS_SECRET_ACCESS_KEY");
+	const char *token = getenv("AWS_SESSION_TOKEN");
+	size_t len = strlen(path);
+	while (len && path[len - 1] == '/')
+		path[--len] = '\0';
+	char *slash = strchr(path, '/');
+	int rc = 0;
+	if (!*path || *path == '/') {
+		cjc_buf_adds(why, "setting: an s3:// URL needs a bucket");
+		rc = -1;
+	} else if (!id || !*id || !secret || !*secret) {
+		cjc_buf_adds(why, "setting: an s3:// store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+		rc = -1;
+	} else if (endpoint) {
+		size_t elen = strlen(endpoint);
+		while (elen && endpoint[elen - 1] == '/')
+			elen--;
+		b->base = cjc_xasprintf("%.*s/%s", (int)elen, endpoint, path);
+	} else {
+		b->base = cjc_xasprintf("https://%.*s.s3.%s.amazonaws.com%s",
+					(int)(slash ? slash - path : (long)len), path,
+					region ? region : "us-east-1", slash ? slash : "");
+	}
+	if (!rc) {
+		b->sigv4 = cjc_xasprintf("aws:amz:%s:s3", region ? region : "us-east-1");
+		b->user = cjc_xstrdup(id);
+		b->password = cjc_xstrdup(secret);
+		if (token && *token)
+			b->token_header = cjc_xasprintf("x-amz-security-token: %s", token);
+	}
+	free(path);
+	free(endpoint);
+	free(region);
+	return rc;
+}
+
+static int read_token(struct cjc_remote_backend *b, const char *file, struct cjc_buf *why)
+{
+	struct cjc_buf data = CJC_BUF_INIT;
+	if (cjc_read_bounded(AT_FDCWD, file, 0, TOKEN_MAX, &data)) {
+		cjc_buf_addf(why, "setting: cannot read bearer-token-file %s: %s", file, strerror(errno));
+		return -1;
+	}
+	size_t n = data.len;
+	while (n && (data.data[n - 1] == '\n' || data.data[n - 1] == '\r' || data.data[n - 1] == ' '))
+		n--;
+	b->bearer = cjc_xstrndup(data.data ? data.data : "", n);
+	cjc_buf_release(&data);
+	return 0;
+}
+
+static struct cjc_remote_backend *http_open(const struct cjc_remote_url *u, struct cjc_buf *why)
+{
+	pthread_once(&curl_once, curl_start);
+	if (load_error) {
+		cjc_buf_addf(why, "setting: %s", load_error);
+		errno = ENOSYS;
+		return NULL;
+	}
+	struct cjc_remote_backend *b = cjc_xcalloc(1, sizeof *b);
+	b->u = u;
+	int rc = cjc_starts_with(u->url, "s3://") ? parse_s3(b, u->url, why)
+		 : parse_http(b, u->url) ? (cjc_buf_addf(why, "setting: malformed URL %s", u->shown), -1)
+					 : 0;
+	if (!rc && u->bearer_token_file)
+		rc = read_token(b, u->bearer_token_file, why);
+	if (!rc && u->ca_file)
+		b->ca_file = cjc_xstrdup(u->ca_file);
+	if (!rc && !(b->curl = api.easy_init()))
+		rc = -1, cjc_buf_adds(why, "cannot start libcurl");
+	if (rc) {
+		backend_free(b);
+		errno = EINVAL;
+		return NULL;
+	}
+	return b;
+}
+
+struct body {
+	struct cjc_buf *out;
+	size_t max;
+	bool too_large;
+};
+
+static size_t take_body(char *p, size_t size, size_t n, void *ctx)
+{
+	struct body *body = ctx;
+	if (!body->out)
+		return size * n;
+	if (body->out->len + size * n > body->max) {
+		body->too_large = true;
+		return 0;
+	}
+	cjc_buf_add(body->out, p, size * n);
+	return size * n;
+}
+
+/* Sets what every request has; returns the header list to free.  S3 wants
+ * the payload's SHA-256 in a header, which curl then signs with the rest. */
+static struct curl_slist *setup(struct cjc_remote_backend *b, const char *name, struct body *body,
+				const void *payload, size_t n)
+{
+	CURL *c = b->curl;
+	char *url = cjc_xasprintf("%s/%s", b->base, name);
+	struct curl_slist *headers = NULL;
+	api.easy_reset(c);
+	api.easy_setopt(c, CURLOPT_URL, url);
+	free(url);
+	api.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	api.easy_setopt(c, CURLOPT_ERRORBUFFER, b->error);
+	api.easy_setopt(c, CURLOPT_WRITEFUNCTION, take_body);
+	api.easy_setopt(c, CURLOPT_WRITEDATA, body);
+	api.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (b->ca_file)
+		api.easy_setopt(c, CURLOPT_CAINFO, b->ca_file);
+	if (b->user) {
+		api.easy_setopt(c, CURLOPT_USERNAME, b->user);
+		api.easy_setopt(c, CURLOPT_PASSWORD, b->password);
+	}
+	if (b->sigv4)
+		api.easy_setopt(c, CURLOPT_AWS_SIGV4, b->sigv4);
+	if (b->bearer) {
+		api.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		api.easy_setopt(c, CURLOPT_XOAUTH2_BEARER, b->bearer);
+	}
+	if (b->token_header)
+		headers = api.slist_append(headers, b->token_header);
+	if (b->sigv4) {
+		char hash[CJC_HEX_LEN + 1];
+		cjc_hash_buf_hex(payload, n, hash);
+		char *h = cjc_xasprintf("x-amz-content-sha256: %s", hash);
+		headers = api.slist_append(headers, h);
+		free(h);
+	}
+	b->error[0] = '\0';
+	return headers;
+}
+
+/* Runs the request set up on b, ending it at the deadline; the result by
+ * its status. */
+static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, const struct body *body,
+		   struct cjc_buf *why)
+{
+	long left = cjc_remote_time_left(b->u);
+	if (left <= 0) {
+		api.slist_free_all(headers);
+		cjc_buf_adds(why, "timed out: the operation-timeout is spent");
+		errno = ETIMEDOUT;
+		return CJC_REMOTE_TIMEOUT;
+	}
+	api.easy_setopt(b->curl, CURLOPT_CONNECTTIMEOUT_MS, left < b->u->connect_ms ? left : b->u->connect_ms);
+	api.easy_setopt(b->curl, CURLOPT_TIMEOUT_MS, left);
+	if (headers)
+		api.easy_setopt(b->curl, CURLOPT_HTTPHEADER, headers);
+	CURLcode code = api.easy_perform(b->curl);
+	api.slist_free_all(headers);
+	long status = 0;
+	api.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (body && (body->too_large || code == CURLE_FILESIZE_EXCEEDED)) {
+		cjc_buf_addf(why, "the reply is larger than %zu bytes", body->max);
+		return CJC_REMOTE_ERROR;
+	}
+	if (code == CURLE_OPERATION_TIMEDOUT) {
+		cjc_buf_addf(why, "timed out: %s", b->error);
+		errno = ETIMEDOUT;
+		return CJC_REMOTE_TIMEOUT;
+	}
+	if (code != CURLE_OK) {
+		bool setting = code == CURLE_URL_MALFORMAT || code == CURLE_SSL_CACERT_BADFILE ||
+			       code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_COULDNT_RESOLVE_HOST;
+		cjc_buf_addf(why, "%s%s", setting ? "setting: " : "",
+			     b->error[0] ? b->error : api.easy_strerror(code));
+		return CJC_REMOTE_ERROR;
+	}
+	if (status == 404)
+		return CJC_REMOTE_ABSENT;
+	if (status >= 200 && status < 300)
+		return CJC_REMOTE_OK;
+	if (status == 401 || status == 403)
+		cjc_buf_addf(why, "setting: authentication refused (HTTP %ld)", status);
+	else
+		cjc_buf_addf(why, "HTTP status %ld", status);
+	return CJC_REMOTE_ERROR;
+}
+
+static int http_get(struct cjc_remote_backend *b, const char *name, size_t max, struct cjc_buf *out,
+		    struct cjc_buf *why)
+{
+	struct body body = { out, max, false };
+	struct curl_slist *headers = setup(b, name, &body, "", 0);
+	api.easy_setopt(b->curl, CURLOPT_HTTPGET, 1L);
+	api.easy_setopt(b->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+	int rc = perform(b, headers, &body, why);
+	if (rc == CJC_REMOTE_OK && !out->len)
+		rc = CJC_REMOTE_ABSENT; /* no valid value is empty */
+	return rc;
+}
+
+static int http_put(struct cjc_remote_backend *b, const char *name, const void *p, size_t n,
+		    bool only_if_absent, struct cjc_buf *why)
+{
+	struct body body = { NULL, 0, false };
+	struct curl_slist *headers = setup(b, name, &body, p, n);
+	api.easy_setopt(b->curl, CURLOPT_CUSTOMREQUEST, "PUT");
+	api.easy_setopt(b->curl, CURLOPT_POSTFIELDS, p);
+	api.easy_setopt(b->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+	headers = api.slist_append(headers, "Content-Type: application/octet-stream");
+	/* No "Expect: 100-continue" wait; but not under SigV4, where curl 7.88
+	 * signs the emptied header it then does not send (curl #11664). */
+	if (!b->sigv4)
+		headers = api.slist_append(headers, "Expect:");
+	if (only_if_absent)
+		headers = api.slist_append(headers, "If-None-Match: *");
+	int rc = perform(b, headers, NULL, why);
+	long status = 0;
+	api.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (rc == CJC_REMOTE_ERROR && status == 412) {
+		cjc_buf_reset(why);
+		rc = CJC_REMOTE_OK; /* there already: first writer wins */
+	}
+	return rc == CJC_REMOTE_ABSENT ? CJC_REMOTE_ERROR : rc;
+}
+
+static int http_exists(struct cjc_remote_backend *b, const char *name, struct cjc_buf *why)
+{
+	struct body body = { NULL, 0, false };
+	struct curl_slist *headers = setup(b, name, &body, "", 0);
+	api.easy_setopt(b->curl, CURLOPT_NOBODY, 1L);
+	return perform(b, headers, NULL, why);
+}
+
+static void http_close(struct cjc_remote_backend *b)
+{
+	backend_free(b);
+}
+
+const struct cjc_remote_ops cjc_remote_http_ops = {
+	http_open, http_get, http_put, http_exists, http_close,
+};
