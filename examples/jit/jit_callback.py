@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A JIT framework's compile callback, backed by libcudajitcache through ctypes.
+"""A JIT framework's compile callback, backed by libcudajitcache through the
+cudajitcache package (python/; docs/jit.md, "Python").
 
     CJC_JIT_LIBRARY=/usr/local/lib/libcudajitcache.so python3 jit_callback.py [ARCH]
 
@@ -7,52 +8,29 @@ compile(name, code, options, arch) returns the cubin's bytes, as a
 framework's "compile this generated kernel" hook would; the second run of
 this script compiles nothing.  With a GPU the cubin is loaded and run
 through the driver (libcuda.so.1); without one, the launch is skipped.
+The package is imported as installed, else from this checkout's python/.
 """
 import ctypes
 import os
 import sys
 
+try:
+    import cudajitcache
+except ImportError:
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "python"))
+    import cudajitcache
 
-class Request(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("code", ctypes.c_char_p),
-                ("options", ctypes.POINTER(ctypes.c_char_p)), ("noptions", ctypes.c_size_t),
-                ("arch", ctypes.c_char_p), ("format", ctypes.c_int)]
-
-
-class Result(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t),
-                ("key", ctypes.c_char * 65), ("hit", ctypes.c_int), ("log", ctypes.c_char_p)]
-
-
-CUBIN = 0
-lib = ctypes.CDLL(os.environ.get("CJC_JIT_LIBRARY", "libcudajitcache.so.0"))
-lib.cjc_jit_open.restype = ctypes.c_void_p
-lib.cjc_jit_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-lib.cjc_jit_compile.argtypes = [ctypes.c_void_p, ctypes.POINTER(Request), ctypes.POINTER(Result)]
-lib.cjc_jit_error.restype = ctypes.c_char_p
-lib.cjc_jit_error.argtypes = [ctypes.c_void_p]
-lib.cjc_jit_result_free.argtypes = [ctypes.POINTER(Result)]
-lib.cjc_jit_device_arch.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
-lib.cjc_jit_close.argtypes = [ctypes.c_void_p]
-
-err = ctypes.create_string_buffer(512)
-jit = lib.cjc_jit_open(b"PYJIT", err, len(err))
-if not jit:
-    sys.exit("cjc_jit_open: " + err.value.decode())
+try:
+    jit = cudajitcache.Jit("PYJIT")
+except cudajitcache.CacheError as e:
+    sys.exit("cudajitcache: %s" % e)
 
 
 def compile(name, code, options, arch):
     """The framework's callback: source in, (cubin bytes, hit, key) out."""
-    opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
-    req = Request(name.encode(), code.encode(), opts, len(options), arch.encode(), CUBIN)
-    res = Result()
-    if lib.cjc_jit_compile(jit, ctypes.byref(req), ctypes.byref(res)):
-        log = res.log.decode() if res.log else ""
-        lib.cjc_jit_result_free(ctypes.byref(res))
-        raise RuntimeError(lib.cjc_jit_error(jit).decode() + "\n" + log)
-    out = ctypes.string_at(res.data, res.size), bool(res.hit), res.key.decode()
-    lib.cjc_jit_result_free(ctypes.byref(res))
-    return out
+    res = jit.compile(code, arch=arch, options=options, name=name, format="cubin")
+    return res.data, res.hit, res.key
 
 
 def run_on_gpu(cubin, n=4096):
@@ -89,9 +67,12 @@ extern "C" __global__ void add_one(float *a, int n)
 }
 """
 
-arch_buf = ctypes.create_string_buffer(32)
-gpu = lib.cjc_jit_device_arch(jit, arch_buf, len(arch_buf)) == 0
-arch = sys.argv[1] if len(sys.argv) > 1 else arch_buf.value.decode() if gpu else "sm_80"
+try:
+    device_arch = jit.device_arch()
+except cudajitcache.CacheError:
+    device_arch = None
+gpu = device_arch is not None
+arch = sys.argv[1] if len(sys.argv) > 1 else device_arch or "sm_80"
 cubin, hit, key = compile("add_one.cu", KERNEL, ["-O3"], arch)
 print(f"add_one for {arch}: {'from the cache' if hit else 'compiled'}, {len(cubin)} bytes, entry {key[:12]}")
 if gpu:
@@ -101,4 +82,4 @@ if gpu:
         sys.exit(1)
 else:
     print("no GPU: launch skipped")
-lib.cjc_jit_close(jit)
+jit.close()

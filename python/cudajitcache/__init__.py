@@ -1,0 +1,21 @@
+"""cudajitcache: compile CUDA source at run time through the CudaJitCache store.
+
+Pure Python over libcudajitcache (<cudajitcache/jit.h>, docs/jit.md), loaded
+with ctypes at the first Jit(): from $CJC_JIT_LIBRARY, else the dynamic
+loader's libcudajitcache.so.0, else pkg-config's libdir for cudajitcache.
+
+    import cudajitcache
+    with cudajitcache.Jit("MYLIB") as jit:              # MYLIB_JIT_* settings
+        res = jit.compile(src, arch="sm_90a", options=["-std=c++17"])
+        res.data, res.hit, res.key, res.log
+
+    cubin = cudajitcache.compile_cuda(src, "cubin", arch="sm_90a")   # tilelang's shape
+"""
+from .errors import CacheError, CompileError, LibraryNotFound
+from .jit import Jit, Result
+from .nvcc import DEFAULT_PREFIX, compile_cuda, default_jit, set_default_prefix
+
+__version__ = "0.1.0"
+
+__all__ = ["CacheError", "CompileError", "DEFAULT_PREFIX", "Jit", "LibraryNotFound", "Result",
+           "compile_cuda", "default_jit", "set_default_prefix"]

@@ -1,0 +1,208 @@
+"""Jit: a handle on libcudajitcache, and compile()'s Result.
+
+One Jit is one cjc_jit handle (cjc_jit_open ... cjc_jit_close).  Its
+settings are read from the environment when it is opened: PREFIX_JIT_*
+(the prefix given), then CJC_JIT_*, then the cjc settings (docs/jit.md).
+A Jit may be used by several threads at once (the library releases no
+lock to Python: ctypes drops the GIL during each call); close() must not
+race with a call in another thread.  Errors: CompileError for a failed
+compile, CacheError for the other calls, ValueError and TypeError for an
+argument Python can tell is wrong before the library sees it.
+"""
+import ctypes
+
+from . import _lib
+from .errors import CacheError, CompileError
+
+
+class Result:
+    """A compile's output: data (bytes), hit (served from a store), key (the
+    entry's key, "" when the compile was not cached) and log (the
+    compiler's messages, replayed on a hit)."""
+    __slots__ = ("data", "hit", "key", "log")
+
+    def __init__(self, data, hit, key, log):
+        self.data = data
+        self.hit = hit
+        self.key = key
+        self.log = log
+
+    def __repr__(self):
+        return "Result(%d bytes, hit=%s, key=%r)" % (len(self.data), self.hit, self.key)
+
+
+def _word(value, what):
+    """A str (or bytes) argument as the C string the library reads."""
+    if isinstance(value, str):
+        value = value.encode()
+    elif not isinstance(value, bytes):
+        raise TypeError("%s: expected a str, got %s" % (what, type(value).__name__))
+    if b"\0" in value:
+        raise ValueError("%s: contains a NUL character" % what)
+    return value
+
+
+def _maybe_word(value, what):
+    return None if value is None else _word(value, what)
+
+
+def _options(options):
+    """(char *array or None, count) for the request."""
+    if options is None:
+        return None, 0
+    if isinstance(options, (str, bytes)):
+        raise TypeError("options: expected a list of strings, got one string: pass [%r]"
+                        % (options,))
+    words = [_word(o, "option %r" % (o,)) for o in options]
+    if not words:
+        return None, 0
+    return (ctypes.c_char_p * len(words))(*words), len(words)
+
+
+def _arch(arch):
+    if arch is None:
+        return None
+    arch = _word(arch, "arch")
+    if not arch or arch.split() != [arch]:
+        raise ValueError("arch %r: expected an architecture such as 'sm_90a', or None for "
+                         "the current device's" % (arch.decode(errors="replace"),))
+    return arch
+
+
+class _HookCall:
+    """One compile's hook as the C callback (cjc_jit_hook): calls the Python
+    hook with the compiled bytes and keeps what it returns through
+    cjc_jit_bytes_set.  An exception is kept for compile() to raise, and
+    fails the compile (the callback returns 1): an exception must not
+    cross the C frames."""
+
+    def __init__(self, lib, hook):
+        self.lib = lib
+        self.hook = hook
+        self.raised = None
+        self.callback = _lib.HOOK(self._call)  # alive as long as this object
+
+    def _call(self, _ctx, data, size, out):
+        try:
+            kept = self.hook(ctypes.string_at(data, size) if size else b"")
+            if kept is None:
+                return 0
+            if isinstance(kept, (bytearray, memoryview)):
+                kept = bytes(kept)
+            elif not isinstance(kept, bytes):
+                raise TypeError("the hook returned %s: expected bytes, or None to keep its "
+                                "input" % type(kept).__name__)
+            if self.lib.cjc_jit_bytes_set(out, kept, len(kept)):
+                raise MemoryError("cjc_jit_bytes_set: out of memory")
+            return 0
+        except BaseException as e:  # KeyboardInterrupt too: raised again by compile()
+            self.raised = e
+            return 1
+
+
+class Jit:
+    """A handle on libcudajitcache; a context manager that closes it."""
+
+    def __init__(self, prefix=None):
+        """Opens a handle whose settings come from PREFIX_JIT_*, then CJC_JIT_*,
+        then the cjc settings.  LibraryNotFound when libcudajitcache cannot
+        be loaded; CacheError when a setting is malformed (it names the
+        variable)."""
+        self._handle = None
+        self._lib = _lib.library()
+        self.prefix = prefix
+        err = ctypes.create_string_buffer(1024)
+        handle = self._lib.cjc_jit_open(_maybe_word(prefix, "prefix"), err, len(err))
+        if not handle:
+            raise CacheError("cjc_jit_open: " + err.value.decode(errors="replace"))
+        self._handle = handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def close(self):
+        """Closes the handle; later calls raise ValueError.  Closing twice is fine."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._lib.cjc_jit_close(handle)
+
+    def _live(self):
+        if not self._handle:
+            raise ValueError("the Jit is closed")
+        return self._handle
+
+    def _error(self):
+        return self._lib.cjc_jit_error(self._handle).decode(errors="replace")
+
+    def compile(self, code, arch=None, options=(), name="kernel.cu", format="cubin",
+                hook=None, hook_id=None, extra_signature=None):
+        """Compiles code (CUDA C++) to format ("cubin", "fatbin" or "ptx") for
+        arch ("sm_90a"; None: the current device's) with nvcc's options (a
+        list), through the store.  name is the source's file name in
+        messages (None: "kernel.cu").  hook, a callable bytes -> bytes (or None to keep its
+        input), post-processes the compiled bytes before they are kept; it
+        runs on a miss only, so hook_id, its name and version, is in the
+        key.  extra_signature is text the output depends on that the request
+        does not show; it is in the key.  Returns a Result; raises
+        CompileError, or what the hook raised."""
+        handle = self._live()
+        if format not in _lib.FORMATS:
+            raise ValueError("format %r: expected 'cubin', 'fatbin' or 'ptx'" % (format,))
+        if hook is not None and not callable(hook):
+            raise TypeError("hook: expected a callable bytes -> bytes, got %s"
+                            % type(hook).__name__)
+        if (hook is None) != (hook_id is None):
+            raise ValueError("hook and hook_id go together: hook_id names the hook and its "
+                             "version (e.g. 'strip-debug-1'), and is in the key")
+        opts, nopts = _options(options)
+        request = _lib.Request(name=_maybe_word(name, "name"), code=_word(code, "code"),
+                               options=opts, noptions=nopts, arch=_arch(arch),
+                               format=_lib.FORMATS[format],
+                               extra_signature=_maybe_word(extra_signature, "extra_signature"),
+                               hook_id=_maybe_word(hook_id, "hook_id"))
+        call = _HookCall(self._lib, hook) if hook else None
+        if call:
+            request.hook = call.callback
+        result = _lib.Result()
+        failed = self._lib.cjc_jit_compile(handle, ctypes.byref(request), ctypes.byref(result))
+        try:
+            log = result.log.decode(errors="replace") if result.log else ""
+            error = self._error() if failed else ""
+            data = b"" if failed else ctypes.string_at(result.data, result.size)
+            out = Result(data, bool(result.hit), result.key.decode(), log)
+        finally:
+            self._lib.cjc_jit_result_free(ctypes.byref(result))
+        if call and call.raised:
+            raise call.raised
+        if failed:
+            raise CompileError(error, log)
+        return out
+
+    def setting(self, name):
+        """A setting's effective value as text, by its name without prefix
+        ("CACHE_DIR", "COMPILER", ...); KeyError for a name that is not one."""
+        value = self._lib.cjc_jit_setting(self._live(), _word(name, "name"))
+        if value is None:
+            raise KeyError("%s: not a JIT setting (docs/jit.md lists them)" % name)
+        return value.decode(errors="replace")
+
+    def device_arch(self):
+        """The first visible GPU's architecture ("sm_80", "sm_90a"), asked of
+        the driver; CacheError when there is no driver or no GPU."""
+        buf = ctypes.create_string_buffer(32)
+        if self._lib.cjc_jit_device_arch(self._live(), buf, len(buf)):
+            raise CacheError(self._error())
+        return buf.value.decode()
+
+    def drop(self, key):
+        """Removes the entry with this key (a Result's) from the local store,
+        as when the binary it served fails to load: the next compile of the
+        same request compiles again.  CacheError on failure."""
+        if self._lib.cjc_jit_drop(self._live(), _word(key, "key")):
+            raise CacheError(self._error())

@@ -1,0 +1,239 @@
+"""The Python package (python/cudajitcache) over libcudajitcache, with the real nvcc.
+
+    CJC_JIT_LIBRARY=build/src/jit/libcudajitcache.so PYTHONPATH=python \
+        /usr/bin/python3 -m pytest tests/python
+
+Each test has a store of its own (PYJIT_JIT_CACHE_DIR, TILELANG_JIT_CACHE_DIR)
+and no CJC_* setting from outside but the library's path.  With a sanitizer
+build of the library, preload its runtime into Python (LD_PRELOAD, and
+ASAN_OPTIONS=detect_leaks=0: Python's own allocations are not freed at exit).  No GPU is needed:
+every compile names its arch (sm_80).  Without nvcc the run exits 125, which
+ctest reports as skipped.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+try:
+    import cudajitcache
+except ImportError:  # run from the checkout without PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+    import cudajitcache
+
+NVCC = os.environ.get("REAL_NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+if not os.access(NVCC, os.X_OK):
+    pytest.exit("nvcc not found: skipping", returncode=125)
+
+ARCH = "sm_80"
+KERNEL = """
+extern "C" __global__ void add_one(float *a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        a[i] += 1.0f;
+}
+"""
+C_SIDE_PENDING = pytest.mark.xfail(strict=True, reason="C side pending: the hook and "
+                                   "extra_signature are declared in jit.h, not yet run or keyed")
+
+
+@pytest.fixture(autouse=True)
+def store(tmp_path, monkeypatch):
+    """A store of the test's own, and no setting from the caller's environment."""
+    for name in list(os.environ):
+        if (name.startswith(("CJC_", "PYJIT_JIT_", "TILELANG_JIT_")) and
+                name != "CJC_JIT_LIBRARY"):
+            monkeypatch.delenv(name)
+    # the sanitizer build's run preloads ASan into Python (the ctest line);
+    # nvcc and the programs it runs must not inherit it
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    path = str(tmp_path / "store")
+    monkeypatch.setenv("PYJIT_JIT_CACHE_DIR", path)
+    monkeypatch.setenv("TILELANG_JIT_CACHE_DIR", path)
+    monkeypatch.setenv("CJC_JIT_NVCC", NVCC)
+    cudajitcache.set_default_prefix()  # compile_cuda's Jit reads this environment
+    yield path
+    cudajitcache.set_default_prefix()
+
+
+@pytest.fixture
+def jit():
+    with cudajitcache.Jit("PYJIT") as handle:
+        yield handle
+
+
+def test_a_miss_then_a_hit_returns_the_same_bytes_and_key(jit):
+    first = jit.compile(KERNEL, arch=ARCH, options=["-O3"], name="add_one.cu")
+    assert not first.hit
+    assert re.fullmatch("[0-9a-f]{64}", first.key)
+    assert first.data.startswith(b"\x7fELF")
+    again = jit.compile(KERNEL, arch=ARCH, options=["-O3"], name="add_one.cu")
+    assert (again.hit, again.key, again.data) == (True, first.key, first.data)
+    with cudajitcache.Jit("PYJIT") as other:  # another handle, as another process
+        served = other.compile(KERNEL, arch=ARCH, options=["-O3"], name="add_one.cu")
+    assert (served.hit, served.key, served.data) == (True, first.key, first.data)
+
+
+def test_a_compile_error_raises_with_nvcc_message(jit):
+    with pytest.raises(cudajitcache.CompileError) as raised:
+        jit.compile(KERNEL + "\nint broken = undeclared_name;\n", arch=ARCH, name="bad.cu")
+    e = raised.value
+    assert isinstance(e, RuntimeError)
+    assert "nvcc failed" in e.error
+    assert re.search(r'bad\.cu\(\d+\): error: identifier "undeclared_name" is undefined', e.log)
+    assert e.error in str(e) and "undeclared_name" in str(e)
+
+
+def test_a_bad_arch_raises_with_nvcc_message(jit):
+    with pytest.raises(cudajitcache.CompileError, match="Unsupported gpu architecture 'sm_12'"):
+        jit.compile(KERNEL, arch="sm_12")
+    for arch in ("", "sm_80 -G"):
+        with pytest.raises(ValueError, match="arch"):
+            jit.compile(KERNEL, arch=arch)
+
+
+def test_a_malformed_request_raises_before_compiling(jit):
+    with pytest.raises(ValueError, match="format 'elf': expected 'cubin', 'fatbin' or 'ptx'"):
+        jit.compile(KERNEL, arch=ARCH, format="elf")
+    with pytest.raises(TypeError, match="options: expected a list"):
+        jit.compile(KERNEL, arch=ARCH, options="-O3")
+    with pytest.raises(ValueError, match="hook_id"):
+        jit.compile(KERNEL, arch=ARCH, hook=lambda data: data)
+    with pytest.raises(ValueError, match="NUL"):
+        jit.compile(KERNEL + "\0", arch=ARCH)
+    with pytest.raises(cudajitcache.CompileError, match="name kernel.cpp: expected a file name"):
+        jit.compile(KERNEL, arch=ARCH, name="kernel.cpp")
+    with pytest.raises(ValueError, match="target_format must be in cubin, ptx, fatbin"):
+        cudajitcache.compile_cuda(KERNEL, "elf", arch=ARCH)
+    with pytest.raises(ValueError, match="one architecture"):
+        cudajitcache.compile_cuda(KERNEL, "cubin", arch=["-gencode", "arch=compute_80,code=sm_80",
+                                                         "-gencode", "arch=compute_90,code=sm_90"])
+
+
+def test_compile_cuda_returns_what_plain_nvcc_makes(tmp_path):
+    source, plain = tmp_path / "add_one.cu", tmp_path / "add_one.cubin"
+    source.write_text(KERNEL)
+    subprocess.run([NVCC, "--cubin", "-arch=" + ARCH, "-o", str(plain), str(source)], check=True)
+    cubin = cudajitcache.compile_cuda(KERNEL, "cubin", arch=ARCH)
+    assert isinstance(cubin, bytearray)
+    assert cubin == plain.read_bytes()
+    # tilelang's other spellings of the arch and options, and path_target:
+    # the same request, so a hit on compile_cuda's own Jit
+    written = tmp_path / "written.cubin"
+    again = cudajitcache.compile_cuda(KERNEL, target_format="cubin",
+                                      arch=["-gencode", "arch=compute_80,code=sm_80"],
+                                      options=[], path_target=str(written))
+    assert again == cubin and written.read_bytes() == cubin
+    assert cudajitcache.default_jit().prefix == "TILELANG"
+    assert cudajitcache.default_jit().compile(KERNEL, arch=ARCH).hit
+
+
+def test_drop_makes_the_next_compile_a_miss(jit):
+    first = jit.compile(KERNEL, arch=ARCH)
+    jit.drop(first.key)
+    after = jit.compile(KERNEL, arch=ARCH)
+    assert (after.hit, after.key, after.data) == (False, first.key, first.data)
+    assert jit.compile(KERNEL, arch=ARCH).hit
+    with pytest.raises(cudajitcache.CacheError, match="not an entry's key"):
+        jit.drop("nonsense")
+
+
+@C_SIDE_PENDING
+def test_a_hooks_output_is_what_compile_returns(jit):
+    seen = []
+
+    def mark(data):
+        seen.append(data)
+        return b"X" + data
+
+    res = jit.compile(KERNEL, arch=ARCH, hook=mark, hook_id="mark-1")
+    assert len(seen) == 1 and seen[0].startswith(b"\x7fELF")
+    assert (res.hit, res.data) == (False, b"X" + seen[0])
+    again = jit.compile(KERNEL, arch=ARCH, hook=mark, hook_id="mark-1")
+    assert (again.hit, again.key, again.data) == (True, res.key, res.data)
+    assert len(seen) == 1  # a hit serves what the hook made, without running it
+
+
+class HookFailed(Exception):
+    pass
+
+
+@C_SIDE_PENDING
+def test_a_raising_hook_fails_the_compile_and_publishes_nothing(jit):
+    def fail(data):
+        raise HookFailed("no")
+
+    with pytest.raises(HookFailed):
+        jit.compile(KERNEL, arch=ARCH, hook=fail, hook_id="fail-1")
+    kept = jit.compile(KERNEL, arch=ARCH, hook=lambda data: None, hook_id="fail-1")
+    assert not kept.hit
+
+
+@C_SIDE_PENDING
+def test_the_hook_id_is_in_the_key(jit):
+    plain = jit.compile(KERNEL, arch=ARCH)
+    one = jit.compile(KERNEL, arch=ARCH, hook=lambda data: None, hook_id="keep-1")
+    two = jit.compile(KERNEL, arch=ARCH, hook=lambda data: None, hook_id="keep-2")
+    assert (one.hit, two.hit) == (False, False)
+    assert len({plain.key, one.key, two.key}) == 3
+
+
+@C_SIDE_PENDING
+def test_extra_signature_is_in_the_key(jit):
+    plain = jit.compile(KERNEL, arch=ARCH)
+    v1 = jit.compile(KERNEL, arch=ARCH, extra_signature="weights-v1")
+    assert not v1.hit and v1.key != plain.key
+    v2 = jit.compile(KERNEL, arch=ARCH, extra_signature="weights-v2")
+    assert not v2.hit and v2.key not in (plain.key, v1.key)
+    assert jit.compile(KERNEL, arch=ARCH, extra_signature="weights-v1").key == v1.key
+
+
+def test_the_hook_callback_keeps_an_exception_for_compile(jit):
+    # what the C side will call, called here directly: an exception must not
+    # cross the C frames; it fails the compile (1) and compile() raises it
+    def fail(data):
+        raise HookFailed(data)
+
+    call = cudajitcache.jit._HookCall(jit._lib, fail)
+    assert call.callback(None, b"cubin", 5, None) == 1
+    assert isinstance(call.raised, HookFailed) and call.raised.args == (b"cubin",)
+    keep = cudajitcache.jit._HookCall(jit._lib, lambda data: None)
+    assert keep.callback(None, b"cubin", 5, None) == 0 and keep.raised is None
+
+
+def test_settings_device_arch_and_close(store):
+    jit = cudajitcache.Jit("PYJIT")
+    assert jit.setting("CACHE_DIR") == store
+    assert jit.setting("COMPILER") == "nvcc"
+    with pytest.raises(KeyError, match="NO_SUCH: not a JIT setting"):
+        jit.setting("NO_SUCH")
+    try:
+        assert re.fullmatch(r"sm_\d+a?", jit.device_arch())
+    except cudajitcache.CacheError as e:  # no driver or no GPU here
+        assert "arch" in str(e)
+    jit.close()
+    jit.close()
+    with pytest.raises(ValueError, match="closed"):
+        jit.compile(KERNEL, arch=ARCH)
+
+
+def test_a_malformed_setting_fails_the_open(monkeypatch):
+    monkeypatch.setenv("PYJIT_JIT_DEBUG", "maybe")
+    with pytest.raises(cudajitcache.CacheError, match="PYJIT_JIT_DEBUG=maybe"):
+        cudajitcache.Jit("PYJIT")
+
+
+def test_a_missing_library_is_said_clearly(tmp_path):
+    missing = str(tmp_path / "libcudajitcache.so")
+    script = ("import cudajitcache\n"
+              "try:\n    cudajitcache.Jit()\n"
+              "except cudajitcache.LibraryNotFound as e:\n    print(e)\n")
+    env = dict(os.environ, CJC_JIT_LIBRARY=missing,
+               PYTHONPATH=os.path.dirname(os.path.dirname(cudajitcache.__file__)))
+    out = subprocess.run([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                         check=True).stdout.decode()
+    assert out.startswith("CJC_JIT_LIBRARY=%s: cannot load it" % missing)
