@@ -392,8 +392,55 @@ static bool name_ok(const char *name)
 
 static void name_source(struct jit_job *j)
 {
+	const struct cjc_jit_request *req = j->req;
 	j->source = cjc_xasprintf("%s/%s", JIT_KEYED_SOURCE_DIR, j->name);
-	cjc_hash_buf(j->req->code, strlen(j->req->code), j->code_sha);
+	cjc_hash_buf(req->code, strlen(req->code), j->code_sha);
+	j->meta = json_pack("{s:o, s:s}", "name", cjc_json_bytes(j->name), "source", JIT_SOURCE_FILE);
+	if (req->extra_signature)
+		json_object_set_new(j->meta, "extra_signature", cjc_json_bytes(req->extra_signature));
+	if (req->hook)
+		json_object_set_new(j->meta, "hook", cjc_json_bytes(req->hook_id));
+}
+
+void jit_key_request(const struct jit_job *j, struct cjc_strvec *args)
+{
+	if (j->req->extra_signature) {
+		char *word = cjc_xasprintf("jit:extra_signature=%s", j->req->extra_signature);
+		cjc_strvec_push(args, word);
+		free(word);
+	}
+	if (j->req->hook) {
+		char *word = cjc_xasprintf("jit:hook=%s", j->req->hook_id);
+		cjc_strvec_push(args, word);
+		free(word);
+	}
+}
+
+void jit_publish_request(const struct jit_job *j, struct cjc_publish *p,
+			 struct cjc_publish_file *source, struct cjc_metadata *md)
+{
+	*source = (struct cjc_publish_file){ JIT_SOURCE_FILE, j->req->code, strlen(j->req->code) };
+	p->extra = source;
+	p->nextra = 1;
+	md->jit = j->meta;
+}
+
+int jit_run_hook(struct jit_job *j, struct cjc_buf *data)
+{
+	if (!j->req->hook)
+		return 0;
+	struct cjc_jit_bytes kept = { CJC_BUF_INIT, false };
+	int rc = j->req->hook(j->req->hook_ctx, data->data, data->len, &kept);
+	if (rc)
+		jit_fail(j->h, "%s: the post-compile hook %s failed (it returned %d); nothing was kept",
+			 j->name, j->req->hook_id, rc);
+	else if (kept.set) {
+		cjc_buf_release(data);
+		*data = kept.buf;
+		kept.buf = (struct cjc_buf)CJC_BUF_INIT;
+	}
+	cjc_buf_release(&kept.buf);
+	return rc ? -1 : 0;
 }
 
 int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_jit_result *out)
@@ -423,6 +470,11 @@ int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_ji
 	if ((unsigned)req->format > CJC_JIT_PTX)
 		return jit_fail(h, "format %d: expected CJC_JIT_CUBIN, CJC_JIT_FATBIN or CJC_JIT_PTX",
 				(int)req->format);
+	if (req->hook && (!req->hook_id || !*req->hook_id))
+		return jit_fail(h, "the request has a hook but no hook_id: give the hook's identity "
+			       "(its name and version), which is part of the key");
+	if (!req->hook && req->hook_id)
+		return jit_fail(h, "the request has a hook_id (%s) but no hook", req->hook_id);
 	if (!req->arch && jit_driver_arch(h, arch, sizeof arch))
 		return -1;
 	j.arch = req->arch ? req->arch : arch;
@@ -430,6 +482,7 @@ int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_ji
 	name_source(&j);
 	int rc = h->set.compiler == JIT_NVRTC ? jit_nvrtc_compile(&j) : jit_nvcc_compile(&j);
 	free(j.source);
+	json_decref(j.meta);
 	return rc;
 }
 

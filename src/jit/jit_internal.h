@@ -126,8 +126,22 @@ struct jit_job {
 	const char *ext;           /* "cubin", "fatbin", "ptx" */
 	unsigned char code_sha[CJC_DIGEST_LEN];
 	char *source;              /* the source's path as keyed: JIT_KEYED_SOURCE_DIR/<name> */
+	json_t *meta;              /* metadata.json's "jit": name, source, extra_signature, hook */
 	struct cjc_jit_result *out;
 };
+
+/* The entry's copy of the source (an artifact of every JIT entry). */
+#define JIT_SOURCE_FILE "source.cu"
+
+/* The request's own key words (extra_signature, the hook's identity), after
+ * the compiler's: args gets "jit:extra_signature=..." and "jit:hook=...". */
+void jit_key_request(const struct jit_job *j, struct cjc_strvec *args);
+/* The source as a file of the entry, and the request's facts: for publish.h. */
+void jit_publish_request(const struct jit_job *j, struct cjc_publish *p,
+			 struct cjc_publish_file *source, struct cjc_metadata *md);
+/* Runs the request's post-compile hook, if any, on data (replaced by what
+ * the hook keeps); -1 (error set) when the hook fails. */
+int jit_run_hook(struct jit_job *j, struct cjc_buf *data);
 
 /* Where the key and metadata.json say the source is: a path that cannot
  * exist, for where the file really lies (below) must be no part of a key. */

@@ -131,6 +131,7 @@ static int prepare(struct nvcc_job *n)
 			     s->flag[JIT_CHECK_NO_SPILLS], n->nvcc.realpath);
 	cjc_diagnostics_add_key(&n->diag, &n->c);
 	cjc_key_environment(&n->env);
+	jit_key_request(n->j, &n->c.key_args);
 	struct cjc_key_input in = {
 		.kind = cjc_kind_name(n->c.kind),
 		.nvcc_digest = n->nvcc.digest,
@@ -399,6 +400,8 @@ static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_ma
 	};
 	char *name = artifact_name(n);
 	struct cjc_publish p = jit_publish_of(h, rec->entry_key, n->j->name, &md);
+	struct cjc_publish_file source;
+	jit_publish_request(n->j, &p, &source, &md);
 	p.direct_key = n->direct_key;
 	p.rec = rec;
 	p.artifact = name;
@@ -428,6 +431,8 @@ static int compile_miss(struct nvcc_job *n)
 	bool published = false;
 	int rc = run_nvcc(n, &r);
 	out->log = log_of(&r.out, &r.err);
+	if (!rc)
+		rc = jit_run_hook(n->j, &r.data);
 	if (rc) {
 		if (r.status > 0)
 			jit_count(n->j, CJC_STAT_COMPILE_FAILED, 0);

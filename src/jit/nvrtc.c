@@ -248,6 +248,7 @@ static void entry_key(struct nvrtc_job *r)
 	cjc_strvec_push(&args, "nvrtc");
 	cjc_strvec_push(&args, r->j->name);
 	cjc_strvec_pushv(&args, r->options.v, r->options.n);
+	jit_key_request(r->j, &args);
 	struct cjc_key_input in = {
 		.kind = r->j->ext,
 		.nvcc_digest = r->n->digest,
@@ -377,6 +378,8 @@ static void publish(struct nvrtc_job *r)
 		.target = "jit", .duration_ms = r->duration_ms,
 	};
 	struct cjc_publish p = jit_publish_of(h, r->key, r->j->name, &md);
+	struct cjc_publish_file kept_source;
+	jit_publish_request(r->j, &p, &kept_source, &md);
 	p.artifact = name;
 	p.artifact_data = r->data.data;
 	p.artifact_size = r->data.len;
@@ -414,6 +417,8 @@ int jit_nvrtc_compile(struct jit_job *j)
 		cjc_buf_reset(&r.data);
 		cjc_buf_reset(&r.log);
 		rc = run_nvrtc(&r);
+		if (!rc)
+			rc = jit_run_hook(j, &r.data);
 		if (!rc && cached)
 			jit_count(j, CJC_STAT_MISSES, 0);
 		if (!rc && cached && !h->cfg.readonly)

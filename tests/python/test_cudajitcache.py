@@ -10,7 +10,10 @@ ASAN_OPTIONS=detect_leaks=0: Python's own allocations are not freed at exit).  N
 every compile names its arch (sm_80).  Without nvcc the run exits 125, which
 ctest reports as skipped.
 """
+import hashlib
+import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -37,8 +40,6 @@ extern "C" __global__ void add_one(float *a, int n)
         a[i] += 1.0f;
 }
 """
-C_SIDE_PENDING = pytest.mark.xfail(strict=True, reason="C side pending: the hook and "
-                                   "extra_signature are declared in jit.h, not yet run or keyed")
 
 
 @pytest.fixture(autouse=True)
@@ -142,7 +143,6 @@ def test_drop_makes_the_next_compile_a_miss(jit):
         jit.drop("nonsense")
 
 
-@C_SIDE_PENDING
 def test_a_hooks_output_is_what_compile_returns(jit):
     seen = []
 
@@ -162,7 +162,6 @@ class HookFailed(Exception):
     pass
 
 
-@C_SIDE_PENDING
 def test_a_raising_hook_fails_the_compile_and_publishes_nothing(jit):
     def fail(data):
         raise HookFailed("no")
@@ -173,7 +172,6 @@ def test_a_raising_hook_fails_the_compile_and_publishes_nothing(jit):
     assert not kept.hit
 
 
-@C_SIDE_PENDING
 def test_the_hook_id_is_in_the_key(jit):
     plain = jit.compile(KERNEL, arch=ARCH)
     one = jit.compile(KERNEL, arch=ARCH, hook=lambda data: None, hook_id="keep-1")
@@ -182,7 +180,6 @@ def test_the_hook_id_is_in_the_key(jit):
     assert len({plain.key, one.key, two.key}) == 3
 
 
-@C_SIDE_PENDING
 def test_extra_signature_is_in_the_key(jit):
     plain = jit.compile(KERNEL, arch=ARCH)
     v1 = jit.compile(KERNEL, arch=ARCH, extra_signature="weights-v1")
@@ -190,6 +187,36 @@ def test_extra_signature_is_in_the_key(jit):
     v2 = jit.compile(KERNEL, arch=ARCH, extra_signature="weights-v2")
     assert not v2.hit and v2.key not in (plain.key, v1.key)
     assert jit.compile(KERNEL, arch=ARCH, extra_signature="weights-v1").key == v1.key
+
+
+def entry_of(store, key):
+    """The metadata.json of entry key, parsed, and its directory."""
+    [meta] = [p for p in pathlib.Path(store).rglob("metadata.json") if p.parent.name == key]
+    return json.loads(meta.read_text()), meta.parent
+
+
+def test_an_entry_keeps_its_source_and_the_request(jit, store):
+    res = jit.compile(KERNEL, arch=ARCH, name="add_one.cu", extra_signature="v1",
+                      hook=lambda data: None, hook_id="keep-1")
+    doc, entry = entry_of(store, res.key)
+    assert doc["jit"] == {"name": "add_one.cu", "source": "source.cu",
+                          "extra_signature": "v1", "hook": "keep-1"}
+    assert (entry / "source.cu").read_text() == KERNEL
+    assert doc["files"]["source.cu"]["sha256"] == hashlib.sha256(KERNEL.encode()).hexdigest()
+
+
+def test_nvrtc_keys_runs_hooks_and_keeps_the_source_too(store, monkeypatch):
+    monkeypatch.setenv("PYJIT_JIT_COMPILER", "nvrtc")
+    with cudajitcache.Jit("PYJIT") as jit:
+        plain = jit.compile(KERNEL, arch=ARCH, name="add_one.cu")
+        hooked = jit.compile(KERNEL, arch=ARCH, name="add_one.cu", extra_signature="v1",
+                             hook=lambda data: b"X" + data, hook_id="mark-1")
+        again = jit.compile(KERNEL, arch=ARCH, name="add_one.cu", extra_signature="v1",
+                            hook=lambda data: b"Y" + data, hook_id="mark-1")
+    assert (plain.hit, hooked.hit, again.hit) == (False, False, True)
+    assert hooked.key != plain.key and hooked.data == b"X" + plain.data == again.data
+    doc, entry = entry_of(store, hooked.key)
+    assert doc["jit"]["hook"] == "mark-1" and (entry / "source.cu").read_text() == KERNEL
 
 
 def test_the_hook_callback_keeps_an_exception_for_compile(jit):

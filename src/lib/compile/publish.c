@@ -33,6 +33,8 @@ static int stage(const struct cjc_publish *p, struct cjc_staging *st, struct cjc
 		rc = cjc_staging_add_data(st, "stdout", p->out->data, p->out->len);
 	if (!rc && p->err && p->err->len)
 		rc = cjc_staging_add_data(st, "stderr", p->err->data, p->err->len);
+	for (size_t i = 0; !rc && i < p->nextra; i++)
+		rc = cjc_staging_add_data(st, p->extra[i].name, p->extra[i].data, p->extra[i].size);
 	if (!rc && p->diag && cjc_diagnostics_stage(p->diag, p->keep_dir, p->output, p->ext, st, why))
 		rc = -1;
 	return rc;

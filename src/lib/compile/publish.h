@@ -26,6 +26,12 @@
 #include "keys/metadata.h"
 #include "store/store.h"
 
+struct cjc_publish_file {
+	const char *name;
+	const void *data;
+	size_t size;
+};
+
 struct cjc_publish {
 	const struct cjc_store *store;
 	const char *key;                      /* the entry key */
@@ -37,6 +43,8 @@ struct cjc_publish {
 	const void *artifact_data;            /* in memory */
 	size_t artifact_size;
 	const struct cjc_buf *out, *err;      /* the compiler's stdout and stderr, or NULL */
+	const struct cjc_publish_file *extra; /* more files for the entry (a JIT's source) */
+	size_t nextra;
 	/* what diagnostics.h keeps, or diag NULL: nvcc's kept directory, its output */
 	const struct cjc_diagnostics *diag;
 	const char *keep_dir, *output, *ext;

@@ -181,6 +181,8 @@ int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out, json
 	json_object_set_new(root, "duration_ms", json_integer(md->duration_ms));
 	if (md->diagnostics)
 		json_object_set(root, "diagnostics", md->diagnostics);
+	if (md->jit)
+		json_object_set(root, "jit", md->jit);
 	cjc_buf_release(&command);
 	char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	if (doc && text)

@@ -86,6 +86,7 @@ struct cjc_metadata {
 	size_t nfiles;
 	json_t *diagnostics; /* borrowed, or NULL */
 	json_t *options_files; /* borrowed, or NULL */
+	json_t *jit; /* borrowed, or NULL: a JIT request's own facts (docs/metadata.md) */
 };
 
 /* doc, when not NULL, gets the document itself (json_decref it). */
