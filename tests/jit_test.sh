@@ -179,6 +179,25 @@ testOneHandleSeesAChangeBetweenCompiles() {
 	expect_nvcc_runs $((3 + unpublished))
 }
 
+# The memory tier (src/jit/memory.c): a request the handle served is served
+# again from memory, with the store emptied in between; its hits are
+# counted when the handle closes.  (A header changed between two requests
+# is still a miss: testOneHandleSeesAChangeBetweenCompiles.)
+testARepeatedRequestIsServedFromMemory() {
+	local said compiler
+	printf 'extern "C" __global__ void one(float *a) { a[threadIdx.x] = 1.0f; }\n' >one.cu
+	for compiler in nvcc nvrtc; do
+		said=$(CJC_JIT_COMPILER=$compiler jit --between "'$CJC' clean >/dev/null" one.cu |
+			cut -d' ' -f1)
+		assertEquals "$compiler: compiled, then served with the store emptied" "miss hit" "$(echo $said)"
+	done
+	expect_nvcc_runs 1
+	"$CJC" stats --zero >/dev/null
+	CJC_JIT_COMPILER=nvrtc jit --repeat 5 one.cu >/dev/null || fail
+	expect_stat hits 4
+	expect_stat misses 1
+}
+
 testEveryOptionAndSettingIsANewEntry() {
 	write_kernel
 	local i

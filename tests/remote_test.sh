@@ -90,6 +90,28 @@ testRedisSharesBetweenMachines() {
 	assertEquals "B's store holds the entry" 1 "$(on B "$CJC" ls --json | grep -c '"key"')"
 }
 
+# The JIT library consults and fills the remote stores as cjc does, with
+# nvcc and with NVRTC: two machines, one compile each (tests/jit/jit_cli.c).
+testJitCompilesOnceForTwoMachines() {
+	local compiler out
+	: "${CJC_JIT_CLI:?set CJC_JIT_CLI to build/tests/jit_cli}"
+	export CJC_REMOTE=$REDIS_URL CJC_SIGN_KEY=$SUITE_DIR/sign.pem CJC_TRUSTED_KEYS=$SUITE_DIR/trusted.pem
+	# no #include: NVRTC caches only what reads no file
+	printf 'extern "C" __global__ void one(float *a) { a[threadIdx.x] = 1.0f; }\n' >"$CASE/one.cu"
+	for compiler in nvcc nvrtc; do
+		out=$(CJC_JIT_COMPILER=$compiler CJC_JIT_NVCC=$NVCC on A "$CJC_JIT_CLI" --arch $ARCH \
+			--out "$CASE/A.$compiler" "$CASE/one.cu")
+		assertEquals "$compiler: A compiled: $out" miss "${out%% *}"
+		out=$(CJC_JIT_COMPILER=$compiler CJC_JIT_NVCC=$NVCC on B "$CJC_JIT_CLI" --arch $ARCH \
+			--out "$CASE/B.$compiler" "$CASE/one.cu")
+		assertEquals "$compiler: B was served: $out" hit "${out%% *}"
+		assertTrue "$compiler: the same bytes" "cmp -s '$CASE/A.$compiler' '$CASE/B.$compiler'"
+	done
+	assertEquals "nvcc ran once, for A" 1 "$(nvcc_compiles)"
+	assertEquals "B's remote hits" 2 "$(remote_stat B remote_hits)"
+	assertTrue "B's store verifies" "on B '$CJC' verify >/dev/null"
+}
+
 testRedisUnixSocket() {
 	expect_shared "redis+unix://:$REDIS_PASSWORD@$REDIS_SOCKET"
 }

@@ -25,7 +25,9 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/log.h"
 #include "jit_internal.h"
+#include "keys/metadata.h"
 #include "store/evict.h"
 #include "store/stats.h"
 
@@ -157,6 +159,7 @@ cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
 		return NULL;
 	}
 	cjc_buf_release(&why);
+	cjc_log_setup(h->cfg.log, h->cfg.debug); /* for the store's own lines: remote.h, ... */
 	pthread_key_create(&h->error_key, free);
 	pthread_mutex_init(&h->lock, NULL);
 	h->forks = atomic_load(&forks);
@@ -180,6 +183,7 @@ void cjc_jit_close(cjc_jit *h)
 	pthread_setspecific(h->error_key, NULL);
 	pthread_key_delete(h->error_key);
 	pthread_mutex_destroy(&h->lock);
+	jit_memory_release_all(h);
 	jit_deps_release(&h->deps);
 	jit_driver_release(h->driver);
 	jit_nvrtc_release(h->nvrtc);
@@ -219,6 +223,27 @@ struct cjc_publish jit_publish_of(struct cjc_jit *h, const char *key, const char
 		.sign_key = h->cfg.sign_key, .sign_setting = cjc_config_env(CJC_SET_SIGN_KEY),
 		.max_size = h->cfg.max_size, .note = publish_note, .warn = publish_note, .ctx = h,
 	};
+}
+
+void jit_keep_within_limit(struct cjc_jit *h, const char *key, uint64_t bytes)
+{
+	struct cjc_publish p = jit_publish_of(h, key, NULL, NULL);
+	if (bytes)
+		cjc_publish_keep_within_limit(&p, bytes);
+}
+
+static void report_remote(const char *store, const char *message)
+{
+	fprintf(stderr, "cjc jit: remote store %s (setting remote, %s): %s; going on without it\n",
+		store, cjc_config_env(CJC_SET_REMOTE), message);
+}
+
+struct cjc_remotes *jit_remote_open(struct cjc_jit *h)
+{
+	if (!h->cfg.remote || !*h->cfg.remote || h->cfg.readonly)
+		return NULL;
+	return cjc_remote_open(h->cfg.remote, &h->store, h->cfg.sign_key, h->cfg.trusted_keys,
+			       report_remote);
 }
 
 /* Prints an entry's files whose names pass `want` under a heading. */
@@ -509,6 +534,7 @@ int cjc_jit_drop(cjc_jit *h, const char *key)
 	jit_clear_error(h);
 	if (!key || strlen(key) != CJC_HEX_LEN || strspn(key, "0123456789abcdef") != CJC_HEX_LEN)
 		return jit_fail(h, "drop: %s is not an entry's key (64 hex digits)", key ? key : "NULL");
+	jit_memory_forget(h, key);
 	if (!h->have_store)
 		return 0;
 	if (h->cfg.readonly)

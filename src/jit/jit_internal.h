@@ -26,6 +26,7 @@
 #include "base/util.h"
 #include "compile/config.h"
 #include "compile/publish.h"
+#include "remote/remote.h"
 #include "cudajitcache/jit.h"
 #include "keys/manifest.h"
 #include "store/store.h"
@@ -77,6 +78,7 @@ struct jit_deps {
 
 struct driver;
 struct nvrtc;
+struct jit_memory;
 
 struct cjc_jit {
 	struct jit_settings set;
@@ -91,6 +93,7 @@ struct cjc_jit {
 	struct driver *driver;
 	struct nvrtc *nvrtc;
 	char *nvrtc_error;    /* why NVRTC could not be loaded */
+	struct jit_memory *memory; /* memory.c, made on the first put */
 };
 
 /* The handle's lock, made anew in a child after fork() (jit.c). */
@@ -116,6 +119,14 @@ struct cjc_jit_bytes {
  * The caller adds the artifact and what else it has. */
 struct cjc_publish jit_publish_of(struct cjc_jit *h, const char *key, const char *name,
 				  const struct cjc_metadata *md);
+
+/* After a remote entry was published here (remote.h): counted against
+ * max_size, as publish.h does for a new one (bytes 0: another writer's). */
+void jit_keep_within_limit(struct cjc_jit *h, const char *key, uint64_t bytes);
+/* The remote tier: the handle's remote stores (the `remote` setting), opened
+ * for one compile's miss and closed after it, so a store that failed is
+ * tried again at the next miss; NULL when there are none or readonly is set. */
+struct cjc_remotes *jit_remote_open(struct cjc_jit *h);
 
 /* What one compile works with, whichever the compiler. */
 struct jit_job {
@@ -189,6 +200,25 @@ long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char 
 int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t *size,
 		  unsigned char sha[CJC_DIGEST_LEN]);
 void jit_deps_release(struct jit_deps *d);
+
+/* memory.c: the requests a handle served.  jit_memory_find: the item of a
+ * lookup key (NVRTC: the entry key; nvcc: the direct key), with a
+ * reference the caller gives back (jit_memory_release), or NULL.
+ * jit_memory_put: keeps what a request was served (rec, nvcc's, is moved
+ * in; NULL for NVRTC), replacing an older item of the same lookup.
+ * jit_memory_serve: fills the result from an item and counts the hit. */
+struct jit_memory_item;
+struct jit_memory_item *jit_memory_find(struct cjc_jit *h, const char *lookup);
+const struct cjc_manifest_record *jit_memory_record(const struct jit_memory_item *it);
+void jit_memory_serve(struct jit_job *j, const struct jit_memory_item *it);
+void jit_memory_release(struct cjc_jit *h, struct jit_memory_item *it);
+void jit_memory_put(struct cjc_jit *h, const char *lookup, const char *key,
+		    struct cjc_manifest_record *rec, const void *data, size_t size, const char *log,
+		    int64_t duration_ms);
+/* Forgets the items of entry key (cjc_jit_drop). */
+void jit_memory_forget(struct cjc_jit *h, const char *key);
+/* At close: the pending counts to the store, and every item freed. */
+void jit_memory_release_all(struct cjc_jit *h);
 
 /* driver.c */
 int jit_driver_arch(struct cjc_jit *h, char *arch, size_t len);

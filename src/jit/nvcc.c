@@ -63,6 +63,7 @@ struct nvcc_job {
 	char cwd[PATH_MAX];
 	char direct_key[CJC_HEX_LEN + 1];
 	bool cacheable;
+	struct cjc_remotes *remotes; /* after a local miss (jit_remote_open) */
 };
 
 /* What one nvcc run produced. */
@@ -197,9 +198,85 @@ static int serve(struct nvcc_job *n, const struct cjc_entry *e, const char *key,
 	return rc;
 }
 
+/* 1: a hit from the handle's memory (memory.c), its record's files
+ * unchanged; 0: not there. */
+static int memory_hit(struct nvcc_job *n)
+{
+	struct jit_memory_item *it = jit_memory_find(n->h, n->direct_key);
+	if (!it)
+		return 0;
+	struct cjc_manifest one = { (struct cjc_manifest_record *)jit_memory_record(it), 1 };
+	bool same = jit_deps_match(n->h, &one, n->direct_key, &n->c.place, n->c.source,
+				   n->j->code_sha) == 0;
+	if (same)
+		jit_memory_serve(n->j, it);
+	jit_memory_release(n->h, it);
+	return same;
+}
+
+/* What was served or published for this request, for the next one. */
+static void remember(struct nvcc_job *n, struct cjc_manifest_record *rec, int64_t duration_ms)
+{
+	const struct cjc_jit_result *out = n->j->out;
+	jit_memory_put(n->h, n->direct_key, rec->entry_key, rec, out->data, out->size, out->log,
+		       duration_ms);
+}
+
+/* Serves the entry rec names from the store, and remembers it (rec is
+ * moved into the memory tier); 1: served; 0: not (untrusted, damaged, gone). */
+static int serve_record(struct nvcc_job *n, struct cjc_manifest_record *rec)
+{
+	const char *key = rec->entry_key;
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc = 0;
+	enum cjc_lookup r = cjc_store_open_entry(&n->h->store, key, &e, &why);
+	if (r == CJC_ENTRY_FOUND && cjc_sign_check_local_entry(&e, n->h->cfg.trusted_keys, &why)) {
+		jit_note(n->h, "entry %s not served: %s", key, why.data); /* docs/trust.md */
+		jit_count(n->j, CJC_STAT_UNTRUSTED, 0);
+	} else if (r == CJC_ENTRY_FOUND && !serve(n, &e, key, &why)) {
+		if (!n->h->cfg.readonly)
+			cjc_evict_touch(&e);
+		jit_count(n->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
+		remember(n, rec, e.duration_ms);
+		rc = 1;
+	} else if (r != CJC_ENTRY_ABSENT) {
+		jit_note(n->h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", key,
+			 why.data ? why.data : "");
+		jit_count(n->j, CJC_STAT_DAMAGED, 0);
+	}
+	if (r == CJC_ENTRY_FOUND)
+		cjc_entry_release(&e);
+	cjc_buf_release(&why);
+	return rc;
+}
+
+/* The record of a remote store's manifest whose files are unchanged here. */
+static long remote_match(void *ctx, const struct cjc_manifest *m)
+{
+	struct nvcc_job *n = ctx;
+	return jit_deps_match(n->h, m, n->direct_key, &n->c.place, n->c.source, n->j->code_sha);
+}
+
+/* After a local miss: the entry from a remote store (remote.h), published
+ * here and served; 1: served; 0: no store had it. */
+static int remote_hit(struct nvcc_job *n, struct cjc_remotes *remotes)
+{
+	struct cjc_manifest_record rec = { 0 };
+	uint64_t bytes = 0;
+	if (!remotes || cjc_remote_fetch(remotes, n->direct_key, remote_match, n, &rec, &bytes))
+		return 0;
+	jit_keep_within_limit(n->h, rec.entry_key, bytes);
+	int rc = serve_record(n, &rec);
+	cjc_manifest_record_release(&rec);
+	return rc;
+}
+
 /* 1: a hit, served; 0: a miss. */
 static int try_hit(struct nvcc_job *n)
 {
+	if (memory_hit(n))
+		return 1;
 	struct cjc_manifest m;
 	char *mname = cjc_store_manifest_name(n->direct_key);
 	int rc = 0;
@@ -212,29 +289,8 @@ static int try_hit(struct nvcc_job *n)
 	}
 	free(mname);
 	long i = jit_deps_match(n->h, &m, n->direct_key, &n->c.place, n->c.source, n->j->code_sha);
-	if (i >= 0) {
-		const char *key = m.recs[i].entry_key;
-		struct cjc_entry e;
-		struct cjc_buf why = CJC_BUF_INIT;
-		enum cjc_lookup r = cjc_store_open_entry(&n->h->store, key, &e, &why);
-		if (r == CJC_ENTRY_FOUND &&
-		    cjc_sign_check_local_entry(&e, n->h->cfg.trusted_keys, &why)) {
-			jit_note(n->h, "entry %s not served: %s", key, why.data); /* docs/trust.md */
-			jit_count(n->j, CJC_STAT_UNTRUSTED, 0);
-		} else if (r == CJC_ENTRY_FOUND && !serve(n, &e, key, &why)) {
-			if (!n->h->cfg.readonly)
-				cjc_evict_touch(&e);
-			jit_count(n->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
-			rc = 1;
-		} else if (r != CJC_ENTRY_ABSENT) {
-			jit_note(n->h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)",
-				 key, why.data ? why.data : "");
-			jit_count(n->j, CJC_STAT_DAMAGED, 0);
-		}
-		if (r == CJC_ENTRY_FOUND)
-			cjc_entry_release(&e);
-		cjc_buf_release(&why);
-	}
+	if (i >= 0)
+		rc = serve_record(n, &m.recs[i]);
 	cjc_manifest_release(&m);
 	return rc;
 }
@@ -429,6 +485,7 @@ static int compile_miss(struct nvcc_job *n)
 	struct cjc_buf why = CJC_BUF_INIT;
 	struct cjc_jit_result *out = n->j->out;
 	bool published = false;
+	cjc_remote_hang_up(n->remotes); /* no connection idles through the compile */
 	int rc = run_nvcc(n, &r);
 	out->log = log_of(&r.out, &r.err);
 	if (!rc)
@@ -451,6 +508,10 @@ static int compile_miss(struct nvcc_job *n)
 		memcpy(out->key, rec.entry_key, CJC_HEX_LEN + 1);
 	out->size = r.data.len;
 	out->data = cjc_buf_detach(&r.data);
+	if (published)
+		(void)cjc_remote_publish(n->remotes, rec.entry_key, n->direct_key, &rec);
+	if (published)
+		remember(n, &rec, r.duration_ms);
 	rc = spilled(n, &r.err);
 out:
 	cjc_manifest_record_release(&rec);
@@ -485,10 +546,13 @@ int jit_nvcc_compile(struct jit_job *j)
 	build_command(&n);
 	n.cacheable = !prepare(&n);
 	int rc = n.cacheable ? try_hit(&n) : 0;
+	if (rc == 0 && n.cacheable && (n.remotes = jit_remote_open(j->h)))
+		rc = remote_hit(&n, n.remotes);
 	if (rc == 1)
 		rc = spilled(&n, &(struct cjc_buf){ j->out->log, j->out->log ? strlen(j->out->log) : 0, 0 });
 	else
 		rc = compile_miss(&n);
+	cjc_remote_close(n.remotes);
 	cjc_strvec_clear(&n.argv);
 	cjc_compile_release(&n.c);
 	cjc_identity_release(&n.nvcc);

@@ -237,7 +237,10 @@ struct nvrtc_job {
 	struct jit_job *j;
 	struct nvrtc *n;
 	struct cjc_strvec options;
+	char direct[CJC_HEX_LEN + 1]; /* the direct key: names the manifest of remote stores */
+	struct cjc_manifest_record rec; /* the source alone; rec.entry_key: the entry key */
 	char key[CJC_HEX_LEN + 1];
+	struct cjc_remotes *remotes;  /* after a local miss (jit_remote_open) */
 	int64_t duration_ms;
 	struct cjc_buf data, log;
 };
@@ -258,13 +261,16 @@ static void entry_key(struct nvrtc_job *r)
 		.cwd = "",
 	};
 	memcpy(in.source_sha, r->j->code_sha, CJC_DIGEST_LEN);
-	char direct[CJC_HEX_LEN + 1];
-	cjc_key_direct(&in, direct);
-	struct cjc_hash hs;
-	cjc_hash_init(&hs);
-	cjc_hash_str(&hs, "cudajitcache-nvrtc-entry");
-	cjc_hash_str(&hs, direct);
-	cjc_hash_final_hex(&hs, r->key);
+	cjc_key_direct(&in, r->direct);
+	/* NVRTC reads no file but the source: the entry key of a record that
+	 * names the source alone, which a remote store's manifest (remote.h)
+	 * holds as it holds nvcc's */
+	r->rec.deps = cjc_xcalloc(1, sizeof *r->rec.deps);
+	r->rec.ndeps = 1;
+	r->rec.deps[0] = (struct cjc_dep){ cjc_xstrdup(r->j->source), strlen(r->j->req->code), { 0 } };
+	memcpy(r->rec.deps[0].sha, r->j->code_sha, CJC_DIGEST_LEN);
+	cjc_key_entry(r->direct, &r->rec, NULL, r->rec.entry_key);
+	memcpy(r->key, r->rec.entry_key, CJC_HEX_LEN + 1);
 	cjc_strvec_clear(&args);
 }
 
@@ -288,6 +294,7 @@ static int serve(struct nvrtc_job *r)
 		if (!h->cfg.readonly)
 			cjc_evict_touch(&e);
 		jit_count(r->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
+		r->duration_ms = e.duration_ms;
 	} else if (found != CJC_ENTRY_ABSENT) {
 		jit_note(h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", r->key,
 			 why.data ? why.data : "");
@@ -388,10 +395,60 @@ static void publish(struct nvrtc_job *r)
 	if (cjc_publish(&p, &won) == CJC_PUBLISH_FAILED) {
 		jit_count(r->j, CJC_STAT_ERRORS, 0);
 		r->key[0] = '\0';
+	} else {
+		(void)cjc_remote_publish(r->remotes, r->key, r->direct, &r->rec);
 	}
 	json_decref(options);
 	cjc_strvec_clear(&argv);
 	free(name);
+}
+
+static int check_spills(struct jit_job *j, const char *log)
+{
+	return j->h->set.flag[JIT_CHECK_NO_SPILLS] && log && cjc_diagnostics_spilled(log, strlen(log))
+		? jit_fail(j->h, "%s: ptxas reported spills or local memory use and CHECK_NO_SPILLS "
+			   "is set", j->name)
+		: 0;
+}
+
+/* A hit from the handle's memory (memory.c): 1, served; 0: not there. */
+static int memory_hit(struct nvrtc_job *r)
+{
+	struct jit_memory_item *it = jit_memory_find(r->j->h, r->key);
+	if (it)
+		jit_memory_serve(r->j, it);
+	jit_memory_release(r->j->h, it);
+	return it != NULL;
+}
+
+/* The record of a remote store's manifest that names this request's entry. */
+static long remote_match(void *ctx, const struct cjc_manifest *m)
+{
+	const struct nvrtc_job *r = ctx;
+	return jit_deps_match(r->j->h, m, r->direct, NULL, r->j->source, r->j->code_sha);
+}
+
+/* From the store, or, after a local miss, from a remote store (remote.h),
+ * published here; 1: served; 0: a miss. */
+static int store_hit(struct nvrtc_job *r)
+{
+	struct cjc_jit *h = r->j->h;
+	if (!serve(r))
+		return 1;
+	cjc_buf_reset(&r->data);
+	cjc_buf_reset(&r->log);
+	struct cjc_manifest_record rec = { 0 };
+	uint64_t bytes = 0;
+	r->remotes = jit_remote_open(h);
+	if (!r->remotes || cjc_remote_fetch(r->remotes, r->direct, remote_match, r, &rec, &bytes))
+		return 0;
+	jit_keep_within_limit(h, rec.entry_key, bytes);
+	cjc_manifest_record_release(&rec);
+	if (!serve(r))
+		return 1;
+	cjc_buf_reset(&r->data);
+	cjc_buf_reset(&r->log);
+	return 0;
 }
 
 int jit_nvrtc_compile(struct jit_job *j)
@@ -410,12 +467,15 @@ int jit_nvrtc_compile(struct jit_job *j)
 			 uncached);
 	if (cached)
 		entry_key(&r);
+	if (cached && memory_hit(&r)) {
+		cjc_strvec_clear(&r.options);
+		return check_spills(j, j->out->log);
+	}
 	int rc = 0;
-	if (cached && !serve(&r)) {
+	if (cached && store_hit(&r)) {
 		j->out->hit = 1;
 	} else {
-		cjc_buf_reset(&r.data);
-		cjc_buf_reset(&r.log);
+		cjc_remote_hang_up(r.remotes);
 		rc = run_nvrtc(&r);
 		if (!rc)
 			rc = jit_run_hook(j, &r.data);
@@ -428,9 +488,11 @@ int jit_nvrtc_compile(struct jit_job *j)
 		if (!rc)
 			jit_print_miss(j, &r.log, NULL);
 	}
-	if (!rc && h->set.flag[JIT_CHECK_NO_SPILLS] && cjc_diagnostics_spilled(r.log.data, r.log.len))
-		rc = jit_fail(h, "%s: ptxas reported spills or local memory use and CHECK_NO_SPILLS is set",
-			      j->name);
+	if (!rc && r.key[0])
+		jit_memory_put(h, r.key, r.key, NULL, r.data.data, r.data.len,
+			       r.log.len ? r.log.data : NULL, r.duration_ms);
+	if (!rc)
+		rc = check_spills(j, r.log.len ? r.log.data : NULL);
 	memcpy(j->out->key, r.key, CJC_HEX_LEN + 1);
 	j->out->size = r.data.len;
 	j->out->data = r.data.len ? cjc_buf_detach(&r.data) : NULL;
@@ -438,5 +500,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 	cjc_buf_release(&r.data);
 	cjc_buf_release(&r.log);
 	cjc_strvec_clear(&r.options);
+	cjc_remote_close(r.remotes);
+	cjc_manifest_record_release(&r.rec);
 	return rc;
 }

@@ -759,13 +759,20 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	return rc;
 }
 
+/* The record of a remote store's manifest whose files are unchanged here. */
+static long remote_match(void *ctx, const struct cjc_manifest *m)
+{
+	const struct job *j = ctx;
+	return cjc_manifest_match(m, j->direct_key, &j->c.place);
+}
+
 /* After a local miss: an entry from a remote store, published here and
  * served; -1 when none could be, else the compile's exit status. */
 static int fetch_remote(struct job *j)
 {
 	struct cjc_manifest_record rec = { 0 };
 	uint64_t bytes = 0;
-	if (cjc_remote_fetch(j->remotes, j->direct_key, &j->c.place, &rec, &bytes))
+	if (cjc_remote_fetch(j->remotes, j->direct_key, remote_match, j, &rec, &bytes))
 		return -1;
 	struct cjc_publish p = { .store = &j->store, .key = rec.entry_key,
 				 .max_size = j->cfg.max_size, .note = note };

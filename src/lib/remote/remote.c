@@ -778,7 +778,7 @@ static int fetch_manifest(struct cjc_remotes *r, struct group *g, const char *di
 
 /* Tries one store: 0 when its entry is now in the local store. */
 static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct_key,
-		      const struct cjc_place *place, struct cjc_manifest_record *out,
+		      cjc_remote_match_fn match, void *ctx, struct cjc_manifest_record *out,
 		      uint64_t *new_bytes)
 {
 	struct cjc_manifest m = { 0 };
@@ -786,7 +786,7 @@ static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct
 	struct cjc_staging st = { 0 };
 	uint64_t failures = g->counts[CJC_STAT_REMOTE_ERRORS] + g->counts[CJC_STAT_REMOTE_TIMEOUTS];
 	int rc = fetch_manifest(r, g, direct_key, &m);
-	long i = rc ? -1 : cjc_manifest_match(&m, direct_key, place);
+	long i = rc ? -1 : match(ctx, &m);
 	const char *key = i >= 0 ? m.recs[i].entry_key : NULL;
 	rc = key ? fetch_record(r, g, key, &f) : -1;
 	if (!rc)
@@ -834,11 +834,11 @@ void cjc_remote_hang_up(struct cjc_remotes *r)
 		}
 }
 
-int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, const struct cjc_place *place,
-		     struct cjc_manifest_record *rec, uint64_t *new_bytes)
+int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, cjc_remote_match_fn match,
+		     void *ctx, struct cjc_manifest_record *rec, uint64_t *new_bytes)
 {
 	for (size_t i = 0; r && i < r->n; i++)
-		if (!fetch_from(r, &r->groups[i], direct_key, place, rec, new_bytes))
+		if (!fetch_from(r, &r->groups[i], direct_key, match, ctx, rec, new_bytes))
 			return 0;
 	return -1;
 }

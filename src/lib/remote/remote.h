@@ -154,15 +154,19 @@ size_t cjc_remote_count(const struct cjc_remotes *r);
 const char *cjc_remote_shown(const struct cjc_remotes *r, size_t i);
 
 /*
- * Looks for the compile's entry in each store in order; the first that has
- * one, verified, is published into the local store (and its record added to
- * the local manifest).  0: it is there now, and rec is the record that
- * named it (the caller releases it: manifest.h), so the caller serves it
- * without reading the manifest again; new_bytes is its size when this call
- * published it (0 when another writer had); -1: no store had it.
+ * Looks for the compile's entry in each store in order: match (called with
+ * ctx) says which record of a store's manifest for direct_key names it, as
+ * the caller checks its files (cjc_manifest_match, for a cjc compile); the
+ * first store that has that entry, verified, publishes it into the local
+ * store (and its record into the local manifest).  0: it is there now, and
+ * rec is the record that named it (the caller releases it: manifest.h), so
+ * the caller serves it without reading the manifest again; new_bytes is its
+ * size when this call published it (0 when another writer had); -1: no
+ * store had it.
  */
-int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, const struct cjc_place *place,
-		     struct cjc_manifest_record *rec, uint64_t *new_bytes);
+typedef long (*cjc_remote_match_fn)(void *ctx, const struct cjc_manifest *m);
+int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, cjc_remote_match_fn match,
+		     void *ctx, struct cjc_manifest_record *rec, uint64_t *new_bytes);
 
 /* Closes the open connections (a failed store stays failed): before nvcc
  * runs, so a server's idle timeout cannot close one under a long compile,
