@@ -3,12 +3,15 @@
  * library has no link-time CUDA dependency.
  *
  * The key: the store format, the output kind, the NVRTC library's identity
- * (the path it was loaded from, its realpath, nvrtcVersion(), and the
- * SHA-256 of the library and of the libnvrtc-builtins beside it, whose
- * built-in headers it compiles with; hashed once per handle, when it is
- * loaded), the code's bytes, the name, the arch and every option.  The
- * entry key is derived from that alone: there is no manifest, since there
- * are no dependencies to record.
+ * (its path, its realpath, nvrtcVersion(), and the SHA-256 of the library
+ * and of the libnvrtc-builtins beside it, whose built-in headers it
+ * compiles with), the code's bytes, the name, the arch, every option, and
+ * the request's extra_signature and hook.  The identity is remembered in
+ * the store (identity.h, kind "nvrtc") while the library's files keep
+ * their stamps, so a hit loads no NVRTC and hashes no library: the library
+ * is loaded when a miss needs it, and must then be the file identified.
+ * The entry key is that of a manifest record naming the source alone, so
+ * that remote stores hold NVRTC entries as they hold nvcc's.
  *
  * NVRTC does not say which files an #include read.  So a compile whose
  * code has an #include line, or whose options name an include directory
@@ -33,6 +36,7 @@
 #include "keys/key.h"
 #include "keys/metadata.h"
 #include "store/evict.h"
+#include "store/identity.h"
 #include "store/sign.h"
 #include "store/stats.h"
 
@@ -40,9 +44,8 @@ typedef int nvrtcResult;
 typedef void *nvrtcProgram;
 
 struct nvrtc {
-	void *lib;
-	char *path, *realpath, *version;
-	char digest[CJC_HEX_LEN + 1];
+	void *lib;               /* NULL until a miss needs it (nvrtc_loaded) */
+	struct cjc_identity id;  /* path, realpath, version, digest (identity.h) */
 	nvrtcResult (*nvrtcVersion)(int *, int *);
 	const char *(*nvrtcGetErrorString)(nvrtcResult);
 	nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
@@ -71,85 +74,81 @@ void jit_nvrtc_release(struct nvrtc *n)
 {
 	if (!n)
 		return;
-	free(n->path);
-	free(n->realpath);
-	free(n->version);
+	cjc_identity_release(&n->id);
 	free(n);
 }
 
-/* The library to load: NVRTC_LIBRARY, else beside nvcc's toolkit, else the loader's. */
-static void *open_library(const struct cjc_jit *h, char **tried)
+/* The library a handle uses, when it can be named without loading it:
+ * NVRTC_LIBRARY, else the toolkit's beside nvcc; NULL when the loader's
+ * search path must find it. */
+static char *library_path(const struct cjc_jit *h)
 {
 	const char *set = h->set.text[JIT_NVRTC_LIBRARY];
-	if (*set) {
-		*tried = cjc_xstrdup(set);
-		return dlopen(set, RTLD_NOW | RTLD_LOCAL);
-	}
-	char real[PATH_MAX];
+	if (*set)
+		return cjc_xstrdup(set);
+	char real[PATH_MAX], *found = NULL;
 	char *nvcc = cjc_find_program(h->set.text[JIT_NVCC_COMPILER]);
-	void *lib = NULL;
 	if (nvcc && realpath(nvcc, real)) {
 		char *bin = cjc_dirname(real), *root = cjc_dirname(bin);
 		static const char *const under[] = { "lib64/libnvrtc.so", "lib/libnvrtc.so" };
-		for (size_t i = 0; i < 2 && !lib; i++) {
+		for (size_t i = 0; i < 2 && !found; i++) {
 			char *p = cjc_path_join(root, under[i]);
-			lib = dlopen(p, RTLD_NOW | RTLD_LOCAL);
-			free(p);
+			if (!access(p, R_OK))
+				found = p;
+			else
+				free(p);
 		}
 		free(bin);
 		free(root);
 	}
 	free(nvcc);
-	if (!lib)
-		lib = dlopen("libnvrtc.so", RTLD_NOW | RTLD_LOCAL);
-	*tried = cjc_xstrdup("libnvrtc.so (beside nvcc, then the loader's path)");
-	return lib;
+	return found;
 }
 
-/* Hashes a file into h; -1 when it cannot be read. */
-static int hash_into(struct cjc_hash *hs, const char *path)
+/* Loads the library (path, or the loader's libnvrtc.so) and its functions. */
+static int load(struct nvrtc *n, const char *path, struct cjc_buf *why)
 {
-	unsigned char sha[CJC_DIGEST_LEN];
-	uint64_t n;
-	if (cjc_hash_file(path, sha, &n))
-		return -1;
-	cjc_hash_str(hs, path);
-	cjc_hash_update(hs, sha, sizeof sha);
+	const char *name = path ? path : "libnvrtc.so";
+	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	const char *missing;
+	if (!lib)
+		return cjc_buf_addf(why, "cannot load NVRTC (%s): %s", name, dlerror()), -1;
+	if (cjc_dl_resolve(lib, symbols, sizeof symbols / sizeof *symbols, n, &missing))
+		return cjc_buf_addf(why, "%s lacks %s", name, missing), -1;
+	n->lib = lib;
 	return 0;
 }
 
-/* Path, realpath, version and digest of the loaded library. */
-static int identify(struct nvrtc *n, struct cjc_buf *why)
+/* The loaded library's identity: its version asked of it, the library and
+ * the libnvrtc-builtins beside it (its built-in headers) hashed, and all of
+ * it remembered in the store (identity.h), under path when given. */
+static int identify_loaded(struct cjc_jit *h, struct nvrtc *n, const char *path,
+			   struct cjc_buf *why)
 {
 	Dl_info info;
 	char real[PATH_MAX];
 	int major = 0, minor = 0;
-	if (!dladdr((void *)n->nvrtcVersion, &info) || !info.dli_fname || !realpath(info.dli_fname, real)) {
-		cjc_buf_addf(why, "cannot tell which file NVRTC was loaded from");
-		return -1;
-	}
+	if (!dladdr((void *)n->nvrtcVersion, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+		return cjc_buf_addf(why, "cannot tell which file NVRTC was loaded from"), -1;
 	n->nvrtcVersion(&major, &minor);
-	n->path = cjc_xstrdup(info.dli_fname);
-	n->realpath = cjc_xstrdup(real);
-	n->version = cjc_xasprintf("NVRTC %d.%d", major, minor);
-	struct cjc_hash hs;
-	cjc_hash_init(&hs);
-	cjc_hash_str(&hs, "nvrtc");
-	cjc_hash_str(&hs, n->realpath);
-	cjc_hash_str(&hs, n->version);
+	char *version = cjc_xasprintf("NVRTC %d.%d", major, minor);
 	char *dir = cjc_dirname(real);
 	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
-	int rc = hash_into(&hs, real);
-	if (!rc && !access(builtins, F_OK))
-		rc = hash_into(&hs, builtins);
+	char *files[] = { real, builtins };
+	size_t nfiles = access(builtins, F_OK) ? 1 : 2;
+	int rc = cjc_identity_library(h->have_store ? &h->store : NULL, "nvrtc",
+				      path ? path : info.dli_fname, version, files, nfiles, &n->id);
 	if (rc)
-		cjc_buf_addf(why, "cannot read %s: %s", real, strerror(errno));
-	cjc_hash_final_hex(&hs, n->digest);
+		cjc_buf_addf(why, "cannot identify %s: %s", real, strerror(errno));
+	free(version);
 	free(dir);
 	free(builtins);
 	return rc;
 }
 
+/* The handle's NVRTC, identified: from the store's record while the
+ * library's files are unchanged (not loaded until a miss needs it:
+ * nvrtc_loaded), else loaded and identified now. */
 static struct nvrtc *nvrtc_of(struct cjc_jit *h)
 {
 	jit_lock(h);
@@ -157,18 +156,13 @@ static struct nvrtc *nvrtc_of(struct cjc_jit *h)
 	jit_unlock(h);
 	if (n)
 		return n;
-	char *tried = NULL;
 	struct cjc_buf why = CJC_BUF_INIT;
+	char *path = library_path(h);
 	n = cjc_xcalloc(1, sizeof *n);
-	n->lib = open_library(h, &tried);
-	if (!n->lib)
-		cjc_buf_addf(&why, "cannot load NVRTC (%s): %s", tried, dlerror());
-	const char *missing;
-	if (n->lib && cjc_dl_resolve(n->lib, symbols, sizeof symbols / sizeof *symbols, n, &missing))
-		cjc_buf_addf(&why, "%s lacks %s", tried, missing);
-	if (!why.len)
-		identify(n, &why);
-	free(tried);
+	if (!path || !h->have_store ||
+	    cjc_identity_library(&h->store, "nvrtc", path, NULL, NULL, 0, &n->id))
+		(void)(load(n, path, &why) || identify_loaded(h, n, path, &why));
+	free(path);
 	if (why.len) {
 		jit_fail(h, "%s", why.data);
 		cjc_buf_release(&why);
@@ -182,6 +176,38 @@ static struct nvrtc *nvrtc_of(struct cjc_jit *h)
 		h->nvrtc = n;
 	jit_unlock(h);
 	return n;
+}
+
+/* Before a compile: the identified library loaded, and the same file. */
+static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
+{
+	jit_lock(h);
+	bool loaded = n->lib != NULL;
+	jit_unlock(h);
+	if (loaded)
+		return 0;
+	struct nvrtc fresh = { 0 };
+	struct cjc_buf why = CJC_BUF_INIT;
+	Dl_info info;
+	char real[PATH_MAX];
+	if (!load(&fresh, n->id.path, &why) &&
+	    (!dladdr((void *)fresh.nvrtcVersion, &info) || !info.dli_fname ||
+	     !realpath(info.dli_fname, real) || strcmp(real, n->id.realpath)))
+		cjc_buf_addf(&why, "NVRTC loaded from %s is not the library identified (%s)",
+			     info.dli_fname ? info.dli_fname : n->id.path, n->id.realpath);
+	if (why.len) {
+		int rc = jit_fail(h, "%s", why.data);
+		cjc_buf_release(&why);
+		return rc;
+	}
+	size_t table = offsetof(struct nvrtc, nvrtcVersion); /* the functions follow id */
+	jit_lock(h);
+	if (!n->lib) {
+		memcpy((char *)n + table, (char *)&fresh + table, sizeof *n - table);
+		n->lib = fresh.lib;
+	}
+	jit_unlock(h);
+	return 0;
 }
 
 /* Whether the code or the options could make NVRTC read a file. */
@@ -254,7 +280,7 @@ static void entry_key(struct nvrtc_job *r)
 	jit_key_request(r->j, &args);
 	struct cjc_key_input in = {
 		.kind = r->j->ext,
-		.nvcc_digest = r->n->digest,
+		.nvcc_digest = r->n->id.digest,
 		.host_digest = "nvrtc",
 		.args = args.v,
 		.nargs = args.n,
@@ -378,8 +404,8 @@ static void publish(struct nvrtc_job *r)
 	struct cjc_metadata md = {
 		.argv = argv.v, .argc = argv.n,
 		.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/",
-		.compiler_path = r->n->path, .compiler_realpath = r->n->realpath,
-		.compiler_version = r->n->version,
+		.compiler_path = r->n->id.path, .compiler_realpath = r->n->id.realpath,
+		.compiler_version = r->n->id.version,
 		.host_path = "none", .host_version = "NVRTC runs no host compiler",
 		.options = options, .inputs = &source, .ninputs = 1,
 		.target = "jit", .duration_ms = r->duration_ms,
@@ -476,7 +502,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 		j->out->hit = 1;
 	} else {
 		cjc_remote_hang_up(r.remotes);
-		rc = run_nvrtc(&r);
+		rc = nvrtc_loaded(h, r.n) ? -1 : run_nvrtc(&r);
 		if (!rc)
 			rc = jit_run_hook(j, &r.data);
 		if (!rc && cached)

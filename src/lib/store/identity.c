@@ -17,7 +17,8 @@
  * length-prefixed (util.h):
  *
  *   u64 recorded   wall-clock ns when it was made (stamp.h, racy-clean)
- *   str kind       "nvcc" or "host"  } what it identifies: the exact input
+ *   str kind       "nvcc", "host",   } what it identifies: the exact input
+ *                  "nvrtc"           }
  *   str path       as resolved       } <hash> is the SHA-256 of
  *   str realpath
  *   str version    --version output
@@ -167,7 +168,7 @@ static void *digest_file(void *arg)
  * thread each while --version runs, the first compile into a new store
  * waits for the largest, not for all of them one after another.
  */
-static int compute(struct cjc_identity *id, char *const *files, size_t n)
+static int compute(struct cjc_identity *id, char *const *files, size_t n, const char *known)
 {
 	char real[PATH_MAX];
 	if (n > MAX_FILES) {
@@ -186,7 +187,7 @@ static int compute(struct cjc_identity *id, char *const *files, size_t n)
 	}
 	struct cjc_buf version = CJC_BUF_INIT;
 	char *argv[] = { id->path, "--version", NULL };
-	int rc = cjc_run_capture(argv, &version);
+	int rc = known ? (cjc_buf_adds(&version, known), 0) : cjc_run_capture(argv, &version);
 	int e = errno;
 	for (size_t i = 0; i < n; i++)
 		if (f[i].threaded)
@@ -211,12 +212,12 @@ static int compute(struct cjc_identity *id, char *const *files, size_t n)
 }
 
 static int identify(const struct cjc_store *store, const char *kind, const char *real,
-		    struct cjc_identity *id, char *const *files, size_t n)
+		    struct cjc_identity *id, char *const *files, size_t n, const char *version)
 {
 	char *cache = store ? cache_name(kind, id->path) : NULL;
 	int rc = 0;
 	if (!cache || load(store, cache, kind, real, id)) {
-		rc = compute(id, files, n);
+		rc = compute(id, files, n, version);
 		if (!rc && cache)
 			save(store, cache, kind, id, files, n);
 	}
@@ -257,7 +258,7 @@ int cjc_identity_nvcc(const struct cjc_store *store, const char *nvcc, struct cj
 	free(bin);
 	/* real, not what a record says, is where cuobjdump is looked for
 	 * (diagnostics.h): no record names a program to run */
-	int rc = identify(store, "nvcc", real, id, files.v, files.n);
+	int rc = identify(store, "nvcc", real, id, files.v, files.n, NULL);
 	cjc_strvec_clear(&files);
 	if (rc)
 		cjc_identity_release(id);
@@ -269,7 +270,28 @@ int cjc_identity_host(const struct cjc_store *store, const char *compiler, struc
 	if (resolve(compiler, id))
 		return -1;
 	char *files[] = { id->path };
-	int rc = identify(store, "host", NULL, id, files, 1);
+	int rc = identify(store, "host", NULL, id, files, 1, NULL);
+	if (rc)
+		cjc_identity_release(id);
+	return rc;
+}
+
+int cjc_identity_library(const struct cjc_store *store, const char *kind, const char *path,
+			 const char *version, char *const *files, size_t n, struct cjc_identity *id)
+{
+	char real[PATH_MAX];
+	memset(id, 0, sizeof *id);
+	id->path = cjc_xstrdup(path);
+	char *cache = store ? cache_name(kind, path) : NULL;
+	int rc = realpath(path, real) ? 0 : -1;
+	if (!rc && !version)
+		rc = cache ? load(store, cache, kind, real, id) : -1;
+	else if (!rc && (!cache || load(store, cache, kind, real, id))) {
+		rc = compute(id, files, n, version);
+		if (!rc && cache)
+			save(store, cache, kind, id, files, n);
+	}
+	free(cache);
 	if (rc)
 		cjc_identity_release(id);
 	return rc;

@@ -45,6 +45,14 @@ struct cjc_identity {
 /* store may be NULL: then nothing is remembered. */
 int cjc_identity_nvcc(const struct cjc_store *store, const char *nvcc, struct cjc_identity *id);
 int cjc_identity_host(const struct cjc_store *store, const char *compiler, struct cjc_identity *id);
+/* A library's identity (kind "nvrtc": NVRTC, which the JIT library loads):
+ * path as the caller found it, its realpath, version as the caller read it
+ * from the library, and the SHA-256 of files (the library and what it
+ * loads), remembered as a compiler's is.  With version NULL: only a
+ * remembered identity, so that a hit needs no library loaded; -1 when there
+ * is none (or it is stale). */
+int cjc_identity_library(const struct cjc_store *store, const char *kind, const char *path,
+			 const char *version, char *const *files, size_t n, struct cjc_identity *id);
 void cjc_identity_release(struct cjc_identity *id);
 /* A remembered identity's payload (after the blob frame): fills realpath,
  * version and digest when every file it names still has its stamp; else -1.
