@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +25,7 @@
 #include "base/stamp.h"
 #include "jit_internal.h"
 #include "keys/key.h"
+#include "store/records.h"
 
 #define BUCKETS 1024
 #define MAX_PATHS 65536 /* past this, files are hashed each time */
@@ -83,8 +85,71 @@ static void remember(struct cjc_jit *h, const char *path, const struct cjc_stamp
 		m->taken_ns = taken_ns;
 		m->size = size;
 		memcpy(m->sha, sha, CJC_DIGEST_LEN);
+		h->deps.dirty = true;
 	}
 	jit_unlock(h);
+}
+
+#define MEMO_NAME "hashes/jit"
+#define MEMO_VERSION 1
+static const char memo_magic[4] = { 'C', 'J', 'C', 'J' };
+
+/* One record: str path, stamp, u64 taken_ns, u64 size, 32 bytes SHA-256. */
+static bool decode_memo(struct cjc_jit *h, struct cjc_cursor *c)
+{
+	char *path = cjc_cursor_str(c, PATH_MAX);
+	struct cjc_stamp st;
+	cjc_stamp_decode(c, &st);
+	int64_t taken = (int64_t)cjc_cursor_u64(c);
+	uint64_t size = cjc_cursor_u64(c);
+	const void *sha = cjc_cursor_bytes(c, CJC_DIGEST_LEN);
+	bool ok = !c->bad && path && *path == '/' && sha;
+	if (ok)
+		remember(h, path, &st, taken, size, sha);
+	free(path);
+	return ok;
+}
+
+void jit_deps_load(struct cjc_jit *h)
+{
+	jit_lock(h);
+	bool load = !h->deps.loaded && h->have_store;
+	h->deps.loaded = true;
+	jit_unlock(h);
+	struct cjc_buf payload = CJC_BUF_INIT;
+	struct cjc_cursor c;
+	uint32_t count;
+	if (!load || cjc_blob_read_records(&h->store, MEMO_NAME, memo_magic, MEMO_VERSION, &payload, &c,
+					   &count))
+		return;
+	for (uint32_t i = 0; i < count && decode_memo(h, &c); i++)
+		;
+	jit_lock(h);
+	h->deps.dirty = false;
+	jit_unlock(h);
+	cjc_buf_release(&payload);
+}
+
+void jit_deps_save(struct cjc_jit *h)
+{
+	struct cjc_buf records = CJC_BUF_INIT;
+	uint32_t count = 0;
+	jit_lock(h);
+	bool save = h->deps.dirty && h->have_store && !h->cfg.readonly;
+	for (size_t b = 0; save && h->deps.buckets && b < BUCKETS; b++)
+		for (struct dep_memo *m = h->deps.buckets[b]; m; m = m->next, count++) {
+			cjc_buf_add_str(&records, m->path);
+			cjc_stamp_encode(&records, &m->st);
+			cjc_buf_add_u64(&records, (uint64_t)m->taken_ns);
+			cjc_buf_add_u64(&records, m->size);
+			cjc_buf_add(&records, m->sha, CJC_DIGEST_LEN);
+		}
+	h->deps.dirty = false;
+	jit_unlock(h);
+	if (save && cjc_blob_write_records(&h->store, MEMO_NAME, memo_magic, MEMO_VERSION, count,
+					   &records))
+		jit_note(h, "cannot write %s: %s", MEMO_NAME, cjc_untrusted_error(errno));
+	cjc_buf_release(&records);
 }
 
 int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t *size,
@@ -273,6 +338,7 @@ long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char 
 		    const struct cjc_place *place, const char *source,
 		    const unsigned char source_sha[CJC_DIGEST_LEN])
 {
+	jit_deps_load(h);
 	for (size_t i = 0; i < m->n; i++) {
 		char key[CJC_HEX_LEN + 1];
 		cjc_key_entry(direct_key, &m->recs[i], place, key);

@@ -184,6 +184,7 @@ void cjc_jit_close(cjc_jit *h)
 	pthread_key_delete(h->error_key);
 	pthread_mutex_destroy(&h->lock);
 	jit_memory_release_all(h);
+	jit_deps_save(h);
 	jit_deps_release(&h->deps);
 	jit_driver_release(h->driver);
 	jit_nvrtc_release(h->nvrtc);

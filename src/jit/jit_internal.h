@@ -74,6 +74,8 @@ struct jit_deps {
 	size_t n;
 	struct dir_memo **dirs;
 	size_t ndirs;
+	bool loaded; /* the store's record of them read (jit_deps_load) */
+	bool dirty;  /* a hash taken since it was read or written */
 };
 
 struct driver;
@@ -200,6 +202,12 @@ long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char 
 int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t *size,
 		  unsigned char sha[CJC_DIGEST_LEN]);
 void jit_deps_release(struct jit_deps *d);
+/* The hashes remembered across processes: the store's memo "hashes/jit"
+ * (records.h: a memo of yours or root's), read before the handle's first
+ * lookup and written after a miss and at close when a hash was taken.
+ * Each is used only while its file's stamp holds, as in the handle. */
+void jit_deps_load(struct cjc_jit *h);
+void jit_deps_save(struct cjc_jit *h);
 
 /* memory.c: the requests a handle served.  jit_memory_find: the item of a
  * lookup key (NVRTC: the entry key; nvcc: the direct key), with a

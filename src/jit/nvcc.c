@@ -512,6 +512,7 @@ static int compile_miss(struct nvcc_job *n)
 		(void)cjc_remote_publish(n->remotes, rec.entry_key, n->direct_key, &rec);
 	if (published)
 		remember(n, &rec, r.duration_ms);
+	jit_deps_save(n->h);
 	rc = spilled(n, &r.err);
 out:
 	cjc_manifest_record_release(&rec);
