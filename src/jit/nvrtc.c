@@ -188,7 +188,7 @@ static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
 		return 0;
 	struct nvrtc fresh = { 0 };
 	struct cjc_buf why = CJC_BUF_INIT;
-	Dl_info info;
+	Dl_info info = { 0 };
 	char real[PATH_MAX];
 	if (!load(&fresh, n->id.path, &why) &&
 	    (!dladdr((void *)fresh.nvrtcVersion, &info) || !info.dli_fname ||
@@ -396,8 +396,6 @@ static void publish(struct nvrtc_job *r)
 	cjc_strvec_push(&argv, "nvrtc");
 	cjc_strvec_pushv(&argv, r->options.v, r->options.n);
 	cjc_strvec_push(&argv, r->j->source);
-	struct cjc_dep source = { .path = r->j->source, .size = strlen(r->j->req->code) };
-	memcpy(source.sha, r->j->code_sha, CJC_DIGEST_LEN);
 	char cwd[PATH_MAX];
 	char *name = cjc_xasprintf("output.%s", r->j->ext);
 	json_t *options = options_json(r);
@@ -407,7 +405,7 @@ static void publish(struct nvrtc_job *r)
 		.compiler_path = r->n->id.path, .compiler_realpath = r->n->id.realpath,
 		.compiler_version = r->n->id.version,
 		.host_path = "none", .host_version = "NVRTC runs no host compiler",
-		.options = options, .inputs = &source, .ninputs = 1,
+		.options = options, .inputs = r->rec.deps, .ninputs = r->rec.ndeps,
 		.target = "jit", .duration_ms = r->duration_ms,
 	};
 	struct cjc_publish p = jit_publish_of(h, r->key, r->j->name, &md);
