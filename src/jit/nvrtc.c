@@ -14,8 +14,8 @@
  * code has an #include line, or whose options name an include directory
  * or a file to include (-I, --include-path, -include, --pre-include), is
  * not cached: it compiles every time, noted in the log, with an empty key.
- * NVRTC makes cubin and ptx; a fatbin request is an error.  DUMP_PTX and
- * DUMP_SASS apply to nvcc only.
+ * NVRTC makes cubin and ptx; a fatbin request is an error.  DUMP_PTX shows
+ * the output of a ptx request, DUMP_SASS the listing of a cubin (jit.c).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -227,7 +227,9 @@ static void build_options(const struct jit_job *j, struct cjc_strvec *o)
 	if (s->flag[JIT_PTXAS_VERBOSE])
 		cjc_strvec_push(o, "--ptxas-options=-v");
 	if (s->flag[JIT_CHECK_NO_SPILLS])
-		cjc_strvec_push(o, "--ptxas-options=-warn-spills,-warn-lmem-usage");
+		cjc_strvec_push(o, "--ptxas-options=-warn-spills");
+	if (s->flag[JIT_CHECK_NO_LOCAL_MEMORY])
+		cjc_strvec_push(o, "--ptxas-options=-warn-lmem-usage");
 	for (size_t i = 0; i < j->req->noptions; i++)
 		if (j->req->options[i])
 			cjc_strvec_push(o, j->req->options[i]);
@@ -401,7 +403,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 		return -1;
 	build_options(j, &r.options);
 	const char *uncached = reads_files(j->req);
-	bool cached = h->have_store && !h->cfg.disable && !uncached;
+	bool cached = !uncached && jit_cacheable(j);
 	if (uncached)
 		jit_note(h, "%s: not cached: %s, and NVRTC does not say which files it read", j->name,
 			 uncached);
@@ -421,11 +423,10 @@ int jit_nvrtc_compile(struct jit_job *j)
 		else
 			r.key[0] = '\0';
 		if (!rc)
-			jit_print_miss(j, &r.log, NULL);
+			jit_print_miss(j, &r.log, &r.data, r.key[0] ? r.key : NULL);
 	}
-	if (!rc && h->set.flag[JIT_CHECK_NO_SPILLS] && cjc_diagnostics_spilled(r.log.data, r.log.len))
-		rc = jit_fail(h, "%s: ptxas reported spills or local memory use and CHECK_NO_SPILLS is set",
-			      j->name);
+	if (!rc)
+		rc = jit_check_ptxas(j, r.log.data, r.log.len);
 	memcpy(j->out->key, r.key, CJC_HEX_LEN + 1);
 	j->out->size = r.data.len;
 	j->out->data = r.data.len ? cjc_buf_detach(&r.data) : NULL;
