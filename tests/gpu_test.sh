@@ -12,6 +12,9 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 	exit 125
 fi
 
+# jit_cli's path is not a JIT setting: the library would warn of it
+export -n CJC_JIT_CLI CJC_JIT_THREADS 2>/dev/null
+
 oneTimeSetUp() {
 	if [ -n "${CJC_PREFIX:-}" ]; then
 		PREFIX=$CJC_PREFIX
@@ -92,6 +95,22 @@ testNativeArchIsTheGpuHere() {
 	assertTrue "the cubin for sm_$cc, as nvcc makes it" "cmp -s a.cubin plain.cubin"
 	assertTrue "served: $(cat "$CJC_LOG")" "cmp -s b.cubin plain.cubin"
 	expect_why b.cubin "hit: served from entry"
+}
+
+# The JIT's arch for a request without one: the device of the calling
+# thread's current context (each GPU here in turn), else device 0's.
+testJitArchIsTheCurrentDevices() {
+	[ -x "${CJC_JIT_CLI:-}" ] || fail "CJC_JIT_CLI: set it to build/tests/jit_cli"
+	local cc want said i=0 first=
+	while read -r cc; do
+		want=sm_${cc/./}
+		[ "${cc%%.*}" -ge 9 ] && want=${want}a
+		first=${first:-$want}
+		said=$(env -u CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER=PCI_BUS_ID "$CJC_JIT_CLI" --device-arch $i --device-arch none)
+		assertEquals "device $i, then device 0 without a context" "$i $want none $first" "$(echo $said)"
+		i=$((i + 1))
+	done < <(nvidia-smi --query-gpu=compute_cap --format=csv,noheader)
+	assertTrue "nvidia-smi listed the GPUs" "[ $i -gt 0 ]"
 }
 
 # CMake 3.27 and newer compile fatbins with their own rule, through the launcher.

@@ -5,7 +5,10 @@
 # key, damaged entries are recompiled and left alone, the store's races
 # (8 processes, a killed writer, 16 threads, fork) hold, the settings
 # resolve DeepJIT's way, and a miss works in a private directory that no
-# other user can reach (docs/trust.md), as a second user tries.
+# other user can reach (docs/trust.md), as a second user tries.  A store
+# that cannot be used never fails a compile; opening a handle touches
+# nothing; DeepJIT's diagnostics settings; the arch of the calling thread's
+# device, through a driver that stands in for a GPU (tests/jit/fake_cuda.c).
 
 . "$(dirname "$0")/helpers.sh"
 : "${CJC_JIT_CLI:?set CJC_JIT_CLI to build/tests/jit_cli}"
@@ -13,6 +16,11 @@
 unset CJC_JIT_NVCC CJC_JIT_COMPILER CJC_JIT_CACHE_DIR CJC_JIT_DEBUG CJC_JIT_WITH_LINEINFO
 unset CJC_JIT_CPP_STANDARD CJC_JIT_PRINT_COMPILER_COMMAND CJC_JIT_PTXAS_VERBOSE
 unset CJC_JIT_CHECK_NO_SPILLS CJC_JIT_DUMP_PTX CJC_JIT_DUMP_SASS CJC_JIT_PRINT_LOAD_TIME
+unset CJC_JIT_DUMP_ASM CJC_JIT_CHECK_NO_LOCAL_MEMORY
+# the drivers' paths are not settings: the library would warn of them
+export -n CJC_JIT_CLI CJC_JIT_THREADS
+REF_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-jitref.XXXXXX") || exit 1
+oneTimeTearDown() { rm -rf "$REF_DIR"; }
 
 # jit ARGS...: jit_cli with the counting nvcc; prints "hit KEY" or "miss KEY".
 jit() {
@@ -39,6 +47,45 @@ have_nvrtc() {
 	root=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")
 	ls "$root"/lib64/libnvrtc.so "$root"/lib/libnvrtc.so >/dev/null 2>&1 ||
 		ldconfig -p | grep -q 'libnvrtc\.so '
+}
+
+# A kernel without includes, which NVRTC caches too.
+write_plain() {
+	cat >plain.cu <<'SRC'
+extern "C" __global__ void twice(float *a) { a[threadIdx.x] *= 2.0f; }
+SRC
+}
+
+# The path of nvcc's own cubin of plain.cu, made once a suite run.
+reference_cubin() {
+	[ -s "$REF_DIR/plain.cubin" ] || (cd "$REF_DIR" && write_plain &&
+		"$REAL_NVCC" --cubin -arch=$ARCH plain.cu -o plain.cubin) || fail "nvcc"
+	echo "$REF_DIR/plain.cubin"
+}
+
+# make_member: the user cjc-member2, of the group cjc-team, made once.
+make_member() {
+	getent group cjc-team >/dev/null || groupadd cjc-team || getent group cjc-team >/dev/null ||
+		fail "group"
+	id -u cjc-member2 >/dev/null 2>&1 || useradd -M -N -s /usr/sbin/nologin -g cjc-team cjc-member2 ||
+		id -u cjc-member2 >/dev/null 2>&1 || fail "user"
+}
+
+# expect_uncached WHY [JIT-ARGS...]: with the store as the caller's variables
+# leave it, nvcc and NVRTC compile plain.cu uncached (each returns its cubin
+# and no key), and the log says WHY in one line for each.
+expect_uncached() {
+	local why=$1 said
+	shift
+	write_plain
+	said=$(jit "$@" --out a.cubin plain.cu) || fail "nvcc failed"
+	assertEquals "nvcc, uncached" "miss -" "$said"
+	assertTrue "nvcc's cubin" "cmp -s a.cubin '$(reference_cubin)'"
+	said=$(CJC_JIT_COMPILER=nvrtc jit "$@" --out b.cubin plain.cu) || fail "NVRTC failed"
+	assertEquals "NVRTC, uncached" "miss -" "$said"
+	assertEquals "NVRTC's cubin" "$(printf '\177ELF')" "$(head -c 4 b.cubin)"
+	assertEquals "a line each in the log: $(cat "$CJC_LOG")" 2 "$(grep -c "kernel.cu: .*$why" "$CJC_LOG")"
+	assertEquals "and no other" 2 "$(wc -l <"$CJC_LOG")"
 }
 
 entry_dir() {
@@ -106,9 +153,7 @@ testAMemberCannotReachAJitCompile() {
 		startSkipping
 		return
 	fi
-	getent group $group >/dev/null || groupadd $group || getent group $group >/dev/null || fail "group"
-	id -u $member >/dev/null 2>&1 || useradd -M -N -s /usr/sbin/nologin -g $group $member ||
-		id -u $member >/dev/null 2>&1 || fail "user"
+	make_member
 	write_kernel
 	chmod 755 "$TEST_DIR"
 	mkdir -p "$CJC_DIR" "$TEST_DIR/hers" && chgrp $group "$CJC_DIR" && chmod 2775 "$CJC_DIR" &&
@@ -436,6 +481,171 @@ testOptionsThatChooseTheOutputAreRefused() {
 	expect_nvcc_runs 0
 	assertEquals "nothing published" 0 "$(entry_count)"
 	assertFalse "no output where -o said" "[ -e x.ptx ]"
+}
+
+# A store that cannot be used, or must not be, is no reason to fail: the
+# compile runs uncached and returns its result, and the log says why.
+testACacheDirThatCannotBeIsAnUncachedCompile() {
+	CJC_DIR=/dev/null/x expect_uncached "cache directory /dev/null/x is unusable: Not a directory"
+}
+
+testACacheDirBelowAFileIsAnUncachedCompile() {
+	: >"$TEST_DIR/file"
+	CJC_DIR=$TEST_DIR/file/store expect_uncached "cache directory $TEST_DIR/file/store is unusable"
+}
+
+testDisableCompilesUncachedAndMakesNoStore() {
+	CJC_DISABLE=1 expect_uncached "compiling without the cache: disable is set"
+	assertFalse "no store made" "[ -e '$CJC_DIR' ]"
+}
+
+testReadonlyCompilesAndPublishesNothing() {
+	CJC_READONLY=1 CJC_JIT_DUMP_PTX=1 expect_uncached "compiled, and not published: readonly is set" \
+		2>err
+	assertEquals "nothing published" 0 "$(entry_count)"
+	assertContains "DUMP_PTX says why there is none" "$(cat err)" \
+		"PTX of kernel.cu: not kept: readonly is set"
+}
+
+# Another user, in a store directory she cannot write (root would write it
+# anyway): her compile runs uncached.
+testACacheDirWithoutWritePermissionIsAnUncachedCompile() {
+	if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! command -v useradd >/dev/null; then
+		startSkipping
+		return
+	fi
+	make_member
+	local others said
+	others=$(mktemp -d /tmp/cjc-jit-others.XXXXXX) && chmod 755 "$others" &&
+		cp "$CJC_JIT_CLI" "$CJC_BUILD_DIR/src/jit/libcudajitcache.so.0" "$others" && mkdir -m 555 "$others/store" && mkdir -m 777 "$others/out" || fail "setup"
+	(cd "$others/out" && write_plain && chmod 644 plain.cu)
+	said=$(cd "$others/out" && setpriv --reuid=cjc-member2 --regid="$(id -g cjc-member2)" --init-groups \
+		env LD_LIBRARY_PATH="$others" CJC_DIR="$others/store" CJC_LOG="$others/out/log" \
+		CJC_JIT_NVCC="$REAL_NVCC" "$others/jit_cli" --arch $ARCH --out a.cubin plain.cu)
+	assertEquals "her compile succeeds, uncached" "miss -" "$said"
+	assertTrue "with nvcc's cubin" "cmp -s '$others/out/a.cubin' '$(reference_cubin)'"
+	assertContains "the log says why" "$(cat "$others/out/log")" \
+		"kernel.cu: compiling without the cache: cache directory $others/store is unusable: Permission denied"
+	assertEquals "nothing in the store" "" "$(ls -A "$others/store")"
+	rm -rf "$others"
+}
+
+# cjc_jit_open reads the settings and nothing else: no store, NVRTC or driver
+# until the first compile.
+testOpeningAHandleTouchesNothing() {
+	have_nvrtc || startSkipping
+	write_plain
+	export CJC_DIR=$TEST_DIR/lazy CJC_JIT_COMPILER=nvrtc
+	assertEquals "a setting is read" "$CJC_DIR" "$(LD_DEBUG=files "$CJC_JIT_CLI" --setting CACHE_DIR 2>ld)"
+	assertFalse "no store" "[ -e '$CJC_DIR' ]"
+	assertFalse "no NVRTC loaded" "grep -q 'file=libnvrtc' ld"
+	assertFalse "no driver loaded" "grep -q 'file=libcuda\.so' ld"
+	LD_DEBUG=files jit plain.cu >/dev/null 2>ld || fail "the compile"
+	unset CJC_JIT_COMPILER
+	assertTrue "the first compile makes the store" "[ -d '$CJC_DIR/v1' ]"
+	assertTrue "and loads NVRTC" "grep -q 'file=libnvrtc' ld"
+}
+
+# DUMP_ASM is DUMP_PTX and DUMP_SASS; where cuobjdump is not installed the
+# SASS comes from the toolkit's nvdisasm, here a stand-in beside nvcc that
+# names the bytes it read.
+testDumpAsmShowsThePtxAndTheSassThroughNvdisasm() {
+	write_plain
+	mkdir "$TEST_DIR/kit"
+	make_nvcc_wrapper "$TEST_DIR/kit/nvcc"
+	printf '#!/bin/sh\necho "nvdisasm of $(sha256sum <"$1" | cut -c1-64)"\n' >"$TEST_DIR/kit/nvdisasm"
+	chmod +x "$TEST_DIR/kit/nvdisasm"
+	assertEquals "DUMP_ASM sets DUMP_PTX" 1 "$(CJC_JIT_DUMP_ASM=1 "$CJC_JIT_CLI" --setting DUMP_PTX)"
+	assertEquals "and DUMP_SASS" 1 "$(CJC_JIT_DUMP_ASM=1 "$CJC_JIT_CLI" --setting DUMP_SASS)"
+	PATH=/usr/bin:/bin JIT_NVCC=$TEST_DIR/kit/nvcc CJC_JIT_DUMP_ASM=1 jit --out a.cubin plain.cu \
+		>/dev/null 2>err || fail "$(cat err)"
+	assertContains "the entry's PTX" "$(cat err)" "== PTX of kernel.cu ($CJC_DIR/"
+	assertContains "for the arch" "$(cat err)" ".target $ARCH"
+	assertContains "the SASS through nvdisasm" "$(cat err)" "== SASS of kernel.cu (nvdisasm)"
+	assertContains "of the cubin returned" "$(cat err)" "nvdisasm of $(sha256sum <a.cubin | cut -c1-64)"
+}
+
+# NVRTC's PTX is the output of a ptx request; for a cubin, DUMP_PTX and
+# DUMP_SASS say what happened, in a line each.
+testDumpSettingsSayWhatHappenedUnderNvrtc() {
+	have_nvrtc || startSkipping
+	write_plain
+	export CJC_JIT_COMPILER=nvrtc CJC_JIT_DUMP_PTX=1
+	PATH=/usr/bin:/bin CJC_JIT_DUMP_SASS=1 jit plain.cu >/dev/null 2>err || fail "cubin"
+	assertEquals "two lines: $(cat err)" 2 "$(wc -l <err)"
+	assertContains "$(cat err)" "PTX of kernel.cu: not shown: NVRTC was asked for a cubin"
+	assertContains "$(cat err)" \
+		"SASS of kernel.cu: none: neither cuobjdump nor nvdisasm is installed (beside $(readlink -f "$NVCC"), or on PATH)"
+	jit --format ptx --out a.ptx plain.cu >/dev/null 2>err || fail "ptx"
+	unset CJC_JIT_COMPILER CJC_JIT_DUMP_PTX
+	assertEquals "the heading" "== PTX of kernel.cu (NVRTC's output)" "$(head -1 err)"
+	assertEquals "then the output" "$(cat a.ptx)" "$(tail -n +2 err)"
+}
+
+# A local array indexed at run time lives in local memory and spills nothing.
+testCheckNoLocalMemoryIsApartFromCheckNoSpills() {
+	cat >lmem.cu <<'SRC'
+extern "C" __global__ void pick(float *a, int k)
+{
+	float t[256];
+	for (int i = 0; i < 256; i++)
+		t[i] = a[i];
+	a[threadIdx.x] = t[k & 255];
+}
+SRC
+	assertEquals "cjc's check_spills sets it" 1 \
+		"$(CJC_CHECK_SPILLS=1 "$CJC_JIT_CLI" --setting CHECK_NO_LOCAL_MEMORY)"
+	CJC_JIT_CHECK_NO_SPILLS=1 jit lmem.cu >/dev/null 2>err || fail "no spills: $(cat err)"
+	CJC_JIT_CHECK_NO_LOCAL_MEMORY=1 jit lmem.cu >/dev/null 2>err && fail "local memory passed"
+	assertContains "$(cat err)" "ptxas reported local memory use and CHECK_NO_LOCAL_MEMORY is set"
+	CJC_JIT_CHECK_NO_LOCAL_MEMORY=1 jit lmem.cu >/dev/null 2>err && fail "a hit passed"
+	assertContains "on a hit too" "$(cat err)" "CHECK_NO_LOCAL_MEMORY is set"
+	expect_nvcc_runs 2
+	expect_stat hits 1
+	have_nvrtc || return
+	export CJC_JIT_COMPILER=nvrtc
+	CJC_JIT_CHECK_NO_SPILLS=1 jit lmem.cu >/dev/null 2>err || fail "NVRTC, no spills: $(cat err)"
+	CJC_JIT_CHECK_NO_LOCAL_MEMORY=1 jit lmem.cu >/dev/null 2>err && fail "NVRTC: local memory passed"
+	unset CJC_JIT_COMPILER
+	assertContains "NVRTC's too" "$(cat err)" "CHECK_NO_LOCAL_MEMORY is set"
+}
+
+testAVariableThatIsNotASettingIsNamedOncePerHandle() {
+	have_nvrtc || startSkipping
+	write_plain
+	LIB_JIT_DUMP_PXT=1 CJC_JIT_DEBUGG=1 CJC_JIT_LIBRARY=x LIB_JIT_DEBUG=0 \
+		"$CJC_JIT_CLI" --prefix LIB --setting DEBUG >/dev/null 2>err || fail "$(cat err)"
+	assertContains "$(cat err)" "cjc jit: warning: LIB_JIT_DUMP_PXT is not a setting of the JIT library, and is ignored (did you mean LIB_JIT_DUMP_PTX?)"
+	assertContains "$(cat err)" "CJC_JIT_DEBUGG is not a setting of the JIT library, and is ignored (did you mean CJC_JIT_DEBUG?)"
+	assertEquals "and nothing else: $(cat err)" 2 "$(wc -l <err)"
+	assertEquals "in the log too" 2 "$(grep -c 'is not a setting' "$CJC_LOG")"
+	LIB_JIT_DUMP_PXT=1 CJC_JIT_COMPILER=nvrtc jit --prefix LIB --repeat 3 plain.cu >/dev/null 2>err ||
+		fail "$(cat err)"
+	assertEquals "once for three compiles" 1 "$(grep -c 'LIB_JIT_DUMP_PXT is not a setting' err)"
+}
+
+# fake_cuda's device 0 is an sm_80, its device 1 an sm_90 (sm_90a, as
+# JIT kernels use).  A forked child of a process that used the driver
+# cannot use CUDA; it takes the arch its parent found for device 0.
+testTheArchIsTheCurrentDevicesAskedOncePerDevice() {
+	have_nvrtc || startSkipping
+	[ -n "${CJC_FAKE_CUDA_DIR:-}" ] || fail "set CJC_FAKE_CUDA_DIR to build/tests/fake_cuda"
+	write_plain
+	local said key
+	said=$(LD_LIBRARY_PATH=$CJC_FAKE_CUDA_DIR FAKE_CUDA_ARCHS=80,90 FAKE_CUDA_LOG=$TEST_DIR/cuda.log \
+		"$CJC_JIT_CLI" --device-arch none --device-arch 1 --device-arch 0 --device-arch 1 \
+		--device-arch fork) || fail "device arch"
+	assertEquals "device 0 without a context, then each context's" \
+		"none sm_80 1 sm_90a 0 sm_80 1 sm_90a fork sm_80" "$(echo $said)"
+	assertEquals "device 0 asked once" 1 "$(grep -c '^device 0$' "$TEST_DIR/cuda.log")"
+	assertEquals "device 1 asked once" 1 "$(grep -c '^device 1$' "$TEST_DIR/cuda.log")"
+	assertEquals "the context asked each time, not by the child" 4 "$(grep -c '^current$' "$TEST_DIR/cuda.log")"
+	key=$(LD_LIBRARY_PATH=$CJC_FAKE_CUDA_DIR FAKE_CUDA_ARCHS=80,90 CJC_JIT_COMPILER=nvrtc \
+		"$CJC_JIT_CLI" --device-arch 1 --arch gpu plain.cu | sed -n 's/^miss //p')
+	assertEquals "a request without an arch compiles for its device's" '["sm_90a"]' \
+		"$("$CJC" show "$key" --json | jq -c .options.archs)"
+	LD_LIBRARY_PATH=$CJC_FAKE_CUDA_DIR "$CJC_JIT_CLI" --arch gpu plain.cu 2>err && fail "no GPU"
+	assertContains "no GPU is a clear error" "$(cat err)" "no usable GPU: cuInit failed with CUDA_ERROR_NO_DEVICE"
 }
 
 . "$SHUNIT2"

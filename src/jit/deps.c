@@ -113,7 +113,7 @@ static bool decode_memo(struct cjc_jit *h, struct cjc_cursor *c)
 void jit_deps_load(struct cjc_jit *h)
 {
 	jit_lock(h);
-	bool load = !h->deps.loaded && h->have_store;
+	bool load = !h->deps.loaded && jit_store_ready(h);
 	h->deps.loaded = true;
 	jit_unlock(h);
 	struct cjc_buf payload = CJC_BUF_INIT;
@@ -135,7 +135,7 @@ void jit_deps_save(struct cjc_jit *h)
 	struct cjc_buf records = CJC_BUF_INIT;
 	uint32_t count = 0;
 	jit_lock(h);
-	bool save = h->deps.dirty && h->have_store && !h->cfg.readonly;
+	bool save = h->deps.dirty && atomic_load(&h->store_state) > 0 && !h->cfg.readonly;
 	for (size_t b = 0; save && h->deps.buckets && b < BUCKETS; b++)
 		for (struct dep_memo *m = h->deps.buckets[b]; m; m = m->next, count++) {
 			cjc_buf_add_str(&records, m->path);

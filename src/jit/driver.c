@@ -1,8 +1,16 @@
 /*
  * The CUDA driver API, loaded with dlopen("libcuda.so.1") when first needed
- * so that the library has no link-time CUDA dependency: the first visible
- * GPU's architecture, and loading a result as a module.  The few types the
- * calls need are declared here (cuda.h's are opaque pointers and ints).
+ * so that the library has no link-time CUDA dependency: the architecture of
+ * the calling thread's device, and loading a result as a module.  The few
+ * types the calls need are declared here (cuda.h's are opaque pointers and
+ * ints).
+ *
+ * The arch of a request without one is that of the device of the calling
+ * thread's current context (cuCtxGetCurrent, cuCtxGetDevice), else of
+ * device 0: asked of the driver once per device and remembered in the
+ * handle's table (device_arch).  A child of fork() whose parent had
+ * initialised the driver cannot use CUDA; it compiles for the arch its
+ * parent remembered for device 0, if any.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -20,10 +28,12 @@ typedef void *CUcontext, *CUmodule, *CUfunction;
 
 struct driver {
 	void *lib;
+	unsigned forks; /* the fork generation cuInit ran in (jit_fork_generation) */
 	CUresult (*cuInit)(unsigned);
 	CUresult (*cuDeviceGet)(CUdevice *, int);
 	CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
 	CUresult (*cuCtxGetCurrent)(CUcontext *);
+	CUresult (*cuCtxGetDevice)(CUdevice *);
 	CUresult (*cuCtxSetCurrent)(CUcontext);
 	CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 	CUresult (*cuModuleLoadData)(CUmodule *, const void *);
@@ -36,8 +46,8 @@ struct driver {
 #define SYM(name) CJC_DL_SYMBOL(struct driver, name, #name)
 static const struct cjc_dl_symbol symbols[] = {
 	SYM(cuInit), SYM(cuDeviceGet), SYM(cuDeviceGetAttribute), SYM(cuCtxGetCurrent),
-	SYM(cuCtxSetCurrent), SYM(cuDevicePrimaryCtxRetain), SYM(cuModuleLoadData),
-	SYM(cuModuleGetFunction), SYM(cuModuleUnload), SYM(cuGetErrorName),
+	SYM(cuCtxGetDevice), SYM(cuCtxSetCurrent), SYM(cuDevicePrimaryCtxRetain),
+	SYM(cuModuleLoadData), SYM(cuModuleGetFunction), SYM(cuModuleUnload), SYM(cuGetErrorName),
 };
 
 static const char *error_name(const struct driver *d, CUresult r)
@@ -48,12 +58,24 @@ static const char *error_name(const struct driver *d, CUresult r)
 	return name;
 }
 
+/* The handle's driver, loaded in an ancestor of this process: CUDA cannot be
+ * used after fork() in a process that initialised it. */
+static bool inherited(const struct driver *d)
+{
+	return d && d->forks != jit_fork_generation();
+}
+
 /* Loads the driver and runs cuInit once per handle; NULL with the error set. */
 static struct driver *driver_of(struct cjc_jit *h)
 {
 	jit_lock(h);
 	struct driver *d = h->driver;
 	jit_unlock(h);
+	if (inherited(d)) {
+		jit_fail(h, "the CUDA driver was initialised before this process was forked, and "
+			 "CUDA cannot be used in a child of such a process (give the request an arch)");
+		return NULL;
+	}
 	if (d)
 		return d;
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -64,6 +86,7 @@ static struct driver *driver_of(struct cjc_jit *h)
 	}
 	d = cjc_xcalloc(1, sizeof *d);
 	d->lib = lib;
+	d->forks = jit_fork_generation();
 	const char *missing;
 	if (cjc_dl_resolve(lib, symbols, sizeof symbols / sizeof *symbols, d, &missing)) {
 		jit_fail(h, "the CUDA driver lacks %s", missing);
@@ -94,32 +117,60 @@ void jit_driver_release(struct driver *d)
 	free(d);
 }
 
+/* The device of the calling thread's current context, else device 0. */
+static int current_device(struct cjc_jit *h, struct driver *d, CUdevice *dev)
+{
+	CUcontext ctx = NULL;
+	CUresult r = d->cuCtxGetCurrent(&ctx);
+	if (!r && ctx)
+		r = d->cuCtxGetDevice(dev);
+	else
+		r = d->cuDeviceGet(dev, 0);
+	return r ? jit_fail(h, "no visible GPU to take the arch from (%s); give the request an arch",
+			    error_name(d, r))
+		 : 0;
+}
+
+/* The remembered arch of device dev into arch; false when not asked yet. */
+static bool remembered(struct cjc_jit *h, CUdevice dev, char *arch, size_t len)
+{
+	bool known = false;
+	jit_lock(h);
+	if (dev >= 0 && dev < JIT_DEVICES && h->device_arch[dev][0]) {
+		snprintf(arch, len, "%s", h->device_arch[dev]);
+		known = true;
+	}
+	jit_unlock(h);
+	return known;
+}
+
 int jit_driver_arch(struct cjc_jit *h, char *arch, size_t len)
 {
 	jit_lock(h);
-	bool known = h->arch[0];
-	if (known)
-		snprintf(arch, len, "%s", h->arch);
+	bool forked = inherited(h->driver);
 	jit_unlock(h);
-	if (known)
+	if (forked && remembered(h, 0, arch, len))
 		return 0;
 	struct driver *d = driver_of(h);
-	if (!d)
-		return -1;
 	CUdevice dev;
+	if (!d || current_device(h, d, &dev))
+		return -1;
+	if (remembered(h, dev, arch, len))
+		return 0;
 	int major = 0, minor = 0;
-	CUresult r = d->cuDeviceGet(&dev, 0);
-	if (!r)
-		r = d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+	CUresult r = d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
 	if (!r)
 		r = d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
 	if (r)
-		return jit_fail(h, "no visible GPU to take the arch from (%s); give the request an arch",
-				error_name(d, r));
+		return jit_fail(h, "cannot tell the arch of device %d (%s); give the request an arch",
+				(int)dev, error_name(d, r));
 	/* Hopper and later: the arch-specific variant, which JIT kernels use (wgmma, TMA) */
+	char found[sizeof h->device_arch[0]];
+	snprintf(found, sizeof found, "sm_%d%d%s", major, minor, major >= 9 ? "a" : "");
+	snprintf(arch, len, "%s", found);
 	jit_lock(h);
-	snprintf(h->arch, sizeof h->arch, "sm_%d%d%s", major, minor, major >= 9 ? "a" : "");
-	snprintf(arch, len, "%s", h->arch);
+	if (dev >= 0 && dev < JIT_DEVICES)
+		memcpy(h->device_arch[dev], found, sizeof found);
 	jit_unlock(h);
 	return 0;
 }

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -26,6 +27,8 @@
 
 #include "base/fs.h"
 #include "base/log.h"
+#include "base/run.h"
+#include "compile/diagnostics.h"
 #include "jit_internal.h"
 #include "keys/metadata.h"
 #include "store/evict.h"
@@ -59,6 +62,11 @@ void jit_lock(struct cjc_jit *h)
 void jit_unlock(struct cjc_jit *h)
 {
 	pthread_mutex_unlock(&h->lock);
+}
+
+unsigned jit_fork_generation(void)
+{
+	return atomic_load(&forks);
 }
 
 int jit_fail(struct cjc_jit *h, const char *fmt, ...)
@@ -145,6 +153,22 @@ static void fill_err(char *err, size_t errlen, const char *msg)
 		snprintf(err, errlen, "%s", msg);
 }
 
+/* Variables that look like settings and are not: said once per handle,
+ * in the log and on stderr, since a misspelt setting otherwise does nothing. */
+static void warn_unknown(const cjc_jit *h, const char *prefix)
+{
+	struct cjc_strvec lines = CJC_STRVEC_INIT;
+	jit_settings_unknown(prefix, &lines);
+	for (size_t i = 0; i < lines.n; i++) {
+		jit_note(h, "%s", lines.v[i]);
+		fprintf(stderr, "cjc jit: warning: %s\n", lines.v[i]);
+	}
+	cjc_strvec_clear(&lines);
+}
+
+/* Settings only: the store, NVRTC and the driver wait for their first use
+ * (jit_store_ready, nvrtc.c, driver.c), so that a program that opens a
+ * handle and never compiles leaves nothing on disk. */
 cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
 {
 	struct cjc_buf why = CJC_BUF_INIT;
@@ -167,12 +191,47 @@ cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
 	 * never a failure of the open, said where the JIT says things. */
 	if (h->cfg.notes)
 		jit_note(h, "%.*s", (int)strlen(h->cfg.notes) - 1, h->cfg.notes);
-	const char *dir = h->set.text[JIT_CACHE_DIR];
-	h->have_store = !cjc_store_open(&h->store, dir);
-	if (!h->have_store)
-		jit_note(h, "cache directory %s is unusable: %s; compiling without the cache", dir,
-			 strerror(errno));
+	warn_unknown(h, prefix);
 	return h;
+}
+
+bool jit_store_ready(struct cjc_jit *h)
+{
+	int state = atomic_load(&h->store_state);
+	if (state)
+		return state > 0;
+	/* opened outside the lock (it makes directories); a thread that loses
+	 * the race closes its own */
+	struct cjc_store store;
+	const char *dir = h->set.text[JIT_CACHE_DIR];
+	bool usable = !cjc_store_open(&store, dir);
+	char *why = usable ? NULL : cjc_xasprintf("cache directory %s is unusable: %s", dir,
+						  strerror(errno));
+	jit_lock(h);
+	bool first = !atomic_load(&h->store_state);
+	if (first) {
+		if (usable)
+			h->store = store;
+		h->store_why = why;
+		atomic_store(&h->store_state, usable ? 1 : -1);
+	}
+	state = atomic_load(&h->store_state);
+	jit_unlock(h);
+	if (!first && usable)
+		cjc_store_close(&store);
+	if (!first)
+		free(why);
+	return state > 0;
+}
+
+bool jit_cacheable(struct jit_job *j)
+{
+	struct cjc_jit *h = j->h;
+	if (!h->cfg.disable && jit_store_ready(h))
+		return j->cached = true;
+	jit_note(h, "%s: compiling without the cache: %s", j->name,
+		 h->cfg.disable ? "disable is set" : h->store_why);
+	return false;
 }
 
 void cjc_jit_close(cjc_jit *h)
@@ -189,8 +248,9 @@ void cjc_jit_close(cjc_jit *h)
 	jit_driver_release(h->driver);
 	jit_nvrtc_release(h->nvrtc);
 	free(h->nvrtc_error);
-	if (h->have_store)
+	if (atomic_load(&h->store_state) > 0)
 		cjc_store_close(&h->store);
+	free(h->store_why);
 	jit_settings_release(&h->set);
 	cjc_config_release(&h->cfg);
 	free(h);
@@ -207,7 +267,8 @@ void cjc_jit_result_free(struct cjc_jit_result *res)
 
 void jit_count(struct jit_job *j, int counter, uint64_t saved_ms)
 {
-	if (j->h->have_store && cjc_stats_bump(&j->h->store, (enum cjc_counter)counter, saved_ms))
+	if (atomic_load(&j->h->store_state) > 0 &&
+	    cjc_stats_bump(&j->h->store, (enum cjc_counter)counter, saved_ms))
 		jit_note(j->h, "cannot update the counters: %s", strerror(errno));
 }
 
@@ -247,28 +308,30 @@ struct cjc_remotes *jit_remote_open(struct cjc_jit *h)
 			       report_remote);
 }
 
-/* Prints an entry's files whose names pass `want` under a heading. */
-static void print_kept(struct jit_job *j, const char *key, bool (*want)(const char *),
+/* Prints an entry's files whose names pass `want` under a heading; false
+ * when it has none (or there is no such entry). */
+static bool print_kept(struct jit_job *j, const char *key, bool (*want)(const char *),
 		       const char *what)
 {
 	struct cjc_entry e;
 	struct cjc_buf why = CJC_BUF_INIT;
+	bool printed = false;
 	if (!key || cjc_store_read_entry(&j->h->store, key, &e, &why) != CJC_ENTRY_FOUND) {
-		fprintf(stderr, "cjc jit: %s of %s: not kept (%s)\n", what, j->name,
-			key && why.data ? why.data : "the entry was not published");
 		cjc_buf_release(&why);
-		return;
+		return false;
 	}
 	for (size_t i = 0; i < e.nfiles; i++) {
 		struct cjc_buf text = CJC_BUF_INIT;
 		if (want(e.files[i].name) && !cjc_entry_read(&e, e.files[i].name, &text, &why)) {
 			fprintf(stderr, "== %s of %s (%s/%s)\n", what, j->name, e.dir, e.files[i].name);
 			(void)!cjc_write_all(2, text.data, text.len);
+			printed = true;
 		}
 		cjc_buf_release(&text);
 	}
 	cjc_entry_release(&e);
 	cjc_buf_release(&why);
+	return printed;
 }
 
 static bool kept_ptx(const char *name)
@@ -281,15 +344,121 @@ static bool kept_sass(const char *name)
 	return !strcmp(name, "sass.txt");
 }
 
-void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const char *key)
+static void print_output(const struct jit_job *j, const struct cjc_buf *data, const char *what,
+			 const char *from)
+{
+	fprintf(stderr, "== %s of %s (%s)\n", what, j->name, from);
+	(void)!cjc_write_all(2, data->data, data->len);
+}
+
+/* Why a miss kept nothing in the store. */
+static const char *unpublished_why(const struct jit_job *j)
+{
+	const struct cjc_jit *h = j->h;
+	if (h->cfg.disable)
+		return "disable is set";
+	if (atomic_load(&h->store_state) < 0)
+		return "the cache directory is unusable";
+	if (h->cfg.readonly)
+		return "readonly is set";
+	return "the entry was not published; the log says why";
+}
+
+static void print_ptx(struct jit_job *j, const struct cjc_buf *data, const char *key)
+{
+	bool ptx = j->req->format == CJC_JIT_PTX;
+	if (j->h->set.compiler == JIT_NVRTC && ptx)
+		print_output(j, data, "PTX", "NVRTC's output");
+	else if (j->h->set.compiler == JIT_NVRTC)
+		fprintf(stderr, "cjc jit: PTX of %s: not shown: NVRTC was asked for a %s, and "
+			"DUMP_PTX shows NVRTC's PTX for a ptx request\n", j->name, j->ext);
+	else if (!print_kept(j, key, kept_ptx, "PTX") && ptx)
+		print_output(j, data, "PTX", "nvcc's output");
+	else if (!key)
+		fprintf(stderr, "cjc jit: PTX of %s: not kept: %s\n", j->name, unpublished_why(j));
+}
+
+/* The SASS of the output as the toolkit's cuobjdump, else nvdisasm (which
+ * reads cubins only), lists it; or one line saying why there is none.  It
+ * reads a file, named for its kind, in a private directory of its own. */
+static void disassemble(struct jit_job *j, const struct cjc_buf *data)
+{
+	char real[PATH_MAX];
+	char *nvcc = cjc_find_program(j->h->set.text[JIT_NVCC_COMPILER]);
+	const char *beside = nvcc && realpath(nvcc, real) ? real : NULL;
+	char *tool = cjc_diagnostics_find_tool(beside, "cuobjdump");
+	bool nvdisasm = !tool && (tool = cjc_diagnostics_find_tool(beside, "nvdisasm"));
+	char *name = cjc_xasprintf("output.%s", j->ext), *output = NULL;
+	struct jit_workdir w = { 0 };
+	struct cjc_buf sass = CJC_BUF_INIT;
+	if (!tool) {
+		fprintf(stderr, "cjc jit: SASS of %s: none: neither cuobjdump nor nvdisasm is "
+			"installed (beside %s, or on PATH)\n", j->name, beside ? beside : "nvcc");
+		goto out;
+	}
+	if (nvdisasm && j->req->format != CJC_JIT_CUBIN) {
+		fprintf(stderr, "cjc jit: SASS of %s: none: cuobjdump is not installed, and nvdisasm "
+			"reads cubins, not a %s\n", j->name, j->ext);
+		goto out;
+	}
+	if (jit_workdir_make(j, &w) ||
+	    cjc_write_new_file_at(w.fd, name, data->data, data->len, 0600, false)) {
+		fprintf(stderr, "cjc jit: SASS of %s: none: cannot write the output for %s: %s\n",
+			j->name, tool, *cjc_jit_error(j->h) ? cjc_jit_error(j->h) : strerror(errno));
+		jit_clear_error(j->h); /* a listing that cannot be made fails no compile */
+		goto out;
+	}
+	output = cjc_path_join(w.path, name);
+	char *cuobjdump_argv[] = { tool, "-sass", output, NULL };
+	char *nvdisasm_argv[] = { tool, output, NULL };
+	if (cjc_run_capture(nvdisasm ? nvdisasm_argv : cuobjdump_argv, &sass))
+		fprintf(stderr, "cjc jit: SASS of %s: none: %s failed on it\n", j->name, tool);
+	else
+		print_output(j, &sass, "SASS", nvdisasm ? "nvdisasm" : "cuobjdump -sass");
+out:
+	jit_workdir_remove(&w);
+	cjc_buf_release(&sass);
+	free(output);
+	free(name);
+	free(tool);
+	free(nvcc);
+}
+
+static void print_sass(struct jit_job *j, const struct cjc_buf *data, const char *key)
+{
+	if (j->req->format == CJC_JIT_PTX)
+		fprintf(stderr, "cjc jit: SASS of %s: none: a ptx request has no SASS\n", j->name);
+	else if (!print_kept(j, key, kept_sass, "SASS"))
+		disassemble(j, data);
+}
+
+void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const struct cjc_buf *data,
+		    const char *key)
 {
 	const struct jit_settings *s = &j->h->set;
+	if (!key && j->cached && j->h->cfg.readonly)
+		jit_note(j->h, "%s: compiled, and not published: readonly is set", j->name);
 	if (s->flag[JIT_PTXAS_VERBOSE] && err->len)
 		(void)!cjc_write_all(2, err->data, err->len);
 	if (s->flag[JIT_DUMP_PTX])
-		print_kept(j, key, kept_ptx, "PTX");
+		print_ptx(j, data, key);
 	if (s->flag[JIT_DUMP_SASS])
-		print_kept(j, key, kept_sass, "SASS");
+		print_sass(j, data, key);
+}
+
+int jit_check_ptxas(struct jit_job *j, const char *log, size_t len)
+{
+	const struct jit_settings *s = &j->h->set;
+	if (!s->flag[JIT_CHECK_NO_SPILLS] && !s->flag[JIT_CHECK_NO_LOCAL_MEMORY])
+		return 0;
+	unsigned said = cjc_diagnostics_ptxas(log, len);
+	if (s->flag[JIT_CHECK_NO_SPILLS] && (said & CJC_PTXAS_SPILLS))
+		return jit_fail(j->h, "%s: ptxas reported spills and CHECK_NO_SPILLS is set", j->name);
+	/* spilled registers live in local memory */
+	if (s->flag[JIT_CHECK_NO_LOCAL_MEMORY] && said)
+		return jit_fail(j->h, "%s: ptxas reported local memory use and CHECK_NO_LOCAL_MEMORY "
+				"is set", j->name);
+	return 0;
 }
 
 /* Whether fd is a directory no other user can rename or replace anything
@@ -536,7 +705,7 @@ int cjc_jit_drop(cjc_jit *h, const char *key)
 	if (!key || strlen(key) != CJC_HEX_LEN || strspn(key, "0123456789abcdef") != CJC_HEX_LEN)
 		return jit_fail(h, "drop: %s is not an entry's key (64 hex digits)", key ? key : "NULL");
 	jit_memory_forget(h, key);
-	if (!h->have_store)
+	if (!jit_store_ready(h))
 		return 0;
 	if (h->cfg.readonly)
 		return jit_fail(h, "drop %s: readonly is set", key);

@@ -18,6 +18,7 @@
 #define CJC_JIT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -47,6 +48,8 @@ enum jit_setting {
 	JIT_WITH_LINEINFO,
 	JIT_CPP_STANDARD,
 	JIT_DEBUG,
+	JIT_DUMP_ASM,
+	JIT_CHECK_NO_LOCAL_MEMORY,
 	JIT_SETTING_COUNT
 };
 
@@ -65,6 +68,9 @@ int jit_settings_load(struct jit_settings *s, const char *prefix, const struct c
 		      struct cjc_buf *err);
 void jit_settings_release(struct jit_settings *s);
 int jit_setting_find(const char *name);
+/* The PREFIX_JIT_* and CJC_JIT_* variables in the environment that are not
+ * settings (a misspelt PREFIX_JIT_DUMP_PXT), each with a line saying so. */
+void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines);
 
 /* deps.c: remembered hashes of the files manifest records name, and
  * listings of the directories of the candidates that must stay absent, per
@@ -82,16 +88,23 @@ struct driver;
 struct nvrtc;
 struct jit_memory;
 
+/* Devices whose arch a handle remembers (driver.c); others are asked each time. */
+#define JIT_DEVICES 64
+
 struct cjc_jit {
 	struct jit_settings set;
 	struct cjc_config cfg;
+	/* The store, opened at the first call that needs it (jit_store_ready):
+	 * 0 not yet, 1 open in `store`, -1 unusable for the reason in store_why.
+	 * Set once, under the lock; read without it. */
+	atomic_int store_state;
 	struct cjc_store store;
-	bool have_store;
+	char *store_why;
 	pthread_key_t error_key;
 	pthread_mutex_t lock; /* guards what follows */
 	unsigned forks;       /* the fork generation the lock was made in (jit.c) */
 	struct jit_deps deps;
-	char arch[32];        /* the GPU's, once asked */
+	char device_arch[JIT_DEVICES][16]; /* per device ordinal, once asked ("" until then) */
 	struct driver *driver;
 	struct nvrtc *nvrtc;
 	char *nvrtc_error;    /* why NVRTC could not be loaded */
@@ -101,6 +114,14 @@ struct cjc_jit {
 /* The handle's lock, made anew in a child after fork() (jit.c). */
 void jit_lock(struct cjc_jit *h);
 void jit_unlock(struct cjc_jit *h);
+/* How many fork()s this process descends from, since the library was loaded. */
+unsigned jit_fork_generation(void);
+
+/* Opens the handle's store at the first call (cjc_jit_open touches nothing
+ * on disk) and says whether it is usable; thread-safe, and cheap after the
+ * first call.  It sets no error: an unusable store means compiling without
+ * it (docs/jit.md). */
+bool jit_store_ready(struct cjc_jit *h);
 
 /* Sets this thread's error on the handle; always returns -1. */
 int jit_fail(struct cjc_jit *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -141,6 +162,7 @@ struct jit_job {
 	char *source;              /* the source's path as keyed: JIT_KEYED_SOURCE_DIR/<name> */
 	json_t *meta;              /* metadata.json's "jit": name, source, extra_signature, hook */
 	struct cjc_jit_result *out;
+	bool cached;               /* jit_cacheable() said yes */
 };
 
 /* The entry's copy of the source (an artifact of every JIT entry). */
@@ -155,6 +177,14 @@ void jit_publish_request(const struct jit_job *j, struct cjc_publish *p,
 /* Runs the request's post-compile hook, if any, on data (replaced by what
  * the hook keeps); -1 (error set) when the hook fails. */
 int jit_run_hook(struct jit_job *j, struct cjc_buf *data);
+/* Whether a compile may use the store: not with `disable` set, nor when the
+ * store is unusable (jit_store_ready); when not, one note says why and the
+ * compile runs without the cache. */
+bool jit_cacheable(struct jit_job *j);
+/* Fails the compile (-1, error set) when the compiler's messages (a hit's
+ * replayed ones too) report what CHECK_NO_SPILLS or CHECK_NO_LOCAL_MEMORY
+ * forbid; else 0. */
+int jit_check_ptxas(struct jit_job *j, const char *log, size_t len);
 
 /* Where the key and metadata.json say the source is: a path that cannot
  * exist, for where the file really lies (below) must be no part of a key. */
@@ -187,9 +217,13 @@ int jit_workdir_make(struct jit_job *j, struct jit_workdir *w);
 void jit_workdir_remove(struct jit_workdir *w);
 /* Counts a hit or a miss in the store (stats.h). */
 void jit_count(struct jit_job *j, int counter, uint64_t saved_ms);
-/* The compiler's messages on a miss, as settings ask (PTXAS_VERBOSE, DUMP_*). */
-/* key: the published entry, whose kept files DUMP_PTX / DUMP_SASS print; or NULL. */
-void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const char *key);
+/* What a miss says, as settings ask: the compiler's messages (err:
+ * PTXAS_VERBOSE), the PTX and SASS (DUMP_PTX, DUMP_SASS: the published
+ * entry's, key, else from the output, data, where that can be), and a note
+ * when readonly kept it from the store.  key is NULL when nothing was
+ * published. */
+void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const struct cjc_buf *data,
+		    const char *key);
 
 int jit_nvcc_compile(struct jit_job *j);
 int jit_nvrtc_compile(struct jit_job *j);

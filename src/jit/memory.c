@@ -152,7 +152,7 @@ static void flush(struct cjc_jit *h, uint64_t hits, uint64_t saved_ms)
 	uint64_t delta[CJC_STAT_COUNT] = { 0 };
 	delta[CJC_STAT_HITS] = hits;
 	delta[CJC_STAT_SAVED_MS] = saved_ms;
-	if (hits && h->have_store && cjc_stats_add(&h->store, delta))
+	if (hits && jit_store_ready(h) && cjc_stats_add(&h->store, delta))
 		jit_note(h, "cannot update the counters: %s", strerror(errno));
 }
 

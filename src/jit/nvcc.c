@@ -9,8 +9,9 @@
  * nvcc with -MD, hashes what it read, records the include candidates that
  * must stay absent, and publishes an ordinary entry.  The settings' flags:
  * WITH_LINEINFO -lineinfo, CPP_STANDARD -std=, DEBUG -G, PTXAS_VERBOSE
- * -Xptxas=-v; DUMP_PTX, DUMP_SASS and CHECK_NO_SPILLS are cjc's keep_ptx,
- * keep_sass and check_spills (diagnostics.h), keyed the same way.
+ * -Xptxas=-v, CHECK_NO_SPILLS -Xptxas=-warn-spills, CHECK_NO_LOCAL_MEMORY
+ * -Xptxas=-warn-lmem-usage; DUMP_PTX and DUMP_SASS are cjc's keep_ptx and
+ * keep_sass (diagnostics.h), keyed the same way.
  *
  * The steps a miss shares with cjc's launcher are miss.h's: the start
  * time, and the record of what nvcc read.
@@ -97,6 +98,10 @@ static void build_command(struct nvcc_job *n)
 		cjc_strvec_push(a, "-G");
 	if (s->flag[JIT_PTXAS_VERBOSE])
 		cjc_strvec_push(a, "-Xptxas=-v");
+	if (s->flag[JIT_CHECK_NO_SPILLS])
+		cjc_strvec_push(a, "-Xptxas=-warn-spills");
+	if (s->flag[JIT_CHECK_NO_LOCAL_MEMORY])
+		cjc_strvec_push(a, "-Xptxas=-warn-lmem-usage");
 	for (size_t i = 0; i < n->j->req->noptions; i++)
 		if (n->j->req->options[i])
 			cjc_strvec_push(a, n->j->req->options[i]);
@@ -108,9 +113,8 @@ static void build_command(struct nvcc_job *n)
 static int prepare(struct nvcc_job *n)
 {
 	struct cjc_jit *h = n->h;
-	if (!h->have_store || h->cfg.disable)
-		return jit_note(h, "%s: compiling without the cache (%s)", n->j->name,
-				h->have_store ? "disable is set" : "the cache directory is unusable"), -1;
+	if (!jit_cacheable(n->j))
+		return -1;
 	if (!getcwd(n->cwd, sizeof n->cwd))
 		return jit_note(h, "cannot tell the working directory: %s", strerror(errno)), -1;
 	struct cjc_place where = { .cwd = n->cwd, .base_dir = h->cfg.base_dir };
@@ -127,9 +131,10 @@ static int prepare(struct nvcc_job *n)
 	if (rc)
 		return -1;
 	const struct jit_settings *s = &h->set;
+	/* CHECK_NO_* are words of the command (build_command), cached or not */
 	cjc_diagnostics_init(&n->diag, s->flag[JIT_DUMP_PTX],
-			     s->flag[JIT_DUMP_SASS] && n->c.kind != CJC_KIND_PTX,
-			     s->flag[JIT_CHECK_NO_SPILLS], n->nvcc.realpath);
+			     s->flag[JIT_DUMP_SASS] && n->c.kind != CJC_KIND_PTX, false,
+			     n->nvcc.realpath);
 	cjc_diagnostics_add_key(&n->diag, &n->c);
 	cjc_key_environment(&n->env);
 	jit_key_request(n->j, &n->c.key_args);
@@ -155,10 +160,7 @@ static char *artifact_name(const struct nvcc_job *n)
 
 static int spilled(struct nvcc_job *n, const struct cjc_buf *err)
 {
-	return n->diag.check_spills && cjc_diagnostics_spilled(err->data, err->len)
-		? jit_fail(n->h, "%s: ptxas reported spills or local memory use and CHECK_NO_SPILLS "
-			   "is set", n->j->name)
-		: 0;
+	return jit_check_ptxas(n->j, err->data, err->len);
 }
 
 /* The result's log: nvcc's stdout, then its stderr. */
@@ -503,7 +505,7 @@ static int compile_miss(struct nvcc_job *n)
 	}
 	if (n->cacheable)
 		jit_count(n->j, CJC_STAT_MISSES, 0);
-	jit_print_miss(n->j, &r.err, published ? rec.entry_key : NULL);
+	jit_print_miss(n->j, &r.err, &r.data, published ? rec.entry_key : NULL);
 	if (published)
 		memcpy(out->key, rec.entry_key, CJC_HEX_LEN + 1);
 	out->size = r.data.len;

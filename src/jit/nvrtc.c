@@ -17,8 +17,8 @@
  * code has an #include line, or whose options name an include directory
  * or a file to include (-I, --include-path, -include, --pre-include), is
  * not cached: it compiles every time, noted in the log, with an empty key.
- * NVRTC makes cubin and ptx; a fatbin request is an error.  DUMP_PTX and
- * DUMP_SASS apply to nvcc only.
+ * NVRTC makes cubin and ptx; a fatbin request is an error.  DUMP_PTX shows
+ * the output of a ptx request, DUMP_SASS the listing of a cubin (jit.c).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -105,6 +105,13 @@ static char *library_path(const struct cjc_jit *h)
 	return found;
 }
 
+/* Where NVRTC's identity is remembered: the store, unless the handle
+ * compiles without it (disable set, or the store unusable). */
+static const struct cjc_store *identity_store(struct cjc_jit *h)
+{
+	return !h->cfg.disable && jit_store_ready(h) ? &h->store : NULL;
+}
+
 /* Loads the library (path, or the loader's libnvrtc.so) and its functions. */
 static int load(struct nvrtc *n, const char *path, struct cjc_buf *why)
 {
@@ -136,7 +143,7 @@ static int identify_loaded(struct cjc_jit *h, struct nvrtc *n, const char *path,
 	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
 	char *files[] = { real, builtins };
 	size_t nfiles = access(builtins, F_OK) ? 1 : 2;
-	int rc = cjc_identity_library(h->have_store ? &h->store : NULL, "nvrtc",
+	int rc = cjc_identity_library(identity_store(h), "nvrtc",
 				      path ? path : info.dli_fname, version, files, nfiles, &n->id);
 	if (rc)
 		cjc_buf_addf(why, "cannot identify %s: %s", real, strerror(errno));
@@ -159,8 +166,8 @@ static struct nvrtc *nvrtc_of(struct cjc_jit *h)
 	struct cjc_buf why = CJC_BUF_INIT;
 	char *path = library_path(h);
 	n = cjc_xcalloc(1, sizeof *n);
-	if (!path || !h->have_store ||
-	    cjc_identity_library(&h->store, "nvrtc", path, NULL, NULL, 0, &n->id))
+	if (!path || !identity_store(h) ||
+	    cjc_identity_library(identity_store(h), "nvrtc", path, NULL, NULL, 0, &n->id))
 		(void)(load(n, path, &why) || identify_loaded(h, n, path, &why));
 	free(path);
 	if (why.len) {
@@ -253,7 +260,9 @@ static void build_options(const struct jit_job *j, struct cjc_strvec *o)
 	if (s->flag[JIT_PTXAS_VERBOSE])
 		cjc_strvec_push(o, "--ptxas-options=-v");
 	if (s->flag[JIT_CHECK_NO_SPILLS])
-		cjc_strvec_push(o, "--ptxas-options=-warn-spills,-warn-lmem-usage");
+		cjc_strvec_push(o, "--ptxas-options=-warn-spills");
+	if (s->flag[JIT_CHECK_NO_LOCAL_MEMORY])
+		cjc_strvec_push(o, "--ptxas-options=-warn-lmem-usage");
 	for (size_t i = 0; i < j->req->noptions; i++)
 		if (j->req->options[i])
 			cjc_strvec_push(o, j->req->options[i]);
@@ -427,14 +436,6 @@ static void publish(struct nvrtc_job *r)
 	free(name);
 }
 
-static int check_spills(struct jit_job *j, const char *log)
-{
-	return j->h->set.flag[JIT_CHECK_NO_SPILLS] && log && cjc_diagnostics_spilled(log, strlen(log))
-		? jit_fail(j->h, "%s: ptxas reported spills or local memory use and CHECK_NO_SPILLS "
-			   "is set", j->name)
-		: 0;
-}
-
 /* A hit from the handle's memory (memory.c): 1, served; 0: not there. */
 static int memory_hit(struct nvrtc_job *r)
 {
@@ -485,7 +486,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 		return -1;
 	build_options(j, &r.options);
 	const char *uncached = reads_files(j->req);
-	bool cached = h->have_store && !h->cfg.disable && !uncached;
+	bool cached = !uncached && jit_cacheable(j);
 	if (uncached)
 		jit_note(h, "%s: not cached: %s, and NVRTC does not say which files it read", j->name,
 			 uncached);
@@ -493,7 +494,9 @@ int jit_nvrtc_compile(struct jit_job *j)
 		entry_key(&r);
 	if (cached && memory_hit(&r)) {
 		cjc_strvec_clear(&r.options);
-		return check_spills(j, j->out->log);
+		cjc_manifest_record_release(&r.rec);
+		const char *log = j->out->log;
+		return jit_check_ptxas(j, log, log ? strlen(log) : 0);
 	}
 	int rc = 0;
 	if (cached && store_hit(&r)) {
@@ -510,13 +513,13 @@ int jit_nvrtc_compile(struct jit_job *j)
 		else
 			r.key[0] = '\0';
 		if (!rc)
-			jit_print_miss(j, &r.log, NULL);
+			jit_print_miss(j, &r.log, &r.data, r.key[0] ? r.key : NULL);
 	}
 	if (!rc && r.key[0])
 		jit_memory_put(h, r.key, r.key, NULL, r.data.data, r.data.len,
 			       r.log.len ? r.log.data : NULL, r.duration_ms);
 	if (!rc)
-		rc = check_spills(j, r.log.len ? r.log.data : NULL);
+		rc = jit_check_ptxas(j, r.log.data, r.log.len);
 	memcpy(j->out->key, r.key, CJC_HEX_LEN + 1);
 	j->out->size = r.data.len;
 	j->out->data = r.data.len ? cjc_buf_detach(&r.data) : NULL;

@@ -5,7 +5,10 @@
  * then the default.  An empty variable counts as unset; a set one, "0"
  * included, wins over every weaker source.  Unprefixed JIT_* variables are
  * never read.  A malformed value fails cjc_jit_open with a message naming
- * the variable.  docs/jit.md has the table for users.
+ * the variable; a PREFIX_JIT_* or CJC_JIT_* variable that no row reads (a
+ * misspelling) is named too, and ignored (jit_settings_unknown).  DUMP_ASM
+ * is DeepJIT's "both": it sets DUMP_PTX and DUMP_SASS.  docs/jit.md has the
+ * table for users.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +44,14 @@ static const struct row rows[JIT_SETTING_COUNT] = {
 	[JIT_WITH_LINEINFO] = { "WITH_LINEINFO", NULL, BOOL, NONE, "0" },
 	[JIT_CPP_STANDARD] = { "CPP_STANDARD", NULL, STD, NONE, "" },
 	[JIT_DEBUG] = { "DEBUG", NULL, BOOL, NONE, "0" },
+	[JIT_DUMP_ASM] = { "DUMP_ASM", NULL, BOOL, NONE, "0" },
+	/* cjc's check_spills fails on both (diagnostics.h) */
+	[JIT_CHECK_NO_LOCAL_MEMORY] = { "CHECK_NO_LOCAL_MEMORY", NULL, BOOL, CJC_CHECK_SPILLS, "0" },
 };
+
+/* CJC_JIT_* variables that are not settings but are ours: the Python
+ * package's (python/cudajitcache/_lib.py). */
+static const char *const other_globals[] = { "CJC_JIT_LIBRARY" };
 
 int jit_setting_find(const char *name)
 {
@@ -172,6 +182,21 @@ static int load_row(struct jit_settings *s, int i, const char *prefix,
 	return rc;
 }
 
+/* DUMP_ASM sets DUMP_PTX and DUMP_SASS, as if they were set where it was. */
+static void dump_asm(struct jit_settings *s)
+{
+	static const int both[] = { JIT_DUMP_PTX, JIT_DUMP_SASS };
+	for (size_t k = 0; s->flag[JIT_DUMP_ASM] && k < sizeof both / sizeof *both; k++) {
+		int i = both[k];
+		if (s->flag[i])
+			continue;
+		free(s->text[i]);
+		s->text[i] = cjc_xstrdup("1");
+		s->flag[i] = true;
+		s->origin[i] = s->origin[JIT_DUMP_ASM];
+	}
+}
+
 int jit_settings_load(struct jit_settings *s, const char *prefix, const struct cjc_config *cfg,
 		      struct cjc_buf *err)
 {
@@ -187,7 +212,81 @@ int jit_settings_load(struct jit_settings *s, const char *prefix, const struct c
 		s->text[JIT_NVCC_COMPILER] = default_nvcc();
 	}
 	s->compiler = !strcmp(s->text[JIT_COMPILER], "nvrtc") ? JIT_NVRTC : JIT_NVCC;
+	dump_asm(s);
 	return 0;
+}
+
+/* Levenshtein's distance between a and b, or 3 when it is more than 2 or
+ * either is long: a misspelling is one or two letters off. */
+static unsigned distance(const char *a, const char *b)
+{
+	enum { MAX = 64 };
+	size_t n = strlen(a), m = strlen(b);
+	if (n >= MAX || m >= MAX || (n > m ? n - m : m - n) > 2)
+		return 3;
+	unsigned row[MAX + 1];
+	for (size_t j = 0; j <= m; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= n; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= m; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[m] > 2 ? 3 : row[m];
+}
+
+/* Every name a setting is read from: PREFIX_JIT_<name> and the global one. */
+static void known_names(const char *prefix, struct cjc_strvec *known)
+{
+	for (int i = 0; i < JIT_SETTING_COUNT; i++) {
+		char *global = rows[i].global ? cjc_xstrdup(rows[i].global)
+					      : cjc_xasprintf("CJC_JIT_%s", rows[i].name);
+		cjc_strvec_push(known, global);
+		free(global);
+		if (prefix && *prefix) {
+			char *own = cjc_xasprintf("%s_JIT_%s", prefix, rows[i].name);
+			cjc_strvec_push(known, own);
+			free(own);
+		}
+	}
+	cjc_strvec_pushv(known, (char *const *)other_globals,
+			 sizeof other_globals / sizeof *other_globals);
+}
+
+void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines)
+{
+	extern char **environ;
+	char *own = prefix && *prefix ? cjc_xasprintf("%s_JIT_", prefix) : NULL;
+	struct cjc_strvec known = CJC_STRVEC_INIT;
+	known_names(prefix, &known);
+	for (char **e = environ; e && *e; e++) {
+		size_t len = strcspn(*e, "=");
+		char *name = cjc_xstrndup(*e, len);
+		if ((cjc_starts_with(name, "CJC_JIT_") || (own && cjc_starts_with(name, own))) &&
+		    !cjc_strvec_contains(&known, name)) {
+			const char *near = NULL;
+			for (size_t k = 0; k < known.n && !near; k++)
+				if (distance(name, known.v[k]) <= 2)
+					near = known.v[k];
+			char *line = cjc_xasprintf("%s is not a setting of the JIT library, and is "
+						   "ignored%s%s%s", name, near ? " (did you mean " : "",
+						   near ? near : "", near ? "?)" : "");
+			cjc_strvec_push(lines, line);
+			free(line);
+		}
+		free(name);
+	}
+	cjc_strvec_clear(&known);
+	free(own);
 }
 
 void jit_settings_release(struct jit_settings *s)

@@ -4,7 +4,7 @@
  *
  *     jit_cli [--prefix P] [--arch A] [--format cubin|fatbin|ptx] [--name N]
  *             [--out FILE] [--repeat N] [--setting NAME] [--between CMD]
- *             [--null-options N] [--fail-first 1] SOURCE [OPTION...]
+ *             [--null-options N] [--fail-first 1] [--device-arch D]... SOURCE [OPTION...]
  *
  * Prints "hit KEY" or "miss KEY" per compile (KEY "-" when not cached) on
  * stdout; --setting prints one effective setting instead; --repeat N compiles
@@ -13,13 +13,21 @@
  * handle, printing both results (what one handle remembers must not outlive
  * a change).  --null-options N sends options = NULL with noptions = N;
  * --fail-first 1 first makes a call that fails (a request without code).
+ * --device-arch D (repeatable, in order, after the open and before any
+ * compile): makes device D's primary context current for this thread
+ * ("none": no current context), or, for "fork", forks; then prints
+ * "D ARCH" from cjc_jit_device_arch() (the child of "fork" prints it and
+ * exits).  The last context stays current for the compile.  Without a
+ * SOURCE, only that is done.
  * After a success, an error left in cjc_jit_error() is a failure.
  * Exit 0, or 1 with the library's error on stderr (and the compiler's log).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cudajitcache/jit.h"
 
@@ -42,6 +50,38 @@ static char *slurp(const char *path)
 	return s;
 }
 
+/* --device-arch D: 0, or 1 with the library's error on stderr. */
+static int device_arch(cjc_jit *jit, const char *device)
+{
+	int (*retain)(void **, int) = (int (*)(void **, int))cjc_jit_driver_symbol(jit,
+		"cuDevicePrimaryCtxRetain");
+	int (*set_current)(void *) = (int (*)(void *))cjc_jit_driver_symbol(jit, "cuCtxSetCurrent");
+	void *ctx = NULL;
+	pid_t child = -1;
+	if (!strcmp(device, "fork"))
+		child = fork();
+	else if (!retain || !set_current)
+		return fprintf(stderr, "jit_cli: no driver: %s\n", cjc_jit_error(jit)), 1;
+	else if (strcmp(device, "none") && retain(&ctx, atoi(device)))
+		return fprintf(stderr, "jit_cli: cannot retain device %s's context\n", device), 1;
+	else if (set_current(ctx))
+		return fprintf(stderr, "jit_cli: cannot make device %s's context current\n", device), 1;
+	if (child > 0) {
+		int status = 0;
+		return waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	char arch[32];
+	int rc = cjc_jit_device_arch(jit, arch, sizeof arch);
+	if (rc)
+		fprintf(stderr, "jit_cli: %s\n", cjc_jit_error(jit));
+	else
+		printf("%s %s\n", device, arch);
+	fflush(stdout);
+	if (child == 0)
+		_exit(rc ? 1 : 0);
+	return rc ? 1 : 0;
+}
+
 static double now_ms(void)
 {
 	struct timespec t;
@@ -53,7 +93,8 @@ int main(int argc, char **argv)
 {
 	const char *prefix = NULL, *out = NULL, *setting = NULL, *between = NULL;
 	struct cjc_jit_request req = { .arch = "sm_80", .format = CJC_JIT_CUBIN };
-	int repeat = 1, i = 1, null_options = -1, fail_first = 0;
+	int repeat = 1, i = 1, null_options = -1, fail_first = 0, ndevices = 0;
+	const char *devices[16];
 	for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
 		const char *v = argv[i + 1];
 		if (!strcmp(argv[i], "--prefix"))
@@ -77,6 +118,8 @@ int main(int argc, char **argv)
 			null_options = atoi(v);
 		else if (!strcmp(argv[i], "--fail-first"))
 			fail_first = atoi(v);
+		else if (!strcmp(argv[i], "--device-arch") && ndevices < 16)
+			devices[ndevices++] = v;
 		else
 			return fprintf(stderr, "jit_cli: unknown option %s\n", argv[i]), 2;
 	}
@@ -87,6 +130,13 @@ int main(int argc, char **argv)
 	if (setting) {
 		const char *v = cjc_jit_setting(jit, setting);
 		printf("%s\n", v ? v : "(unknown)");
+		cjc_jit_close(jit);
+		return 0;
+	}
+	for (int d = 0; d < ndevices; d++)
+		if (device_arch(jit, devices[d]))
+			return cjc_jit_close(jit), 1;
+	if (i >= argc && ndevices) {
 		cjc_jit_close(jit);
 		return 0;
 	}

@@ -267,6 +267,11 @@ static void test_spill_detector(void)
 	CHECK(!spilled("    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"));
 	CHECK(!spilled("ptxas info    : Used 10 registers\nk.cu(3): warning: unused variable\n"));
 	CHECK(!spilled(""));
+	/* told apart, for the JIT's CHECK_NO_SPILLS and CHECK_NO_LOCAL_MEMORY */
+	const char *lmem = "ptxas warning : Local memory used for function 'f', size of stack frame: 16 bytes";
+	const char *spill = "    16 bytes stack frame, 4 bytes spill stores, 0 bytes spill loads";
+	CHECK(cjc_diagnostics_ptxas(lmem, strlen(lmem)) == CJC_PTXAS_LOCAL_MEMORY);
+	CHECK(cjc_diagnostics_ptxas(spill, strlen(spill)) == CJC_PTXAS_SPILLS);
 }
 
 /* Names past the cap are added up under "(other)"; --zero empties the file. */

@@ -14,15 +14,15 @@
 #include <unistd.h>
 
 /* Beside nvcc (the toolkit's own), else on PATH (nvcc may be a wrapper). */
-static char *find_cuobjdump(const char *nvcc_realpath)
+char *cjc_diagnostics_find_tool(const char *nvcc_realpath, const char *name)
 {
 	char *dir = nvcc_realpath ? cjc_dirname(nvcc_realpath) : NULL;
-	char *path = dir ? cjc_path_join(dir, "cuobjdump") : NULL;
+	char *path = dir ? cjc_path_join(dir, name) : NULL;
 	free(dir);
 	if (path && !access(path, X_OK))
 		return path;
 	free(path);
-	path = cjc_find_program("cuobjdump");
+	path = cjc_find_program(name);
 	if (path && access(path, X_OK)) {
 		free(path);
 		path = NULL;
@@ -36,7 +36,7 @@ void cjc_diagnostics_init(struct cjc_diagnostics *d, bool keep_ptx, bool keep_sa
 	d->keep_ptx = keep_ptx;
 	d->keep_sass = keep_sass;
 	d->check_spills = check_spills;
-	d->cuobjdump = keep_sass ? find_cuobjdump(nvcc_realpath) : NULL;
+	d->cuobjdump = keep_sass ? cjc_diagnostics_find_tool(nvcc_realpath, "cuobjdump") : NULL;
 }
 
 void cjc_diagnostics_from_json(struct cjc_diagnostics *d, json_t *o, const char *nvcc_realpath)
@@ -145,30 +145,40 @@ int cjc_diagnostics_stage(const struct cjc_diagnostics *d, const char *keep_dir,
 	return 0;
 }
 
-/* A ptxas warning from -warn-spills / -warn-lmem-usage, or a -v line with spills. */
-static bool spill_line(const char *line, size_t n)
+/* What one line of nvcc's stderr reports: a ptxas warning from
+ * -warn-spills or -warn-lmem-usage, or a -v line with spills. */
+static unsigned ptxas_line(const char *line, size_t n)
 {
 	char *s = cjc_xstrndup(line, n);
 	unsigned long stores = 0, loads = 0;
 	const char *v = strstr(s, "bytes spill stores");
-	bool yes = (strstr(s, "ptxas warning") &&
-		    (strstr(s, "spilled") || strstr(s, "Local memory used"))) ||
-		   (v && sscanf(s, "%*[^,], %lu bytes spill stores, %lu bytes spill loads",
-				&stores, &loads) == 2 && (stores || loads));
+	bool warning = strstr(s, "ptxas warning");
+	unsigned said = 0;
+	if ((warning && strstr(s, "spilled")) ||
+	    (v && sscanf(s, "%*[^,], %lu bytes spill stores, %lu bytes spill loads", &stores,
+			 &loads) == 2 && (stores || loads)))
+		said |= CJC_PTXAS_SPILLS;
+	if (warning && strstr(s, "Local memory used"))
+		said |= CJC_PTXAS_LOCAL_MEMORY;
 	free(s);
-	return yes;
+	return said;
+}
+
+unsigned cjc_diagnostics_ptxas(const char *err, size_t len)
+{
+	unsigned said = 0;
+	for (const char *p = err, *end = err + len; err && p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t n = eol ? (size_t)(eol - p) : (size_t)(end - p);
+		said |= ptxas_line(p, n);
+		p += n + 1;
+	}
+	return said;
 }
 
 bool cjc_diagnostics_spilled(const char *err, size_t len)
 {
-	for (const char *p = err, *end = err + len; err && p < end;) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t n = eol ? (size_t)(eol - p) : (size_t)(end - p);
-		if (spill_line(p, n))
-			return true;
-		p += n + 1;
-	}
-	return false;
+	return cjc_diagnostics_ptxas(err, len) != 0;
 }
 
 void cjc_diagnostics_print_command(char *const *argv)

@@ -54,6 +54,12 @@ int cjc_diagnostics_stage(const struct cjc_diagnostics *d, const char *keep_dir,
 			  struct cjc_buf *why);
 /* Whether nvcc's stderr reports spills or local memory use. */
 bool cjc_diagnostics_spilled(const char *err, size_t len);
+/* Which of them it reports (the JIT checks them apart): bits of these. */
+enum { CJC_PTXAS_SPILLS = 1, CJC_PTXAS_LOCAL_MEMORY = 2 };
+unsigned cjc_diagnostics_ptxas(const char *err, size_t len);
+/* A program of the toolkit (cuobjdump, nvdisasm) beside nvcc, else on PATH;
+ * NULL when neither has it. */
+char *cjc_diagnostics_find_tool(const char *nvcc_realpath, const char *name);
 /* Prints "Running command: ..." on stderr. */
 void cjc_diagnostics_print_command(char *const *argv);
 

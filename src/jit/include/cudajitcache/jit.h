@@ -78,7 +78,8 @@ struct cjc_jit_request {
 	const char *code;            /* the CUDA C++ source */
 	const char *const *options;  /* nvcc options, e.g. "-std=c++17", "-DTILE=64", "-I/path" */
 	size_t noptions;
-	const char *arch;            /* e.g. "sm_90a"; NULL: the calling thread's device's */
+	const char *arch;            /* e.g. "sm_90a"; NULL: the calling thread's device's
+					(cjc_jit_device_arch) */
 	enum cjc_jit_format format;
 	/* Since 0.2; zero them (a zero-initialised request) when unused. */
 	const char *extra_signature; /* NULL, or text the output depends on that the
@@ -103,13 +104,21 @@ struct cjc_jit_result {
  * (PREFIX_JIT_CACHE_DIR, PREFIX_JIT_NVCC_COMPILER,
  * PREFIX_JIT_PRINT_COMPILER_COMMAND, ...), then CJC_JIT_*, then the cjc
  * settings (docs/settings.md); prefix may be NULL.  Unprefixed JIT_*
- * variables are ignored.  The table is in docs/jit.md.  Returns NULL on
- * failure (a malformed value: the message names the variable), with the
- * reason in err.
+ * variables are ignored; a PREFIX_JIT_* or CJC_JIT_* variable that is not a
+ * setting is named on stderr and in the log, once.  The table is in
+ * docs/jit.md.  Returns NULL on failure (a malformed value: the message
+ * names the variable), with the reason in err.
+ *
+ * It reads the settings and nothing else: the store is opened (or made) by
+ * the first compile or cjc_jit_drop, NVRTC is loaded by the first NVRTC
+ * compile, and the driver by the first call that needs it.
  */
 cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen);
 
-/* 0 on success (hit or compiled); -1 with cjc_jit_error() set otherwise. */
+/* 0 on success (hit or compiled); -1 with cjc_jit_error() set otherwise.
+ * The store is never a reason to fail: when it is unusable, read-only or
+ * disabled, the compiler runs and its output is returned uncached (an
+ * empty key), with a line in the log saying why. */
 int cjc_jit_compile(cjc_jit *jit, const struct cjc_jit_request *req,
 		    struct cjc_jit_result *out);
 
@@ -127,10 +136,12 @@ void cjc_jit_close(cjc_jit *jit);
  * ("CACHE_DIR", "COMPILER", ...), as text; NULL for an unknown name. */
 const char *cjc_jit_setting(const cjc_jit *jit, const char *name);
 
-/* The architecture of the first visible GPU ("sm_90", or "sm_90a" for a
- * Hopper or Blackwell part, whose arch-specific features JIT kernels use),
- * asked of the driver (libcuda.so.1, loaded with dlopen) once per handle.
- * 0, or -1 when there is no driver or no GPU. */
+/* The architecture ("sm_80", or "sm_90a" for a Hopper or Blackwell part,
+ * whose arch-specific features JIT kernels use) of the device of the
+ * calling thread's current CUDA context, or of device 0 when the thread has
+ * none; asked of the driver (libcuda.so.1, loaded with dlopen) once per
+ * device.  A request with arch = NULL compiles for it.  0, or -1 when there
+ * is no driver or no GPU. */
 int cjc_jit_device_arch(cjc_jit *jit, char *arch, size_t len);
 
 /*
