@@ -193,8 +193,9 @@ class Jit:
         return value.decode(errors="replace")
 
     def device_arch(self):
-        """The first visible GPU's architecture ("sm_80", "sm_90a"), asked of
-        the driver; CacheError when there is no driver or no GPU."""
+        """The architecture ("sm_80", "sm_90a") of the calling thread's
+        device (its current CUDA context's, else device 0's), asked of the
+        driver once per device; CacheError when there is no driver or no GPU."""
         buf = ctypes.create_string_buffer(32)
         if self._lib.cjc_jit_device_arch(self._live(), buf, len(buf)):
             raise CacheError(self._error())
