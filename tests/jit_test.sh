@@ -109,20 +109,26 @@ WRAP
 
 # The miss works in a directory of its own under TMPDIR (0700, the caller's,
 # gone when the call returns), not in the store; where that was is in no
-# key, so a copy of the store hits.
+# key, so a copy of the store hits, and so does one moved (a CI cache
+# restored at another path) and one reached through a symbolic link.
 testAHitSkipsTheCompileAndReturnsNvccsCubin() {
 	write_kernel
 	make_spy_nvcc
 	mkdir "$TEST_DIR/tmp"
-	local spy=$TEST_DIR/bin/nvcc-spy first second copied mode owner private source
+	local spy=$TEST_DIR/bin/nvcc-spy first second copied moved linked mode owner private source
 	first=$(JIT_NVCC=$spy TMPDIR=$TEST_DIR/tmp jit --out a.cubin kernel.cu -I"$PWD/inc") || fail "miss"
 	second=$(JIT_NVCC=$spy jit --out b.cubin kernel.cu -I"$PWD/inc") || fail "hit"
 	cp -a "$CJC_DIR" "$TEST_DIR/copy"
 	copied=$(JIT_NVCC=$spy CJC_DIR=$TEST_DIR/copy jit --out c.cubin kernel.cu -I"$PWD/inc") ||
 		fail "copy"
+	mv "$TEST_DIR/copy" "$TEST_DIR/moved" && ln -s "$TEST_DIR/moved" "$TEST_DIR/link"
+	moved=$(JIT_NVCC=$spy CJC_DIR=$TEST_DIR/moved jit kernel.cu -I"$PWD/inc") || fail "moved"
+	linked=$(JIT_NVCC=$spy CJC_DIR=$TEST_DIR/link jit kernel.cu -I"$PWD/inc") || fail "linked"
 	assertEquals "miss ${first#miss }" "$first"
 	assertEquals "hit ${first#miss }" "$second"
 	assertEquals "a copy of the store hits" "hit ${first#miss }" "$copied"
+	assertEquals "so does the copy moved" "hit ${first#miss }" "$moved"
+	assertEquals "and through a link" "hit ${first#miss }" "$linked"
 	expect_nvcc_runs 1
 	read -r mode owner private <"$TEST_DIR/spy"
 	source=$(sed -n 's/^source //p' "$TEST_DIR/spy")
