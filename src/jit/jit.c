@@ -159,6 +159,7 @@ cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
 		return NULL;
 	}
 	cjc_buf_release(&why);
+	h->prefix = prefix ? cjc_xstrdup(prefix) : NULL; /* for the journal (journal.c) */
 	cjc_log_setup(h->cfg.log, h->cfg.debug); /* for the store's own lines: remote.h, ... */
 	pthread_key_create(&h->error_key, free);
 	pthread_mutex_init(&h->lock, NULL);
@@ -192,6 +193,7 @@ void cjc_jit_close(cjc_jit *h)
 		cjc_store_close(&h->store);
 	jit_settings_release(&h->set);
 	cjc_config_release(&h->cfg);
+	free(h->prefix);
 	free(h);
 }
 
@@ -406,15 +408,6 @@ void jit_workdir_remove(struct jit_workdir *w)
 	memset(w, 0, sizeof *w);
 }
 
-/* A name nvcc takes as a CUDA source and that is safe as a file name. */
-static bool name_ok(const char *name)
-{
-	size_t n = strlen(name);
-	return n && n <= 128 && name[0] != '.' &&
-	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+") == n &&
-	       cjc_ends_with(name, ".cu");
-}
-
 static void name_source(struct jit_job *j)
 {
 	const struct cjc_jit_request *req = j->req;
@@ -489,7 +482,7 @@ int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_ji
 	if (req->noptions && !req->options)
 		return jit_fail(h, "the request has noptions = %zu but options = NULL: give the "
 			       "options, or noptions = 0", req->noptions);
-	if (!name_ok(j.name))
+	if (!cjc_jit_name_ok(j.name))
 		return jit_fail(h, "name %s: expected a file name ending in .cu, of letters, digits "
 			       "and ._-+", j.name);
 	if ((unsigned)req->format > CJC_JIT_PTX)
