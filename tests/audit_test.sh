@@ -324,6 +324,54 @@ testKilledAuditsScratchIsRemovedByTheNextAudit() {
 	assertEquals "removes the dead audit's scratch, not a live one's" "$live" "$(ls "$TEST_DIR/tmp")"
 }
 
+# A JIT entry holds its code (source.cu): the audit rebuilds it from the
+# entry alone, the request's file gone.  nvcc's warning names the source
+# where each compile ran, the JIT's private copy and the audit's: both are
+# dropped.  NVRTC's cubin and ptx come from NVRTC loaded in the audit.  An
+# NVRTC ptx edited, with its metadata to match, differs.
+testJitEntriesRebuildFromTheEntryAlone() {
+	have_nvrtc || startSkipping
+	printf 'extern "C" __global__ void jk(float *a) { int unused = 3; a[threadIdx.x] = 2.0f; }\n' >jk.cu
+	jit jk.cu >/dev/null 2>&1 || fail "nvcc"
+	CJC_JIT_COMPILER=nvrtc jit jk.cu >/dev/null 2>&1 || fail "NVRTC, cubin"
+	CJC_JIT_COMPILER=nvrtc jit --format ptx jk.cu >/dev/null 2>&1 || fail "NVRTC, ptx"
+	rm jk.cu
+	"$CJC" audit all >audit.txt
+	assertEquals "exit status: $(cat audit.txt)" 0 $?
+	assertEquals "three reproducible" 3 "$(grep -c '^reproducible .* /dev/null/jit/kernel.cu (.*, target jit)' audit.txt)"
+	assertEquals "cubins identical" 2 "$(grep -c 'compared: output.cubin: [0-9]* bytes identical' audit.txt)"
+	assertTrue "ptx identical" "grep -q 'compared: output.ptx: [0-9]* bytes identical' audit.txt"
+	assertEquals "each warning compared" 3 "$(grep -c 'compared: stderr: [0-9]* bytes identical' audit.txt)"
+	assertTrue "nvcc's paths normalised" "grep -q \"normalised: the source's directory\" audit.txt"
+	expect_nvcc_runs 2
+	local entry
+	entry=$(entry_of ptx)
+	{ cat "$entry/output.ptx"; echo '// edited'; } >evil.ptx
+	replace_artifact "$entry" output.ptx evil.ptx
+	"$CJC" audit "$(basename "$entry")" >audit.txt
+	assertEquals "a tampered ptx" 1 $?
+	assertTrue "differs: $(cat audit.txt)" "grep -q '^differs' audit.txt"
+	assertTrue "names it" "grep -q 'differences: output.ptx differs (stored sha256' audit.txt"
+}
+
+# What the entry does not hold is not rebuilt, and nothing runs or loads: a
+# post-compile hook's code; an NVRTC another user could have replaced.
+testJitEntriesWithoutWhatTheyNeedCannotRebuild() {
+	have_nvrtc || startSkipping
+	printf 'extern "C" __global__ void one(float *a) { a[0] = 1.0f; }\n' >one.cu
+	CJC_JIT_COMPILER=nvrtc jit one.cu >/dev/null || fail "NVRTC"
+	local entry
+	entry=$(entry_of cubin)
+	cp "$entry/metadata.json" made.json
+	edit_metadata "$entry" '.jit.hook = "strip-debug-1"'
+	expect_cannot_rebuild 'made with the post-compile hook strip-debug-1, whose code the entry does not hold'
+	cp made.json "$entry/metadata.json"
+	mkdir -m 777 "$TEST_DIR/shared"
+	touch "$TEST_DIR/shared/libnvrtc.so.13"
+	edit_metadata "$entry" '.compiler.realpath = $p' --arg p "$TEST_DIR/shared/libnvrtc.so.13"
+	expect_cannot_rebuild "the recorded NVRTC $TEST_DIR/shared/libnvrtc.so.13 is not trusted: $TEST_DIR/shared is writable by others"
+}
+
 testBadUsage() {
 	"$CJC" audit 2>err.txt
 	assertEquals "no argument" 2 $?

@@ -27,6 +27,12 @@ grep -q 'CJC_SANITIZE:BOOL=ON' "${CJC_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2
 unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE CJC_UMASK CJC_BASE_DIR
 unset CJC_PRINT_COMMANDS CJC_KEEP_PTX CJC_KEEP_SASS CJC_CHECK_SPILLS
 unset NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS NVCC_CCBIN CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
+unset CJC_JIT_NVCC CJC_JIT_COMPILER CJC_JIT_CACHE_DIR CJC_JIT_DEBUG CJC_JIT_WITH_LINEINFO
+unset CJC_JIT_CPP_STANDARD CJC_JIT_PRINT_COMPILER_COMMAND CJC_JIT_PTXAS_VERBOSE
+unset CJC_JIT_CHECK_NO_SPILLS CJC_JIT_DUMP_PTX CJC_JIT_DUMP_SASS CJC_JIT_PRINT_LOAD_TIME
+unset CJC_JIT_DUMP_ASM CJC_JIT_CHECK_NO_LOCAL_MEMORY
+# the JIT drivers' paths are not settings: the library would warn of them
+export -n CJC_JIT_CLI CJC_JIT_THREADS
 
 # make_nvcc_wrapper PATH [VERSION-SUFFIX]: an nvcc that logs and execs the real one.
 make_nvcc_wrapper() {
@@ -102,6 +108,22 @@ cjc_nvcc() {
 nvcc_compiles() {
 	[ -f "$NVCC_LOG" ] || { echo 0; return; }
 	grep -vc -- '--version' "$NVCC_LOG" || true
+}
+
+# jit ARGS...: the JIT library's test driver (tests/jit/jit_cli.c; ctest sets
+# CJC_JIT_CLI for the suites that use it) with the counting nvcc, or
+# $JIT_NVCC; prints "hit KEY" or "miss KEY".
+jit() {
+	CJC_JIT_NVCC=${JIT_NVCC:-$NVCC} "${CJC_JIT_CLI:?set CJC_JIT_CLI to build/tests/jit_cli}" \
+		--arch "$ARCH" "$@"
+}
+
+# NVRTC beside nvcc's toolkit or on the loader's path (the NVRTC cases need it).
+have_nvrtc() {
+	local root
+	root=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")
+	ls "$root"/lib64/libnvrtc.so "$root"/lib/libnvrtc.so >/dev/null 2>&1 ||
+		ldconfig -p | grep -q 'libnvrtc\.so '
 }
 
 # expect_why PATH TEXT: the first line of `cjc why PATH` contains TEXT.

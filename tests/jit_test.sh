@@ -13,19 +13,8 @@
 . "$(dirname "$0")/helpers.sh"
 : "${CJC_JIT_CLI:?set CJC_JIT_CLI to build/tests/jit_cli}"
 : "${CJC_JIT_THREADS:?set CJC_JIT_THREADS to build/tests/jit_threads_test}"
-unset CJC_JIT_NVCC CJC_JIT_COMPILER CJC_JIT_CACHE_DIR CJC_JIT_DEBUG CJC_JIT_WITH_LINEINFO
-unset CJC_JIT_CPP_STANDARD CJC_JIT_PRINT_COMPILER_COMMAND CJC_JIT_PTXAS_VERBOSE
-unset CJC_JIT_CHECK_NO_SPILLS CJC_JIT_DUMP_PTX CJC_JIT_DUMP_SASS CJC_JIT_PRINT_LOAD_TIME
-unset CJC_JIT_DUMP_ASM CJC_JIT_CHECK_NO_LOCAL_MEMORY
-# the drivers' paths are not settings: the library would warn of them
-export -n CJC_JIT_CLI CJC_JIT_THREADS
 REF_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-jitref.XXXXXX") || exit 1
 oneTimeTearDown() { rm -rf "$REF_DIR"; }
-
-# jit ARGS...: jit_cli with the counting nvcc; prints "hit KEY" or "miss KEY".
-jit() {
-	CJC_JIT_NVCC=${JIT_NVCC:-$NVCC} "$CJC_JIT_CLI" --arch "$ARCH" "$@"
-}
 
 write_kernel() {
 	cat >kernel.cu <<'SRC'
@@ -39,14 +28,6 @@ extern "C" __global__ void scale(float *a, int n)
 SRC
 	mkdir -p inc
 	echo '#define FACTOR 2.0f' >inc/tile.h
-}
-
-# NVRTC beside nvcc's toolkit or on the loader's path (the NVRTC cases need it).
-have_nvrtc() {
-	local root
-	root=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")
-	ls "$root"/lib64/libnvrtc.so "$root"/lib/libnvrtc.so >/dev/null 2>&1 ||
-		ldconfig -p | grep -q 'libnvrtc\.so '
 }
 
 # A kernel without includes, which NVRTC caches too.

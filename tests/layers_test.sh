@@ -71,12 +71,12 @@ testTheCheckCatchesEachBreak() {
 	cp -r "$CJC_SOURCE_DIR/src/lib" "$CJC_SOURCE_DIR/src/tool" "$CJC_SOURCE_DIR/src/jit" copy/src/
 	echo '#include "compile/config.h"' >>copy/src/lib/base/fs.c
 	echo '#include "util.h"' >>copy/src/lib/keys/key.c
-	echo '#include "why.h"' >>copy/src/jit/jit.c
+	echo '#include "audit.h"' >>copy/src/jit/jit.c
 	out=$(check_tree copy)
 	assertFalse "the check fails" $?
 	assertContains "$out" "base/fs.c: includes compile/config.h, of a higher layer (compile above base)"
 	assertContains "$out" "keys/key.c: includes \"util.h\" by its bare name (it is src/lib/base/util.h)"
-	assertContains "$out" "jit/jit.c: includes \"why.h\" by its bare name (it is src/tool/why.h)"
+	assertContains "$out" "jit/jit.c: includes \"audit.h\" by its bare name (it is src/tool/audit.h)"
 	assertEquals "three breaks, nothing else" 3 "$(echo "$out" | wc -l)"
 }
 

@@ -125,6 +125,42 @@ testReadonlyMissesAreExplainedToo() {
 	assertTrue "not published" "grep -q 'not published: readonly is set' why.txt"
 }
 
+# expect_why_jit [PREFIX]:NAME TEXT: the first line of `cjc why --jit` contains TEXT.
+expect_why_jit() {
+	local said
+	said=$("$CJC" why --jit "$1" | head -1)
+	assertContains "cjc why --jit $1: $said" "$said" "$2"
+}
+
+# The JIT library writes the journal as cjc does, naming its prefix and the
+# request: a hit, a miss whose code changed (compared with the same
+# library's earlier entry), an uncacheable NVRTC compile, a failed one.
+testJitCompilesAreExplained() {
+	printf 'extern "C" __global__ void one(float *a) { a[0] = 1.0f; }\n' >one.cu
+	jit --prefix LIB --name one.cu one.cu >/dev/null || fail "miss"
+	jit --prefix LIB --name one.cu one.cu >/dev/null || fail "hit"
+	expect_why_jit LIB:one.cu "hit: served from entry"
+	"$CJC" why --jit one.cu >why.txt
+	assertTrue "names the library: $(cat why.txt)" \
+		"grep -q 'compiled one.cu by the JIT library (prefix LIB, nvcc) at ' why.txt"
+	have_nvrtc || startSkipping
+	CJC_JIT_COMPILER=nvrtc jit --name one.cu one.cu -DA=1 >/dev/null || fail "NVRTC"
+	sed -i 's/1.0f/2.0f/' one.cu
+	CJC_JIT_COMPILER=nvrtc jit --name one.cu one.cu -DA=1 >/dev/null || fail "NVRTC again"
+	expect_why_jit :one.cu "miss: the code of one.cu changed"
+	assertTrue "NVRTC ran" "'$CJC' why --jit :one.cu | grep -q 'NVRTC ran'"
+	expect_why_jit LIB:one.cu "hit: served from entry"
+	printf '#include "nowhere.h"\n' >inc.cu
+	CJC_JIT_COMPILER=nvrtc jit --name inc.cu inc.cu >/dev/null 2>&1
+	expect_why_jit inc.cu "uncacheable: the code has an #include"
+	echo 'not C++' >bad.cu
+	CJC_JIT_COMPILER=nvrtc jit --name bad.cu bad.cu >/dev/null 2>&1
+	expect_why_jit bad.cu "failed: bad.cu: NVRTC failed"
+	"$CJC" why --jit none.cu 2>err.txt
+	assertEquals "none recorded" 1 $?
+	assertTrue "says so" "grep -q 'no JIT compile of none.cu is recorded' err.txt"
+}
+
 testARecordAppendedByAnotherMemberIsNotTrusted() {
 	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	local ns forged

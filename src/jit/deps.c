@@ -135,7 +135,7 @@ void jit_deps_save(struct cjc_jit *h)
 	struct cjc_buf records = CJC_BUF_INIT;
 	uint32_t count = 0;
 	jit_lock(h);
-	bool save = h->deps.dirty && atomic_load(&h->store_state) > 0 && !h->cfg.readonly;
+	bool save = h->deps.dirty && jit_store_open(h) && !h->cfg.readonly;
 	for (size_t b = 0; save && h->deps.buckets && b < BUCKETS; b++)
 		for (struct dep_memo *m = h->deps.buckets[b]; m; m = m->next, count++) {
 			cjc_buf_add_str(&records, m->path);

@@ -183,6 +183,7 @@ cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
 		return NULL;
 	}
 	cjc_buf_release(&why);
+	h->prefix = prefix ? cjc_xstrdup(prefix) : NULL; /* for the journal (journal.c) */
 	cjc_log_setup(h->cfg.log, h->cfg.debug); /* for the store's own lines: remote.h, ... */
 	pthread_key_create(&h->error_key, free);
 	pthread_mutex_init(&h->lock, NULL);
@@ -248,11 +249,12 @@ void cjc_jit_close(cjc_jit *h)
 	jit_driver_release(h->driver);
 	jit_nvrtc_release(h->nvrtc);
 	free(h->nvrtc_error);
-	if (atomic_load(&h->store_state) > 0)
+	if (jit_store_open(h))
 		cjc_store_close(&h->store);
 	free(h->store_why);
 	jit_settings_release(&h->set);
 	cjc_config_release(&h->cfg);
+	free(h->prefix);
 	free(h);
 }
 
@@ -267,7 +269,7 @@ void cjc_jit_result_free(struct cjc_jit_result *res)
 
 void jit_count(struct jit_job *j, int counter, uint64_t saved_ms)
 {
-	if (atomic_load(&j->h->store_state) > 0 &&
+	if (jit_store_open(j->h) &&
 	    cjc_stats_bump(&j->h->store, (enum cjc_counter)counter, saved_ms))
 		jit_note(j->h, "cannot update the counters: %s", strerror(errno));
 }
@@ -576,15 +578,6 @@ void jit_workdir_remove(struct jit_workdir *w)
 	memset(w, 0, sizeof *w);
 }
 
-/* A name nvcc takes as a CUDA source and that is safe as a file name. */
-static bool name_ok(const char *name)
-{
-	size_t n = strlen(name);
-	return n && n <= 128 && name[0] != '.' &&
-	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+") == n &&
-	       cjc_ends_with(name, ".cu");
-}
-
 static void name_source(struct jit_job *j)
 {
 	const struct cjc_jit_request *req = j->req;
@@ -659,7 +652,7 @@ int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_ji
 	if (req->noptions && !req->options)
 		return jit_fail(h, "the request has noptions = %zu but options = NULL: give the "
 			       "options, or noptions = 0", req->noptions);
-	if (!name_ok(j.name))
+	if (!cjc_jit_name_ok(j.name))
 		return jit_fail(h, "name %s: expected a file name ending in .cu, of letters, digits "
 			       "and ._-+", j.name);
 	if ((unsigned)req->format > CJC_JIT_PTX)

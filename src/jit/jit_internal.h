@@ -8,6 +8,7 @@
  *   nvcc.c      a compile with nvcc, keyed and published as `cjc` does it
  *   deps.c      whether a manifest record's files are unchanged, per handle
  *   nvrtc.c     a compile with NVRTC (dlopen), keyed by its library and version
+ *   journal.c   the cjc journal's records of compiles, for `cjc why --jit`
  *   driver.c    the CUDA driver (dlopen): the GPU's arch, loading modules
  *
  * Functions return 0 or -1 and set the handle's error (jit_fail) unless a
@@ -30,6 +31,9 @@
 #include "remote/remote.h"
 #include "cudajitcache/jit.h"
 #include "keys/manifest.h"
+#include "keys/metadata.h"
+#include "keys/nvcc_args.h"
+#include "store/identity.h"
 #include "store/store.h"
 
 /* The settings (settings.c): one row each, PREFIX_JIT_<name> beats the
@@ -92,6 +96,7 @@ struct jit_memory;
 #define JIT_DEVICES 64
 
 struct cjc_jit {
+	char *prefix;         /* cjc_jit_open's, or NULL */
 	struct jit_settings set;
 	struct cjc_config cfg;
 	/* The store, opened at the first call that needs it (jit_store_ready):
@@ -121,6 +126,11 @@ unsigned jit_fork_generation(void);
  * on disk) and says whether it is usable; thread-safe, and cheap after the
  * first call.  It sets no error: an unusable store means compiling without
  * it (docs/jit.md). */
+/* Whether the store is open already (jit_store_ready said yes before). */
+static inline bool jit_store_open(const struct cjc_jit *h)
+{
+	return atomic_load(&((struct cjc_jit *)h)->store_state) > 0;
+}
 bool jit_store_ready(struct cjc_jit *h);
 
 /* Sets this thread's error on the handle; always returns -1. */
@@ -151,6 +161,19 @@ void jit_keep_within_limit(struct cjc_jit *h, const char *key, uint64_t bytes);
  * tried again at the next miss; NULL when there are none or readonly is set. */
 struct cjc_remotes *jit_remote_open(struct cjc_jit *h);
 
+/* What went into a compile's key, for its journal record (journal.c): set
+ * once the compile is looked up in the store; borrowed from the compiler's
+ * job, which outlives every record. */
+struct jit_why {
+	bool set;
+	const struct cjc_compile *c; /* nvcc */
+	const char *cwd;
+	const struct cjc_identity *nvcc, *host;
+	const struct cjc_strvec *env;
+	const struct cjc_strvec *options; /* NVRTC */
+	struct cjc_identity library;      /* NVRTC: its strings borrowed */
+};
+
 /* What one compile works with, whichever the compiler. */
 struct jit_job {
 	struct cjc_jit *h;
@@ -163,10 +186,11 @@ struct jit_job {
 	json_t *meta;              /* metadata.json's "jit": name, source, extra_signature, hook */
 	struct cjc_jit_result *out;
 	bool cached;               /* jit_cacheable() said yes */
+	struct jit_why why;
 };
 
 /* The entry's copy of the source (an artifact of every JIT entry). */
-#define JIT_SOURCE_FILE "source.cu"
+#define JIT_SOURCE_FILE CJC_JIT_SOURCE_FILE
 
 /* The request's own key words (extra_signature, the hook's identity), after
  * the compiler's: args gets "jit:extra_signature=..." and "jit:hook=...". */
@@ -188,7 +212,7 @@ int jit_check_ptxas(struct jit_job *j, const char *log, size_t len);
 
 /* Where the key and metadata.json say the source is: a path that cannot
  * exist, for where the file really lies (below) must be no part of a key. */
-#define JIT_KEYED_SOURCE_DIR "/dev/null/jit"
+#define JIT_KEYED_SOURCE_DIR CJC_JIT_SOURCE_DIR
 
 /* The largest output read back from the compiler. */
 #define JIT_OUTPUT_MAX ((size_t)1 << 30)
@@ -261,6 +285,34 @@ void jit_memory_put(struct cjc_jit *h, const char *lookup, const char *key,
 void jit_memory_forget(struct cjc_jit *h, const char *key);
 /* At close: the pending counts to the store, and every item freed. */
 void jit_memory_release_all(struct cjc_jit *h);
+
+/*
+ * journal.c: a record in the cjc journal (store/journal.h; fields in
+ * compile/why.h) for each compile looked up in the store, as cjc's launcher
+ * writes one, so that `cjc why --jit NAME` explains it.  A hit from a
+ * handle's memory writes none: it would cost more than the hit.  Each call
+ * is one line in nvcc.c or nvrtc.c; failures to write are noted (jit_note),
+ * never returned.
+ *
+ *   jit_journal_facts_nvcc/_nvrtc  what went into the key: after this, the
+ *                                  compile's records are written
+ *   jit_journal_uncacheable        the compile is not cached, and why (NULL: nothing)
+ *   jit_journal_hit                an entry served from the store (or a remote store)
+ *   jit_journal_compiled           after the compiler ran: rc != 0, "failed"
+ *                                  with the call's error; else a miss, its
+ *                                  record (rec, with the entry key when it
+ *                                  can be published), whether the entry is
+ *                                  in the store, or why not (unstable)
+ */
+void jit_journal_facts_nvcc(struct jit_job *j, const struct cjc_compile *c, const char *cwd,
+			    const struct cjc_identity *nvcc, const struct cjc_identity *host,
+			    const struct cjc_strvec *env);
+void jit_journal_facts_nvrtc(struct jit_job *j, const struct cjc_strvec *options,
+			     const char *realpath, const char *version, const char *digest);
+void jit_journal_uncacheable(struct jit_job *j, const char *reason);
+void jit_journal_hit(struct jit_job *j, const char *key, int64_t saved_ms);
+void jit_journal_compiled(struct jit_job *j, int rc, const struct cjc_manifest_record *rec,
+			  bool published, int64_t duration_ms, const char *unstable);
 
 /* driver.c */
 int jit_driver_arch(struct cjc_jit *h, char *arch, size_t len);

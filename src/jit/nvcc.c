@@ -119,6 +119,7 @@ static int prepare(struct nvcc_job *n)
 		return jit_note(h, "cannot tell the working directory: %s", strerror(errno)), -1;
 	struct cjc_place where = { .cwd = n->cwd, .base_dir = h->cfg.base_dir };
 	cjc_compile_parse((int)n->argv.n - 1, n->argv.v + 1, &where, &n->c);
+	jit_journal_uncacheable(n->j, n->c.uncacheable);
 	if (n->c.uncacheable)
 		return jit_note(h, "%s: uncacheable: %s", n->j->name, n->c.uncacheable), -1;
 	char *host = cjc_compile_host(&n->c);
@@ -150,6 +151,7 @@ static int prepare(struct nvcc_job *n)
 	};
 	memcpy(in.source_sha, n->j->code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, n->direct_key);
+	jit_journal_facts_nvcc(n->j, &n->c, n->cwd, &n->nvcc, &n->host, &n->env);
 	return 0;
 }
 
@@ -240,6 +242,7 @@ static int serve_record(struct nvcc_job *n, struct cjc_manifest_record *rec)
 		if (!n->h->cfg.readonly)
 			cjc_evict_touch(&e);
 		jit_count(n->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
+		jit_journal_hit(n->j, key, e.duration_ms);
 		remember(n, rec, e.duration_ms);
 		rc = 1;
 	} else if (r != CJC_ENTRY_ABSENT) {
@@ -495,6 +498,7 @@ static int compile_miss(struct nvcc_job *n)
 	if (rc) {
 		if (r.status > 0)
 			jit_count(n->j, CJC_STAT_COMPILE_FAILED, 0);
+		jit_journal_compiled(n->j, rc, NULL, false, r.duration_ms, NULL);
 		goto out;
 	}
 	if (n->cacheable && record_dependencies(n, &r, &rec, &why)) {
@@ -505,6 +509,7 @@ static int compile_miss(struct nvcc_job *n)
 	}
 	if (n->cacheable)
 		jit_count(n->j, CJC_STAT_MISSES, 0);
+	jit_journal_compiled(n->j, 0, &rec, published, r.duration_ms, why.data);
 	jit_print_miss(n->j, &r.err, &r.data, published ? rec.entry_key : NULL);
 	if (published)
 		memcpy(out->key, rec.entry_key, CJC_HEX_LEN + 1);

@@ -306,6 +306,7 @@ static void entry_key(struct nvrtc_job *r)
 	memcpy(r->rec.deps[0].sha, r->j->code_sha, CJC_DIGEST_LEN);
 	cjc_key_entry(r->direct, &r->rec, NULL, r->rec.entry_key);
 	memcpy(r->key, r->rec.entry_key, CJC_HEX_LEN + 1);
+	jit_journal_facts_nvrtc(r->j, &r->options, r->n->id.realpath, r->n->id.version, r->n->id.digest);
 	cjc_strvec_clear(&args);
 }
 
@@ -329,6 +330,7 @@ static int serve(struct nvrtc_job *r)
 		if (!h->cfg.readonly)
 			cjc_evict_touch(&e);
 		jit_count(r->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
+		jit_journal_hit(r->j, r->key, e.duration_ms);
 		r->duration_ms = e.duration_ms;
 	} else if (found != CJC_ENTRY_ABSENT) {
 		jit_note(h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", r->key,
@@ -490,6 +492,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 	if (uncached)
 		jit_note(h, "%s: not cached: %s, and NVRTC does not say which files it read", j->name,
 			 uncached);
+	jit_journal_uncacheable(j, uncached);
 	if (cached)
 		entry_key(&r);
 	if (cached && memory_hit(&r)) {
@@ -514,6 +517,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 			r.key[0] = '\0';
 		if (!rc)
 			jit_print_miss(j, &r.log, &r.data, r.key[0] ? r.key : NULL);
+		jit_journal_compiled(j, rc, &r.rec, r.key[0] != '\0', r.duration_ms, NULL);
 	}
 	if (!rc && r.key[0])
 		jit_memory_put(h, r.key, r.key, NULL, r.data.data, r.data.len,

@@ -39,6 +39,8 @@
  *   diagnostics.h print_commands, keep_ptx, keep_sass, check_spills
  *   miss.h        what nvcc read on a miss: the manifest record
  *   publish.h     what a miss does after the compiler ran
+ *   nvrtc.h       NVRTC's functions (dlopen) and one compile
+ *   why.h         the journal's records of compiles, for `cjc why`
  */
 #ifndef CUDAJITCACHE_H
 #define CUDAJITCACHE_H
@@ -54,6 +56,9 @@
 #include "compile/config.h"
 #include "compile/diagnostics.h"
 #include "compile/miss.h"
+#include "compile/nvrtc.h"
+#include "compile/publish.h"
+#include "compile/why.h"
 #include "keys/depfile.h"
 #include "keys/filehash.h"
 #include "keys/includescan.h"

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "audit_nvrtc.h"
 #include "audit_trust.h"
 #include "base/fs.h"
 #include "base/hash.h"
@@ -60,6 +61,13 @@ struct audit {
 	struct cjc_entry entry; /* entry.meta: its parsed metadata.json */
 	struct cjc_audit_trust run; /* the checked programs (audit_trust.h) */
 	json_t *result;
+	/* a JIT entry's request (metadata.h "jit"), its code copied from the entry */
+	const char *jit_name;   /* the request's name */
+	const char *jit_source; /* the artifact holding the code */
+	struct cjc_buf code;    /* the code, as the entry holds it */
+	char *keyed_source;     /* where the command names it: CJC_JIT_SOURCE_DIR/<name> */
+	char *source_copy;      /* where the rebuild reads it: <scratch>/src/<name> */
+	bool normalised_source; /* its path was dropped from messages (normalise_jit_source) */
 };
 
 static void add_note(struct audit *a, const char *list, const char *fmt, ...)
@@ -80,10 +88,14 @@ static void add_note(struct audit *a, const char *list, const char *fmt, ...)
 	va_end(ap);
 }
 
+static const char *meta_text(json_t *v)
+{
+	return json_string_value(v) ? json_string_value(v) : "";
+}
+
 static const char *meta_str(json_t *o, const char *name)
 {
-	const char *v = json_string_value(json_object_get(o, name));
-	return v ? v : "";
+	return meta_text(json_object_get(o, name));
 }
 
 /* Every recorded input must still hash as recorded; returns how many do not. */
@@ -97,8 +109,10 @@ static int check_inputs(struct audit *a)
 		unsigned char sha[CJC_DIGEST_LEN];
 		char hex[CJC_HEX_LEN + 1];
 		uint64_t n;
+		/* a JIT entry's source (the first input) is the entry's copy of it */
+		const char *read = i == 0 && a->source_copy ? a->source_copy : path;
 		/* a regular file only: a FIFO or a device would hang the audit */
-		int fd = cjc_open_regular(AT_FDCWD, path, O_RDONLY, 0);
+		int fd = cjc_open_regular(AT_FDCWD, read, O_RDONLY, 0);
 		if (fd < 0 || cjc_hash_fd(fd, sha, &n)) {
 			add_note(a, "details", "input %s cannot be read: %s", path,
 				 errno == EINVAL ? "not a regular file" : strerror(errno));
@@ -188,19 +202,23 @@ static int rebuild(struct audit *a, const struct cjc_compile *c, const struct cj
 	return status ? -1 : 0;
 }
 
-/* Replaces nvcc's temporary file names (tmpxft_<hex>_<hex>-<n>) with "tmpxft_*". */
-static void normalise(const char *text, struct cjc_buf *out, struct cjc_strvec *seen)
+/* Replaces each match of pattern with `with`; seen (may be NULL) gets each
+ * text replaced, once.  Returns how many were. */
+static size_t replace_matches(const char *text, const char *pattern, const char *with,
+			      struct cjc_buf *out, struct cjc_strvec *seen)
 {
 	regex_t re;
 	regmatch_t m;
-	if (regcomp(&re, "tmpxft_[0-9a-f]+_[0-9a-f]+-[0-9]+", REG_EXTENDED)) {
+	size_t n = 0;
+	if (regcomp(&re, pattern, REG_EXTENDED)) {
 		cjc_buf_adds(out, text);
-		return;
+		return 0;
 	}
 	const char *p = text;
-	while (!regexec(&re, p, 1, &m, 0)) {
+	while (!regexec(&re, p, 1, &m, p == text ? 0 : REG_NOTBOL) && m.rm_eo > m.rm_so) {
+		n++;
 		cjc_buf_add(out, p, (size_t)m.rm_so);
-		cjc_buf_adds(out, "tmpxft_*");
+		cjc_buf_adds(out, with);
 		char *name = cjc_xstrndup(p + m.rm_so, (size_t)(m.rm_eo - m.rm_so));
 		if (seen && !cjc_strvec_contains(seen, name))
 			cjc_strvec_push(seen, name);
@@ -209,6 +227,35 @@ static void normalise(const char *text, struct cjc_buf *out, struct cjc_strvec *
 	}
 	cjc_buf_adds(out, p);
 	regfree(&re);
+	return n;
+}
+
+/* Replaces nvcc's temporary file names (tmpxft_<hex>_<hex>-<n>) with "tmpxft_*". */
+static void normalise(const char *text, struct cjc_buf *out, struct cjc_strvec *seen)
+{
+	(void)replace_matches(text, "tmpxft_[0-9a-f]+_[0-9a-f]+-[0-9]+", "tmpxft_*", out, seen);
+}
+
+/*
+ * A JIT entry's messages name its source by where it was compiled: the
+ * library's private directory then (<dir>/src/<name>, which no entry
+ * records), the scratch directory now.  Both become <name>.  Other texts
+ * are copied as they are.
+ */
+static void normalise_jit_source(struct audit *a, const char *text, struct cjc_buf *out)
+{
+	const char *name = a->source_copy ? strrchr(a->source_copy, '/') + 1 : NULL;
+	struct cjc_buf pattern = CJC_BUF_INIT;
+	if (!name) {
+		cjc_buf_adds(out, text);
+		return;
+	}
+	cjc_buf_adds(&pattern, "[^[:space:]\"'`]*/src/");
+	for (const char *c = name; *c; c++) /* a name is [A-Za-z0-9._+-] (metadata.h) */
+		cjc_buf_addf(&pattern, "%s%c", *c == '.' || *c == '+' ? "\\" : "", *c);
+	if (replace_matches(text, pattern.data, name, out, NULL))
+		a->normalised_source = true;
+	cjc_buf_release(&pattern);
 }
 
 /* The symbol table of an object, normalised; -1 when nm cannot read it. */
@@ -353,10 +400,13 @@ static void compare_text(struct audit *a, const char *name, const char *what,
 			 const struct cjc_buf *rebuilt)
 {
 	struct cjc_buf stored = CJC_BUF_INIT, x = CJC_BUF_INIT, y = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	struct cjc_buf sx = CJC_BUF_INIT, sy = CJC_BUF_INIT;
 	if (cjc_entry_artifact(&a->entry, name))
 		(void)cjc_entry_read(&a->entry, name, &stored, &why);
-	normalise(stored.data ? stored.data : "", &x, NULL);
-	normalise(rebuilt->data ? rebuilt->data : "", &y, NULL);
+	normalise_jit_source(a, stored.data ? stored.data : "", &sx);
+	normalise_jit_source(a, rebuilt->data ? rebuilt->data : "", &sy);
+	normalise(sx.data ? sx.data : "", &x, NULL);
+	normalise(sy.data ? sy.data : "", &y, NULL);
 	if (x.len != y.len || (x.len && memcmp(x.data, y.data, x.len)))
 		add_note(a, "differences", "%s differ (%zu bytes recorded, %zu now)", what, stored.len,
 			 rebuilt->len);
@@ -365,6 +415,8 @@ static void compare_text(struct audit *a, const char *name, const char *what,
 	cjc_buf_release(&stored);
 	cjc_buf_release(&x);
 	cjc_buf_release(&y);
+	cjc_buf_release(&sx);
+	cjc_buf_release(&sy);
 	cjc_buf_release(&why);
 }
 
@@ -392,13 +444,15 @@ static void compare_sass(struct audit *a, const struct cjc_diagnostics *d, const
 	cjc_buf_release(&sass);
 }
 
-/* Every stored artifact against what the rebuild made. */
-static void compare(struct audit *a, const struct cjc_compile *c, const struct cjc_diagnostics *d,
+/* Every stored artifact against what the rebuild made (a JIT entry's
+ * source is what it was made from). */
+static void compare(struct audit *a, bool object, const struct cjc_diagnostics *d,
 		    const char *output, const char *keep_dir)
 {
-	bool object = c->kind == CJC_KIND_OBJECT || c->kind == CJC_KIND_RDC_OBJECT;
 	for (size_t i = 0; i < a->entry.nfiles; i++) {
 		const char *name = a->entry.files[i].name;
+		if (a->jit_source && !strcmp(name, a->jit_source))
+			continue; /* the code it was rebuilt from */
 		char *kept = cjc_starts_with(name, "kept-") ? cjc_path_join(keep_dir, name + 5) : NULL;
 		if (cjc_starts_with(name, "output."))
 			(object ? compare_object : compare_bytes)(a, name, output);
@@ -411,6 +465,9 @@ static void compare(struct audit *a, const struct cjc_compile *c, const struct c
 		free(kept);
 	}
 	compare_stderr(a);
+	if (a->normalised_source)
+		add_note(a, "normalised", "the source's directory in the compiler's messages: the JIT "
+			 "library compiled a private copy, and the audit another");
 }
 
 static void set_status(struct audit *a, const char *status)
@@ -548,26 +605,171 @@ static int check_writer(struct audit *a)
 	return rc ? -1 : 0;
 }
 
+/*
+ * A JIT entry (metadata.h "jit") holds its request's code: read from the
+ * entry (verified), and written into the scratch directory as src/<name>
+ * for the word of the command that names it CJC_JIT_SOURCE_DIR/<name>,
+ * where no file can be.  An entry made with a post-compile hook cannot be
+ * rebuilt: the hook's code is not in it.  0, also for cjc's entries; -1
+ * with the reason noted.
+ */
+static int copy_jit_source(struct audit *a)
+{
+	json_t *jit = json_object_get(a->entry.meta, "jit"), *hook = json_object_get(jit, "hook");
+	if (!jit)
+		return 0;
+	a->jit_name = json_string_value(json_object_get(jit, "name"));
+	a->jit_source = json_string_value(json_object_get(jit, "source"));
+	if (hook) {
+		char *id = cjc_json_shown(hook, CJC_JSON_NOT_TEXT);
+		add_note(a, "details", "made with the post-compile hook %s, whose code the entry does not "
+			 "hold", id);
+		free(id);
+		return -1;
+	}
+	if (!a->jit_name || !cjc_jit_name_ok(a->jit_name) || !a->jit_source ||
+	    !cjc_entry_artifact(&a->entry, a->jit_source)) {
+		add_note(a, "details", "its \"jit\" object does not name the request (a file name ending "
+			 "in .cu) and the artifact that holds its code");
+		return -1;
+	}
+	struct cjc_buf why = CJC_BUF_INIT;
+	char *dir = cjc_path_join(a->scratch, "src");
+	a->keyed_source = cjc_xasprintf("%s/%s", CJC_JIT_SOURCE_DIR, a->jit_name);
+	a->source_copy = cjc_path_join(dir, a->jit_name);
+	int rc = cjc_entry_read(&a->entry, a->jit_source, &a->code, &why);
+	if (rc)
+		add_note(a, "details", "cannot read its %s: %s", a->jit_source, why.data);
+	else if ((rc = mkdir(dir, 0700) ||
+		       cjc_write_new_file(a->source_copy, a->code.data, a->code.len, 0600, false)))
+		add_note(a, "details", "cannot write %s: %s", a->source_copy, strerror(errno));
+	else if ((rc = memchr(a->code.data, '\0', a->code.len) != NULL))
+		add_note(a, "details", "its %s holds a NUL byte, which no request's code does",
+			 a->jit_source);
+	free(dir);
+	cjc_buf_release(&why);
+	return rc ? -1 : 0;
+}
+
+/* The recorded command less argv[0]; a JIT entry's source word becomes its
+ * copy (copy_jit_source).  -1, noted, when a JIT entry's command does not
+ * name its source. */
+static int recorded_words(struct audit *a, struct cjc_strvec *words)
+{
+	json_t *argv = json_object_get(a->entry.meta, "argv"), *w;
+	size_t i;
+	bool named = !a->keyed_source;
+	json_array_foreach(argv, i, w) {
+		const char *word = json_string_value(w) ? json_string_value(w) : "";
+		bool source = i > 0 && a->keyed_source && !strcmp(word, a->keyed_source);
+		if (i > 0)
+			cjc_strvec_push(words, source ? a->source_copy : word);
+		named = named || source;
+	}
+	if (!named)
+		add_note(a, "details", "the recorded command does not name the request's source %s",
+			 a->keyed_source);
+	return named ? 0 : -1;
+}
+
+/* Writes a rebuilt file into the scratch directory; -1, noted, when it cannot. */
+static int scratch_file(struct audit *a, const char *name, const struct cjc_buf *b)
+{
+	char *path = cjc_path_join(a->scratch, name);
+	int rc = cjc_write_new_file(path, b->data ? b->data : "", b->len, 0600, false);
+	if (rc)
+		add_note(a, "details", "cannot write %s: %s", path, strerror(errno));
+	free(path);
+	return rc;
+}
+
+/* NVRTC's compile of the entry's code with the recorded options (the
+ * command less "nvrtc" and the source, which is last), in this process;
+ * its output and log go to the scratch directory as a rebuild's do. */
+static int rebuild_nvrtc(struct audit *a, const char *library, const char *kind)
+{
+	json_t *argv = json_object_get(a->entry.meta, "argv");
+	struct cjc_strvec options = CJC_STRVEC_INIT;
+	struct cjc_buf out = CJC_BUF_INIT, log = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	for (size_t i = 1; i + 1 < json_array_size(argv); i++)
+		cjc_strvec_push(&options, meta_text(json_array_get(argv, i)));
+	struct cjc_audit_nvrtc in = {
+		.library = library,
+		.version = meta_str(json_object_get(a->entry.meta, "compiler"), "version"),
+		.name = a->jit_name, .code = a->code.data, .options = options.v,
+		.noptions = options.n, .ptx = !strcmp(kind, "ptx"),
+	};
+	int rc = cjc_audit_nvrtc_compile(&in, &out, &log, &why);
+	if (rc) {
+		size_t eol = log.len ? strcspn(log.data, "\n") : 0;
+		add_note(a, "details", "the recorded compile failed: %s%s%.*s", why.data, eol ? ": " : "",
+			 (int)eol, log.data ? log.data : "");
+	}
+	char *output = cjc_xasprintf("output.%s", kind);
+	if (!rc)
+		rc = scratch_file(a, output, &out) || scratch_file(a, "stderr", &log) ? -1 : 0;
+	free(output);
+	cjc_strvec_clear(&options);
+	cjc_buf_release(&out);
+	cjc_buf_release(&log);
+	cjc_buf_release(&why);
+	return rc;
+}
+
+/* An NVRTC entry of the JIT library (docs/jit.md): nothing runs but NVRTC,
+ * loaded in this child when audit_trust.h allows that file. */
+static void audit_nvrtc_entry(struct audit *a)
+{
+	json_t *meta = a->entry.meta, *argv = json_object_get(meta, "argv");
+	size_t n = json_array_size(argv);
+	const char *kind = meta_str(json_object_get(meta, "options"), "kind");
+	const char *last = n > 1 ? json_string_value(json_array_get(argv, n - 1)) : NULL;
+	char *artifact = cjc_xasprintf("output.%s", kind), *library = NULL;
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc = -1;
+	if (!last || strcmp(last, a->keyed_source))
+		add_note(a, "details", "the recorded command does not end with the request's source %s",
+			 a->keyed_source);
+	else if ((strcmp(kind, "cubin") && strcmp(kind, "ptx")) ||
+		 !cjc_entry_artifact(&a->entry, artifact))
+		add_note(a, "details", "an NVRTC entry holds output.cubin or output.ptx, of its kind");
+	else if (cjc_audit_trust_nvrtc(meta, &library, &why))
+		add_note(a, "details", "%s", why.data);
+	else if (!check_inputs(a))
+		rc = rebuild_nvrtc(a, library, kind);
+	if (!rc) {
+		char *output = cjc_path_join(a->scratch, artifact), *keep_dir = cjc_path_join(a->scratch, "keep");
+		struct cjc_diagnostics none = { 0 };
+		compare(a, false, &none, output, keep_dir);
+		free(output);
+		free(keep_dir);
+	}
+	set_status(a, rc ? "cannot rebuild" : json_object_get(a->result, "differences") ? "differs"
+							 : "reproducible");
+	free(artifact);
+	free(library);
+	cjc_buf_release(&why);
+}
+
 /* From a verified entry: checks, rebuild, comparison. */
 static void audit_verified(struct audit *a)
 {
-	if (check_writer(a) || plain_texts(a))
+	if (check_writer(a) || plain_texts(a) || copy_jit_source(a))
 		return set_status(a, "cannot rebuild");
-	const char *cwd = meta_str(a->entry.meta, "cwd");
 	json_t *argv = json_object_get(a->entry.meta, "argv");
+	if (a->keyed_source && !strcmp(meta_text(json_array_get(argv, 0)), "nvrtc"))
+		return audit_nvrtc_entry(a);
+	const char *cwd = meta_str(a->entry.meta, "cwd");
 	if (chdir(cwd)) {
 		add_note(a, "details", "the working directory %s is gone: %s", cwd, strerror(errno));
 		return set_status(a, "cannot rebuild");
 	}
 	drop_relative_path_entries();
-	if (check_programs(a, cwd))
-		return set_status(a, "cannot rebuild");
 	struct cjc_strvec words = CJC_STRVEC_INIT;
-	size_t i;
-	json_t *w;
-	json_array_foreach(argv, i, w)
-		if (i > 0)
-			cjc_strvec_push(&words, json_string_value(w) ? json_string_value(w) : "");
+	if (recorded_words(a, &words) || check_programs(a, cwd)) {
+		cjc_strvec_clear(&words);
+		return set_status(a, "cannot rebuild");
+	}
 	struct cjc_compile c;
 	struct cjc_diagnostics d;
 	/* base_dir rewrites the recorded command as it did then (place.h) */
@@ -587,7 +789,8 @@ static void audit_verified(struct audit *a)
 	} else if ((d.keep_ptx && mkdir(keep_dir, 0700)) || rebuild(a, &c, &d, output, keep_dir)) {
 		set_status(a, "cannot rebuild");
 	} else {
-		compare(a, &c, &d, output, keep_dir);
+		compare(a, c.kind == CJC_KIND_OBJECT || c.kind == CJC_KIND_RDC_OBJECT, &d, output,
+			keep_dir);
 		set_status(a, json_object_get(a->result, "differences") ? "differs" : "reproducible");
 	}
 	free(output);
@@ -618,6 +821,9 @@ static json_t *audit_entry(const char *key, const char *dir, const char *scratch
 	if (a.entry.dir)
 		cjc_entry_release(&a.entry);
 	cjc_audit_trust_release(&a.run);
+	free(a.keyed_source);
+	free(a.source_copy);
+	cjc_buf_release(&a.code);
 	cjc_buf_release(&why);
 	return a.result;
 }

@@ -21,6 +21,12 @@
  *                                        (tmpxft_<pid>_<n>-<k>) normalised
  *   stderr                               with the same normalisation
  *
+ * JIT entries (metadata.h "jit") are rebuilt from the code they hold,
+ * written into the scratch directory for the command's
+ * CJC_JIT_SOURCE_DIR/<name>: nvcc's as above, NVRTC's by loading the
+ * recorded NVRTC into the child when audit_trust.h allows that file
+ * (audit_nvrtc.h).  One made with a post-compile hook cannot be rebuilt.
+ *
  * An entry that another user wrote (its directory or metadata.json owned by
  * neither you nor root, sign.h) is a request from that user: its recorded
  * command, options and working directory are run only when a key in

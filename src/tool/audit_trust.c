@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -446,4 +447,79 @@ void cjc_audit_trust_release(struct cjc_audit_trust *t)
 	free(t->nvcc_realpath);
 	free(t->host);
 	memset(t, 0, sizeof *t);
+}
+
+/* A file NVRTC is loaded from (exact: with no link on its way), or loads: trusted (walk). */
+static int trusted_library(const char *path, bool exact, struct cjc_buf *why)
+{
+	char *real = NULL;
+	struct cjc_buf bad = CJC_BUF_INIT;
+	int rc = -1;
+	if (path[0] != '/')
+		cjc_buf_addf(why, "the recorded NVRTC '%s' is not an absolute path", path);
+	else if (walk(path, &real, &bad))
+		cjc_buf_addf(why, "the recorded NVRTC %s is not trusted: %s", path, bad.data);
+	else if (exact && strcmp(real, path))
+		cjc_buf_addf(why, "the recorded NVRTC %s is %s here", path, real);
+	else
+		rc = 0;
+	cjc_buf_release(&bad);
+	free(real);
+	return rc;
+}
+
+static bool nvrtc_name(const char *name)
+{
+	regex_t re;
+	bool ok = false;
+	if (!regcomp(&re, "^libnvrtc(\\.[a-z]+)?\\.so(\\.[0-9]+)*$", REG_EXTENDED | REG_NOSUB)) {
+		ok = !regexec(&re, name, 0, NULL, 0);
+		regfree(&re);
+	}
+	return ok;
+}
+
+/* The options of an NVRTC entry: none that makes NVRTC read a file. */
+static int check_nvrtc_options(json_t *meta, struct cjc_buf *why)
+{
+	static const char *const reads[] = { "-I", "--include-path", "-include", "--pre-include" };
+	json_t *argv = json_object_get(meta, "argv"), *w;
+	size_t i;
+	json_array_foreach(argv, i, w) {
+		const char *word = json_string_value(w) ? json_string_value(w) : "";
+		for (size_t k = 0; i > 0 && k < COUNT(reads); k++)
+			if (cjc_starts_with(word, reads[k])) {
+				cjc_buf_addf(why, "the argument '%s' makes NVRTC read files the entry does "
+					     "not hold, and the JIT library caches no such compile", word);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+int cjc_audit_trust_nvrtc(json_t *meta, char **library, struct cjc_buf *why)
+{
+	json_t *compiler = json_object_get(meta, "compiler");
+	const char *path = meta_str(compiler, "realpath"), *version = meta_str(compiler, "version");
+	int major, minor;
+	*library = NULL;
+	if (check_nvrtc_options(meta, why) || trusted_library(path, true, why))
+		return -1;
+	if (!nvrtc_name(base_name(path))) {
+		cjc_buf_addf(why, "the recorded NVRTC %s is not named libnvrtc.so", path);
+		return -1;
+	}
+	if (sscanf(version, "NVRTC %d.%d", &major, &minor) != 2) {
+		cjc_buf_addf(why, "the recorded NVRTC version '%s' is not NVRTC M.N", version);
+		return -1;
+	}
+	char *dir = cjc_dirname(path);
+	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
+	struct stat st;
+	int rc = lstat(builtins, &st) ? 0 : trusted_library(builtins, false, why);
+	free(dir);
+	free(builtins);
+	if (!rc)
+		*library = cjc_xstrdup(path);
+	return rc;
 }

@@ -60,6 +60,23 @@
  *                  ask for no output or dependency file the command alone
  *                  does not.  The recorded working directory is absolute.
  *
+ * NVRTC entries of the JIT library (argv[0] "nvrtc", docs/jit.md) run no
+ * program: the audit loads NVRTC into its child (audit_nvrtc.h), so the
+ * rule is a library's (cjc_audit_trust_nvrtc()):
+ *
+ *   library        compiler.realpath, absolute and a trusted file as above,
+ *                  with no symbolic link on its way (it is a realpath),
+ *                  named libnvrtc.so[.N...] (or libnvrtc.<variant>.so...);
+ *                  the libnvrtc-builtins.so.M.N beside it (M.N from the
+ *                  recorded version), which NVRTC loads, trusted likewise
+ *                  when it is there.  No other NVRTC, the toolkit's say, is
+ *                  loaded instead: the library's identity is in the entry's
+ *                  key, so another's output would prove nothing.
+ *   arguments      no option names an include directory or a file to
+ *                  include (-I, --include-path, -include, --pre-include):
+ *                  the library caches no such compile, and they would make
+ *                  NVRTC read files the entry does not hold.
+ *
  * Programs are looked up on PATH as it is when the check runs; the caller
  * drops PATH's relative entries first, since the audit runs in a working
  * directory the entry names.  cuobjdump (keep_sass) is found beside the
@@ -90,5 +107,7 @@ struct cjc_audit_trust {
 int cjc_audit_trust_check(json_t *meta, const char *cwd, struct cjc_audit_trust *t,
 			  struct cjc_buf *why);
 void cjc_audit_trust_release(struct cjc_audit_trust *t);
+/* An NVRTC entry: 0 with *library, the file to load (free it), or -1 with why. */
+int cjc_audit_trust_nvrtc(json_t *meta, char **library, struct cjc_buf *why);
 
 #endif

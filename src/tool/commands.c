@@ -33,7 +33,7 @@ struct session {
 	const char *cmd;
 	struct cjc_config cfg;
 	struct cjc_store store;
-	bool json, fix, zero, by_target;
+	bool json, fix, zero, by_target, jit;
 	uint64_t max_size;  /* gc --max-size; 0: max_size */
 	int64_t age;        /* gc --older-than; -1: none */
 	int jobs;           /* audit --jobs */
@@ -326,7 +326,7 @@ static int cmd_remote(struct session *s)
 
 static int cmd_why(struct session *s)
 {
-	return cjc_why_print(&s->store, s->arg, s->json);
+	return cjc_why_print(&s->store, s->arg, s->jit, s->json);
 }
 
 static int cmd_audit(struct session *s)
@@ -651,6 +651,7 @@ static const struct flag stats_flags[] = {
 	JSON, FLAG("--zero", FLAG_BOOL, zero, NULL), FLAG("--by-target", FLAG_BOOL, by_target, NULL), END
 };
 static const struct flag verify_flags[] = { FLAG("--fix", FLAG_BOOL, fix, NULL), JSON, END };
+static const struct flag why_flags[] = { FLAG("--jit", FLAG_BOOL, jit, NULL), JSON, END };
 
 static const struct cjc_command commands[] = {
 	{ "--help", cmd_help, NULL, no_flags, NULL, false },
@@ -670,8 +671,9 @@ static const struct cjc_command commands[] = {
 	  true },
 	{ "stats", cmd_stats, "show the counters", stats_flags, NULL, true },
 	{ "verify", cmd_verify, "check every entry as a read does", verify_flags, NULL, true },
-	{ "why", cmd_why, "say why the last compile of OUTPUT|SOURCE hit or missed", json_only,
-	  "OUTPUT|SOURCE", true },
+	{ "why", cmd_why, "say why the last compile of OUTPUT|SOURCE, or (--jit) of the JIT "
+	  "library's request NAME or PREFIX:NAME, hit or missed", why_flags, "OUTPUT|SOURCE|NAME",
+	  true },
 };
 
 static const struct cjc_command *find_command(const char *name)

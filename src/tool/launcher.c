@@ -31,6 +31,7 @@
 #include "compile/diagnostics.h"
 #include "compile/miss.h"
 #include "compile/publish.h"
+#include "compile/why.h"
 #include "keys/depfile.h"
 #include "keys/filehash.h"
 #include "keys/includescan.h"
@@ -48,7 +49,6 @@
 #include "store/sign.h"
 #include "store/stats.h"
 #include "store/store.h"
-#include "why.h"
 
 
 /* Everything one compile through the cache works with. */

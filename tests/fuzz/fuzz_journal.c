@@ -1,5 +1,5 @@
 /* fuzz_journal.c - libFuzzer: what reads the journal and the named counters
- * (journal.h, the tool's why.h, stats.h).  The input becomes the journal
+ * (journal.h, compile/why.h, the tool's why.h, stats.h).  The input becomes the journal
  * and then a named-counter file framed with a valid CRC, so the records are
  * what gets fuzzed; `cjc why` and the explanation of a miss read them. */
 #include <fcntl.h>
@@ -45,8 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cjc_replace_file(journal, data, size, false))
 		__builtin_trap();
 	dup2(quiet_fd, 2);
-	(void)cjc_why_print(&store, "/x/k.o", false);
-	(void)cjc_why_print(&store, "/x/k.cu", true);
+	(void)cjc_why_print(&store, "/x/k.o", false, false);
+	(void)cjc_why_print(&store, "/x/k.cu", false, true);
+	(void)cjc_why_print(&store, "P:k.cu", true, false);
 	dup2(stderr_fd, 2);
 	explain_a_miss();
 	cjc_blob_encode(&framed, "CJCN", data, size);

@@ -206,6 +206,13 @@ bool cjc_artifact_name_ok(const char *name)
 	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }
 
+bool cjc_jit_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	return n && n <= 128 && name[0] != '.' && cjc_ends_with(name, ".cu") &&
+	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+") == n;
+}
+
 static bool is_str(json_t *o, const char *k)
 {
 	return json_is_string(json_object_get(o, k));

@@ -34,6 +34,17 @@
  *   diagnostics    (optional) {"keep_ptx", "keep_sass", "check_spills"}: the
  *                  settings that shaped the entry (the tool's diagnostics.h);
  *                  kept files (kept-*.ptx, sass.txt) are listed in files
+ *   jit            (optional) entries of the JIT library (docs/jit.md):
+ *                  {"name": the request's file name (cjc_jit_name_ok),
+ *                  "source": the artifact holding the request's code
+ *                  (CJC_JIT_SOURCE_FILE), "extra_signature" (optional),
+ *                  "hook" (optional: the post-compile hook's identity)}.
+ *                  The command names the source CJC_JIT_SOURCE_DIR/<name>,
+ *                  where no file can be: the compile ran on a private copy.
+ *                  nvcc's argv is `nvcc --cubin|--fatbin|--ptx -arch=...
+ *                  OPTIONS... SOURCE`; NVRTC's is `nvrtc OPTIONS... SOURCE`,
+ *                  its compiler the library it loaded (version "NVRTC M.N")
+ *                  and its host_compiler path "none"
  *
  * Every path, command word, environment value and compiler string is a JSON
  * string when it is UTF-8, else {"bytes": "<hex>"} (cjc_json_bytes), so any
@@ -55,6 +66,11 @@
 #include "keys/manifest.h"
 
 #define CJC_ENTRY_FORMAT "cudajitcache.entry.v1"
+
+/* JIT entries: where their command names the source, and the artifact that
+ * holds it (above, "jit"). */
+#define CJC_JIT_SOURCE_DIR "/dev/null/jit"
+#define CJC_JIT_SOURCE_FILE "source.cu"
 
 struct cjc_artifact {
 	char *name;
@@ -98,6 +114,9 @@ json_t *cjc_metadata_parse(const char *text, size_t len, const char *expected_ke
 struct cjc_artifact *cjc_metadata_artifacts(json_t *root, size_t *n);
 void cjc_artifacts_free(struct cjc_artifact *a, size_t n);
 bool cjc_artifact_name_ok(const char *name);
+/* A JIT request's name: a file name nvcc takes as CUDA source (ends in .cu;
+ * letters, digits and ._-+; not starting with '.'; at most 128 bytes). */
+bool cjc_jit_name_ok(const char *name);
 /* The environment as recorded: "NAME=value" strings to an object, private
  * values by their SHA-256 (key.h). */
 json_t *cjc_environment_json(char *const *env, size_t n);
