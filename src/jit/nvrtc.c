@@ -29,9 +29,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/dl.h"
 #include "base/fs.h"
 #include "compile/diagnostics.h"
+#include "compile/nvrtc.h"
 #include "jit_internal.h"
 #include "keys/key.h"
 #include "keys/metadata.h"
@@ -40,32 +40,10 @@
 #include "store/sign.h"
 #include "store/stats.h"
 
-typedef int nvrtcResult;
-typedef void *nvrtcProgram;
-
 struct nvrtc {
 	void *lib;               /* NULL until a miss needs it (nvrtc_loaded) */
 	struct cjc_identity id;  /* path, realpath, version, digest (identity.h) */
-	nvrtcResult (*nvrtcVersion)(int *, int *);
-	const char *(*nvrtcGetErrorString)(nvrtcResult);
-	nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
-					  const char *const *, const char *const *);
-	nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
-	nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
-	nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char *);
-	nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
-	nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char *);
-	nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
-	nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char *);
-	nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *);
-};
-
-#define SYM(name) CJC_DL_SYMBOL(struct nvrtc, name, #name)
-static const struct cjc_dl_symbol symbols[] = {
-	SYM(nvrtcVersion), SYM(nvrtcGetErrorString), SYM(nvrtcCreateProgram),
-	SYM(nvrtcCompileProgram), SYM(nvrtcGetProgramLogSize), SYM(nvrtcGetProgramLog),
-	SYM(nvrtcGetCUBINSize), SYM(nvrtcGetCUBIN), SYM(nvrtcGetPTXSize), SYM(nvrtcGetPTX),
-	SYM(nvrtcDestroyProgram),
+	struct cjc_nvrtc fn;     /* its functions, once loaded */
 };
 
 /* The library stays loaded (no dlclose): NVRTC and the C++ runtime it
@@ -120,7 +98,7 @@ static int load(struct nvrtc *n, const char *path, struct cjc_buf *why)
 	const char *missing;
 	if (!lib)
 		return cjc_buf_addf(why, "cannot load NVRTC (%s): %s", name, dlerror()), -1;
-	if (cjc_dl_resolve(lib, symbols, sizeof symbols / sizeof *symbols, n, &missing))
+	if (cjc_nvrtc_resolve(lib, &n->fn, &missing))
 		return cjc_buf_addf(why, "%s lacks %s", name, missing), -1;
 	n->lib = lib;
 	return 0;
@@ -135,9 +113,9 @@ static int identify_loaded(struct cjc_jit *h, struct nvrtc *n, const char *path,
 	Dl_info info;
 	char real[PATH_MAX];
 	int major = 0, minor = 0;
-	if (!dladdr((void *)n->nvrtcVersion, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+	if (!dladdr((void *)n->fn.nvrtcVersion, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
 		return cjc_buf_addf(why, "cannot tell which file NVRTC was loaded from"), -1;
-	n->nvrtcVersion(&major, &minor);
+	n->fn.nvrtcVersion(&major, &minor);
 	char *version = cjc_xasprintf("NVRTC %d.%d", major, minor);
 	char *dir = cjc_dirname(real);
 	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
@@ -198,7 +176,7 @@ static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
 	Dl_info info = { 0 };
 	char real[PATH_MAX];
 	if (!load(&fresh, n->id.path, &why) &&
-	    (!dladdr((void *)fresh.nvrtcVersion, &info) || !info.dli_fname ||
+	    (!dladdr((void *)fresh.fn.nvrtcVersion, &info) || !info.dli_fname ||
 	     !realpath(info.dli_fname, real) || strcmp(real, n->id.realpath)))
 		cjc_buf_addf(&why, "NVRTC loaded from %s is not the library identified (%s)",
 			     info.dli_fname ? info.dli_fname : n->id.path, n->id.realpath);
@@ -207,10 +185,9 @@ static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
 		cjc_buf_release(&why);
 		return rc;
 	}
-	size_t table = offsetof(struct nvrtc, nvrtcVersion); /* the functions follow id */
 	jit_lock(h);
 	if (!n->lib) {
-		memcpy((char *)n + table, (char *)&fresh + table, sizeof *n - table);
+		n->fn = fresh.fn;
 		n->lib = fresh.lib;
 	}
 	jit_unlock(h);
@@ -346,11 +323,7 @@ static int serve(struct nvrtc_job *r)
 
 static int run_nvrtc(struct nvrtc_job *r)
 {
-	struct nvrtc *n = r->n;
 	struct cjc_jit *h = r->j->h;
-	nvrtcProgram prog = NULL;
-	bool ptx = r->j->req->format == CJC_JIT_PTX;
-	size_t size = 0;
 	if (h->set.flag[JIT_PRINT_COMPILER_COMMAND]) {
 		struct cjc_strvec argv = CJC_STRVEC_INIT;
 		cjc_strvec_push(&argv, "nvrtc");
@@ -359,33 +332,16 @@ static int run_nvrtc(struct nvrtc_job *r)
 		cjc_diagnostics_print_command(argv.v);
 		cjc_strvec_clear(&argv);
 	}
+	struct cjc_buf why = CJC_BUF_INIT;
 	int64_t t0 = cjc_now_ms();
-	nvrtcResult e = n->nvrtcCreateProgram(&prog, r->j->req->code, r->j->name, 0, NULL, NULL);
-	if (e)
-		return jit_fail(h, "nvrtcCreateProgram: %s", n->nvrtcGetErrorString(e));
-	nvrtcResult compiled = n->nvrtcCompileProgram(prog, (int)r->options.n,
-						      (const char *const *)r->options.v);
+	int rc = cjc_nvrtc_compile(&r->n->fn, r->j->name, r->j->req->code, r->options.v,
+				   r->options.n, r->j->req->format == CJC_JIT_PTX, &r->data, &r->log,
+				   &why);
 	r->duration_ms = cjc_now_ms() - t0;
-	if (!n->nvrtcGetProgramLogSize(prog, &size) && size > 1) {
-		cjc_buf_grow(&r->log, size);
-		if (!n->nvrtcGetProgramLog(prog, r->log.data))
-			r->log.len = strlen(r->log.data);
-	}
-	if (!compiled)
-		e = ptx ? n->nvrtcGetPTXSize(prog, &size) : n->nvrtcGetCUBINSize(prog, &size);
-	if (!compiled && !e && size) {
-		cjc_buf_grow(&r->data, size);
-		e = ptx ? n->nvrtcGetPTX(prog, r->data.data) : n->nvrtcGetCUBIN(prog, r->data.data);
-		/* NVRTC counts the ptx's NUL; the artifact is the text */
-		r->data.len = ptx && size ? size - 1 : size;
-		r->data.data[r->data.len] = '\0';
-	}
-	n->nvrtcDestroyProgram(&prog);
-	if (compiled)
-		return jit_fail(h, "%s: NVRTC failed: %s", r->j->name, n->nvrtcGetErrorString(compiled));
-	if (e || !r->data.len)
-		return jit_fail(h, "%s: NVRTC made no output", r->j->name);
-	return 0;
+	if (rc)
+		jit_fail(h, "%s: %s", r->j->name, why.data);
+	cjc_buf_release(&why);
+	return rc;
 }
 
 static json_t *options_json(const struct nvrtc_job *r)

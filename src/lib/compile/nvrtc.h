@@ -2,8 +2,7 @@
  * nvrtc.h - NVRTC's functions, loaded at run time (base/dl.h) so that
  * nothing links CUDA, and one program compiled the way the JIT library
  * compiles it, so that `cjc audit` rebuilding an NVRTC entry
- * (src/tool/audit_nvrtc.c) makes what the library kept.  (The JIT library's
- * src/jit/nvrtc.c holds its own copy of the table yet; it is to call these.)
+ * (src/tool/audit_nvrtc.c) makes what the library kept (src/jit/nvrtc.c).
  *
  * Calling sequence: dlopen() the library (RTLD_NOW | RTLD_LOCAL; it stays
  * loaded: NVRTC and the C++ runtime it brings do not expect to be
