@@ -84,8 +84,11 @@ testMakeAppRunsFromHits() {
 # -arch=native on a real GPU: keyed by what the toolkit's __nvcc_device_query
 # says (soundness_test fakes the query; here it is the GPU's own answer).
 testNativeArchIsTheGpuHere() {
-	local cc
-	cc=$("$(dirname "$(readlink -f "$REAL_NVCC")")/__nvcc_device_query" | cut -d, -f1)
+	local cc query
+	query=$(dirname "$(readlink -f "$REAL_NVCC")")/__nvcc_device_query
+	cc=$("$query" | cut -d, -f1)
+	# cjc asks the query beside the nvcc it runs: here, the counting wrapper
+	ln -s "$query" "$TEST_DIR/bin/" || fail
 	write_sources
 	cjc_nvcc --cubin k.cu -o a.cubin -arch=native || fail
 	cjc_nvcc --cubin k.cu -o b.cubin -arch=native || fail
