@@ -230,6 +230,24 @@ testARepeatedRequestIsServedFromMemory() {
 	expect_stat misses 1
 }
 
+# A JIT process killed during a miss leaves its private directory in
+# TMPDIR; the next process's first miss removes it (this host's, its pid
+# gone, yours), and leaves a live process's and another host's.
+testAKilledProcesssPrivateDirectoryIsReclaimed() {
+	local host dead
+	host=$(hostname | tr './' '__')
+	sh -c 'exit 0' &
+	dead=$!
+	wait $dead
+	mkdir -p "$TEST_DIR/tmp/cjc-jit.$host.$dead.0badf00d/src" "$TEST_DIR/tmp/cjc-jit.$host.$$.0badf00d" \
+		"$TEST_DIR/tmp/cjc-jit.otherhost.$dead.0badf00d"
+	printf 'extern "C" __global__ void one(float *a) { a[threadIdx.x] = 1.0f; }\n' >one.cu
+	TMPDIR=$TEST_DIR/tmp jit one.cu >/dev/null || fail
+	assertFalse "the killed process's directory is gone" "[ -e '$TEST_DIR/tmp/cjc-jit.$host.$dead.0badf00d' ]"
+	assertTrue "a live process's stays" "[ -d '$TEST_DIR/tmp/cjc-jit.$host.$$.0badf00d' ]"
+	assertTrue "another host's stays" "[ -d '$TEST_DIR/tmp/cjc-jit.otherhost.$dead.0badf00d' ]"
+}
+
 testEveryOptionAndSettingIsANewEntry() {
 	write_kernel
 	local i

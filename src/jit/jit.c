@@ -12,12 +12,14 @@
  * source during a compile, plant a header beside it, or put a link where
  * nvcc writes its output (docs/trust.md).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,6 +533,29 @@ static int make_private_dir(int base, char **name)
 	return -1;
 }
 
+/* Once per process, at its first miss: in base, the private directories
+ * of this host's JIT processes that were killed before they removed their
+ * own (their pid is gone), and that are yours, removed. */
+static void reclaim_orphans(int base)
+{
+	static atomic_bool done;
+	int fd = atomic_exchange(&done, true) ? -1 : dup(base);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (struct dirent *e; (e = readdir(d));) {
+		struct stat st;
+		if (cjc_starts_with(e->d_name, "cjc-jit.") &&
+		    !fstatat(base, e->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode) &&
+		    st.st_uid == geteuid() && cjc_name_orphaned(e->d_name, st.st_mtime, INT64_MAX))
+			(void)cjc_remove_tree_at(base, e->d_name);
+	}
+	closedir(d);
+}
+
 int jit_workdir_make(struct jit_job *j, struct jit_workdir *w)
 {
 	const char *tmpdir = getenv("TMPDIR"), *runtime = getenv("XDG_RUNTIME_DIR");
@@ -550,6 +575,7 @@ int jit_workdir_make(struct jit_job *j, struct jit_workdir *w)
 				"and $XDG_RUNTIME_DIR are each missing, not writable, or on a path that "
 				"another user can rename (%s); set TMPDIR to a directory of yours",
 				j->name, strerror(e));
+	reclaim_orphans(base);
 	*w = (struct jit_workdir){ .base = base, .fd = fd, .name = name };
 	w->path = cjc_path_join(where, name);
 	w->source = cjc_xasprintf("%s/src/%s", w->path, j->name);

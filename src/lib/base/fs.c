@@ -300,6 +300,30 @@ char *cjc_unique_name(const char *prefix)
 	return cjc_xasprintf("%s.%s.%ld.%08x", prefix, cjc_hostname(), (long)getpid(), r);
 }
 
+bool cjc_name_orphaned(const char *name, time_t mtime, int64_t age)
+{
+	char *copy = cjc_xstrdup(name);
+	char *rand_part = strrchr(copy, '.'), *pid_part = NULL, *host = NULL;
+	bool gone = false;
+	if (rand_part && strlen(rand_part + 1) == 8 && strspn(rand_part + 1, "0123456789abcdef") == 8) {
+		*rand_part = '\0';
+		pid_part = strrchr(copy, '.');
+	}
+	if (pid_part && pid_part[1] && strspn(pid_part + 1, "0123456789") == strlen(pid_part + 1)) {
+		*pid_part++ = '\0';
+		host = strrchr(copy, '.');
+		host = host ? host + 1 : copy;
+	}
+	if (host && !strcmp(host, cjc_hostname())) {
+		long pid = strtol(pid_part, NULL, 10);
+		gone = pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH;
+	} else if (host) {
+		gone = time(NULL) - mtime >= age;
+	}
+	free(copy);
+	return gone;
+}
+
 char *cjc_dirname(const char *path)
 {
 	const char *slash = strrchr(path, '/');

@@ -95,6 +95,10 @@ int cjc_replace_file(const char *path, const void *p, size_t n, bool sync);
 
 /* "<prefix>.<host>.<pid>.<random>" in a new allocation: unique across hosts. */
 char *cjc_unique_name(const char *prefix);
+/* Whether a name cjc_unique_name made ("<prefix>.<host>.<pid>.<random>")
+ * belongs to a writer that is gone: a dead pid on this host, or another
+ * host's, modified (mtime) at least age seconds ago.  Other names: false. */
+bool cjc_name_orphaned(const char *name, time_t mtime, int64_t age);
 const char *cjc_hostname(void);
 /* Parent directory of path in a new allocation ("." for a bare name). */
 char *cjc_dirname(const char *path);

@@ -69,40 +69,12 @@ int cjc_store_quarantine(const struct cjc_store *s, const char *key, char **dest
 	return rc;
 }
 
-/*
- * A name "<prefix>.<host>.<pid>.<random>" (fs.h) whose writer is gone: a dead
- * pid on this host, or another host's older than `age`.  Other names: false.
- */
-static bool orphaned(const char *name, time_t mtime, int64_t age)
-{
-	char *copy = cjc_xstrdup(name);
-	char *rand_part = strrchr(copy, '.'), *pid_part = NULL, *host = NULL;
-	bool gone = false;
-	if (rand_part && strlen(rand_part + 1) == 8 && strspn(rand_part + 1, "0123456789abcdef") == 8) {
-		*rand_part = '\0';
-		pid_part = strrchr(copy, '.');
-	}
-	if (pid_part && pid_part[1] && strspn(pid_part + 1, "0123456789") == strlen(pid_part + 1)) {
-		*pid_part++ = '\0';
-		host = strrchr(copy, '.');
-		host = host ? host + 1 : copy;
-	}
-	if (host && !strcmp(host, cjc_hostname())) {
-		long pid = strtol(pid_part, NULL, 10);
-		gone = pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH;
-	} else if (host) {
-		gone = time(NULL) - mtime >= age;
-	}
-	free(copy);
-	return gone;
-}
-
 /* What to do with one name in a directory of the store. */
 enum keep { KEEP, REMOVE_ORPHAN, REMOVE_OLD_CACHE };
 
 static enum keep judge(const char *name, const struct stat *st, int64_t age, bool cache_dir)
 {
-	if (orphaned(name, st->st_mtime, age))
+	if (cjc_name_orphaned(name, st->st_mtime, age))
 		return REMOVE_ORPHAN;
 	if (cache_dir && S_ISREG(st->st_mode) && time(NULL) - st->st_mtime >= age)
 		return REMOVE_OLD_CACHE;
