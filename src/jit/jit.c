@@ -241,12 +241,12 @@ void cjc_jit_close(cjc_jit *h)
 {
 	if (!h)
 		return;
+	jit_memory_release_all(h); /* both take the lock: before it is destroyed */
+	jit_deps_save(h);
 	free(pthread_getspecific(h->error_key));
 	pthread_setspecific(h->error_key, NULL);
 	pthread_key_delete(h->error_key);
 	pthread_mutex_destroy(&h->lock);
-	jit_memory_release_all(h);
-	jit_deps_save(h);
 	jit_deps_release(&h->deps);
 	jit_driver_release(h->driver);
 	jit_nvrtc_release(h->nvrtc);

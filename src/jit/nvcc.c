@@ -476,7 +476,7 @@ static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_ma
 	p.ext = n->j->ext;
 	bool won;
 	enum cjc_published rc = cjc_publish(&p, &won);
-	if (rc == CJC_PUBLISH_FAILED)
+	if (rc != CJC_PUBLISHED) /* as cjc counts it: the manifest not written is one too */
 		jit_count(n->j, CJC_STAT_ERRORS, 0);
 	json_decref(md.diagnostics);
 	free(name);

@@ -44,6 +44,7 @@ struct nvrtc {
 	void *lib;               /* NULL until a miss needs it (nvrtc_loaded) */
 	struct cjc_identity id;  /* path, realpath, version, digest (identity.h) */
 	struct cjc_nvrtc fn;     /* its functions, once loaded */
+	bool stale;              /* the file loaded is not the one identified: nothing cached */
 };
 
 /* The library stays loaded (no dlclose): NVRTC and the C++ runtime it
@@ -121,8 +122,10 @@ static int identify_loaded(struct cjc_jit *h, struct nvrtc *n, const char *path,
 	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
 	char *files[] = { real, builtins };
 	size_t nfiles = access(builtins, F_OK) ? 1 : 2;
-	int rc = cjc_identity_library(identity_store(h), "nvrtc",
-				      path ? path : info.dli_fname, version, files, nfiles, &n->id);
+	/* a bare name was found on the loader's path, not in the working directory */
+	bool named = path && strchr(path, '/');
+	int rc = cjc_identity_library(identity_store(h), "nvrtc", named ? path : info.dli_fname,
+				      version, files, nfiles, &n->id);
 	if (rc)
 		cjc_buf_addf(why, "cannot identify %s: %s", real, strerror(errno));
 	free(version);
@@ -163,7 +166,10 @@ static struct nvrtc *nvrtc_of(struct cjc_jit *h)
 	return n;
 }
 
-/* Before a compile: the identified library loaded, and the same file. */
+/* Before a compile: the identified library loaded, and still the one
+ * identified: 0; 1 when the file at its realpath is another now (upgraded in
+ * place since the handle identified it: the keys made with the old identity
+ * would name this compile's output wrongly); -1 (error set). */
 static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
 {
 	jit_lock(h);
@@ -175,11 +181,14 @@ static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
 	struct cjc_buf why = CJC_BUF_INIT;
 	Dl_info info = { 0 };
 	char real[PATH_MAX];
-	if (!load(&fresh, n->id.path, &why) &&
+	if (!load(&fresh, n->id.realpath, &why) &&
 	    (!dladdr((void *)fresh.fn.nvrtcVersion, &info) || !info.dli_fname ||
 	     !realpath(info.dli_fname, real) || strcmp(real, n->id.realpath)))
 		cjc_buf_addf(&why, "NVRTC loaded from %s is not the library identified (%s)",
 			     info.dli_fname ? info.dli_fname : n->id.path, n->id.realpath);
+	bool same = !why.len && !identify_loaded(h, &fresh, n->id.path, &why) &&
+		    !strcmp(fresh.id.digest, n->id.digest);
+	cjc_identity_release(&fresh.id);
 	if (why.len) {
 		int rc = jit_fail(h, "%s", why.data);
 		cjc_buf_release(&why);
@@ -189,9 +198,11 @@ static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
 	if (!n->lib) {
 		n->fn = fresh.fn;
 		n->lib = fresh.lib;
+		n->stale = !same; /* this handle's keys name the library it identified */
 	}
+	bool stale = n->stale;
 	jit_unlock(h);
-	return 0;
+	return stale ? 1 : 0;
 }
 
 /* Whether the code or the options could make NVRTC read a file. */
@@ -444,7 +455,13 @@ int jit_nvrtc_compile(struct jit_job *j)
 		return -1;
 	build_options(j, &r.options);
 	const char *uncached = reads_files(j->req);
-	bool cached = !uncached && jit_cacheable(j);
+	jit_lock(h);
+	bool stale = r.n->stale;
+	jit_unlock(h);
+	if (stale)
+		jit_note(h, "%s: not cached: NVRTC at %s changed since this handle identified it "
+			 "(open a new handle)", j->name, r.n->id.realpath);
+	bool cached = !uncached && !stale && jit_cacheable(j);
 	if (uncached)
 		jit_note(h, "%s: not cached: %s, and NVRTC does not say which files it read", j->name,
 			 uncached);
@@ -462,7 +479,13 @@ int jit_nvrtc_compile(struct jit_job *j)
 		j->out->hit = 1;
 	} else {
 		cjc_remote_hang_up(r.remotes);
-		rc = nvrtc_loaded(h, r.n) ? -1 : run_nvrtc(&r);
+		int loaded = nvrtc_loaded(h, r.n);
+		if (loaded == 1 && cached) {
+			jit_note(h, "%s: not cached: NVRTC at %s changed since this handle identified "
+				 "it (open a new handle)", j->name, r.n->id.realpath);
+			cached = false;
+		}
+		rc = loaded < 0 ? -1 : run_nvrtc(&r);
 		if (!rc)
 			rc = jit_run_hook(j, &r.data);
 		if (!rc && cached)
