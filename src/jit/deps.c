@@ -152,12 +152,12 @@ void jit_deps_save(struct cjc_jit *h)
 	cjc_buf_release(&records);
 }
 
-int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t *size,
+int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t *size,
 		  unsigned char sha[CJC_DIGEST_LEN])
 {
 	struct stat s;
 	struct cjc_stamp now;
-	if (stat(path, &s))
+	if (stat(path, &s) || (expect != JIT_ANY_SIZE && (uint64_t)s.st_size != expect))
 		return -1;
 	cjc_stamp_of(&s, &now);
 	if (remembered(h, path, &now, size, sha))
@@ -321,7 +321,7 @@ static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r, co
 		if (!strcmp(d->path, source)) {
 			if (memcmp(d->sha, source_sha, CJC_DIGEST_LEN))
 				return false;
-		} else if (jit_deps_hash(h, d->path, &size, sha) || size != d->size ||
+		} else if (jit_deps_hash(h, d->path, d->size, &size, sha) || size != d->size ||
 			   memcmp(sha, d->sha, CJC_DIGEST_LEN)) {
 			return false;
 		}

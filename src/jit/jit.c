@@ -708,8 +708,8 @@ int cjc_jit_device_arch(cjc_jit *h, char *arch, size_t len)
 
 int cjc_jit_bytes_set(cjc_jit_bytes *out, const void *data, size_t size)
 {
-	if (!out || (!data && size))
-		return -1;
+	if (!out || (!data && size) || size > JIT_OUTPUT_MAX)
+		return -1; /* as bounded as the compiler's own output */
 	cjc_buf_reset(&out->buf);
 	cjc_buf_add(&out->buf, data, size);
 	out->set = true;

@@ -256,8 +256,12 @@ int jit_nvrtc_compile(struct jit_job *j);
 long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
 		    const struct cjc_place *place, const char *source,
 		    const unsigned char source_sha[CJC_DIGEST_LEN]);
-/* The size and SHA-256 of a file as it is now, remembered by its stamp. */
-int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t *size,
+/* The size and SHA-256 of a file as it is now, remembered by its stamp.
+ * With expect (not JIT_ANY_SIZE), a file of another size is -1 unread: a
+ * record's file that has changed size, or a huge one a record names, is
+ * not hashed to find that out. */
+#define JIT_ANY_SIZE UINT64_MAX
+int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t *size,
 		  unsigned char sha[CJC_DIGEST_LEN]);
 void jit_deps_release(struct jit_deps *d);
 /* The hashes remembered across processes: the store's memo "hashes/jit"

@@ -384,7 +384,7 @@ static int hash_dependency(void *ctx, const char *path, uint64_t *size,
 			   unsigned char sha[CJC_DIGEST_LEN])
 {
 	const struct nvcc_job *n = ctx;
-	return strcmp(path, n->c.source) ? jit_deps_hash(n->h, path, size, sha)
+	return strcmp(path, n->c.source) ? jit_deps_hash(n->h, path, JIT_ANY_SIZE, size, sha)
 					 : cjc_hash_file(path, sha, size);
 }
 

@@ -273,6 +273,9 @@ static void entry_key(struct nvrtc_job *r)
 	struct cjc_strvec args = CJC_STRVEC_INIT;
 	cjc_strvec_push(&args, "nvrtc");
 	cjc_strvec_push(&args, r->j->name);
+	char *count = cjc_xasprintf("options:%zu", r->options.n); /* framed: no option reads as a word after */
+	cjc_strvec_push(&args, count);
+	free(count);
 	cjc_strvec_pushv(&args, r->options.v, r->options.n);
 	jit_key_request(r->j, &args);
 	struct cjc_key_input in = {
@@ -416,10 +419,22 @@ static int memory_hit(struct nvrtc_job *r)
 }
 
 /* The record of a remote store's manifest that names this request's entry. */
+/* The record of a remote store's manifest that names this request's entry:
+ * only one equal to the request's own (its source alone, no absent names,
+ * its entry key), so a server's records never make NVRTC's path look at a
+ * file. */
 static long remote_match(void *ctx, const struct cjc_manifest *m)
 {
 	const struct nvrtc_job *r = ctx;
-	return jit_deps_match(r->j->h, m, r->direct, NULL, r->j->source, r->j->code_sha);
+	const struct cjc_dep *mine = &r->rec.deps[0];
+	for (size_t i = 0; i < m->n; i++) {
+		const struct cjc_manifest_record *o = &m->recs[i];
+		if (o->ndeps == 1 && !o->absent.n && !strcmp(o->entry_key, r->rec.entry_key) &&
+		    !strcmp(o->deps[0].path, mine->path) && o->deps[0].size == mine->size &&
+		    !memcmp(o->deps[0].sha, mine->sha, CJC_DIGEST_LEN))
+			return (long)i;
+	}
+	return -1;
 }
 
 /* From the store, or, after a local miss, from a remote store (remote.h),

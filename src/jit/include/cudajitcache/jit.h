@@ -70,7 +70,8 @@ typedef struct cjc_jit_bytes cjc_jit_bytes;
  */
 typedef int (*cjc_jit_hook)(void *ctx, const void *data, size_t size, cjc_jit_bytes *out);
 
-/* Copies size bytes as the hook's output; 0, or -1 when out of memory. */
+/* Copies size bytes as the hook's output; 0, or -1 when size is over 1 GiB (the
+ * bound on any compiler output: the bytes are then not set). */
 int cjc_jit_bytes_set(cjc_jit_bytes *out, const void *data, size_t size);
 
 struct cjc_jit_request {
