@@ -117,7 +117,8 @@ static int prepare(struct nvcc_job *n)
 		return -1;
 	if (!getcwd(n->cwd, sizeof n->cwd))
 		return jit_note(h, "cannot tell the working directory: %s", strerror(errno)), -1;
-	struct cjc_place where = { .cwd = n->cwd, .base_dir = h->cfg.base_dir };
+	struct cjc_place where = { .cwd = n->cwd, .base_dir = h->cfg.base_dir,
+				   .share_dirs = !h->cfg.hash_dir };
 	cjc_compile_parse((int)n->argv.n - 1, n->argv.v + 1, &where, &n->c);
 	jit_journal_uncacheable(n->j, n->c.uncacheable);
 	if (n->c.uncacheable)
@@ -444,6 +445,7 @@ static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_ma
 		.argc = n->argv.n,
 		.cwd = n->cwd,
 		.base_dir = h->cfg.base_dir,
+		.dirs_shared = n->c.place.dirs_shared,
 		.compiler_path = n->nvcc.path,
 		.compiler_realpath = n->nvcc.realpath,
 		.compiler_version = n->nvcc.version,

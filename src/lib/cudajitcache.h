@@ -37,6 +37,7 @@
  * compile/  the steps that cjc and the JIT library share
  *   config.h      settings and where they came from
  *   diagnostics.h print_commands, keep_ptx, keep_sass, check_spills
+ *   lease.h       one compile per key at a time, locally and across machines
  *   miss.h        what nvcc read on a miss: the manifest record
  *   publish.h     what a miss does after the compiler ran
  *   nvrtc.h       NVRTC's functions (dlopen) and one compile
@@ -55,6 +56,7 @@
 #include "base/util.h"
 #include "compile/config.h"
 #include "compile/diagnostics.h"
+#include "compile/lease.h"
 #include "compile/miss.h"
 #include "compile/nvrtc.h"
 #include "compile/publish.h"

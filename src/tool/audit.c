@@ -773,7 +773,8 @@ static void audit_verified(struct audit *a)
 	struct cjc_compile c;
 	struct cjc_diagnostics d;
 	/* base_dir rewrites the recorded command as it did then (place.h) */
-	struct cjc_place where = { .cwd = cwd, .base_dir = base_dir(a->entry.meta) };
+	struct cjc_place where = { .cwd = cwd, .base_dir = base_dir(a->entry.meta),
+				   .share_dirs = json_is_false(json_object_get(a->entry.meta, "hash_dir")) };
 	cjc_compile_parse((int)words.n, words.v, &where, &c);
 	/* cuobjdump beside the checked nvcc or on PATH, never where the entry says */
 	cjc_diagnostics_from_json(&d, json_object_get(a->entry.meta, "diagnostics"),

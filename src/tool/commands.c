@@ -269,6 +269,10 @@ static void print_stats(const struct session *s, const uint64_t *v,
 	print_size_line(v, s->cfg.max_size);
 	printf("%-16s %.3f s (the recorded nvcc time of every entry served)\n", "time saved",
 	       (double)v[CJC_STAT_SAVED_MS] / 1000.0);
+	if (v[CJC_STAT_LEASE_WAITS])
+		printf("%-16s %llu (%llu of them waited their whole bound, then compiled)\n",
+		       "lease waits", (unsigned long long)v[CJC_STAT_LEASE_WAITS],
+		       (unsigned long long)v[CJC_STAT_LEASE_TIMEOUTS]);
 	if (v[CJC_STAT_DAMAGED])
 		printf("damaged entries were seen and skipped: run `cjc verify --fix` to repair\n");
 }

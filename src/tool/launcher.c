@@ -29,6 +29,7 @@
 #include "base/util.h"
 #include "compile/config.h"
 #include "compile/diagnostics.h"
+#include "compile/lease.h"
 #include "compile/miss.h"
 #include "compile/publish.h"
 #include "compile/why.h"
@@ -74,6 +75,7 @@ struct job {
 	struct cjc_remotes *remotes; /* the remote stores, or NULL (remote.h) */
 	char *lookup;     /* on a miss: what the lookup found */
 	json_t *record;   /* this compile's journal record (why.h) */
+	struct cjc_lease lease; /* on a miss: this key's lease (lease.h) */
 };
 
 /*
@@ -511,6 +513,7 @@ static bool publish(struct job *j, const struct compile_result *r,
 		.argc = (size_t)j->argc,
 		.cwd = j->cwd,
 		.base_dir = j->cfg.base_dir,
+		.dirs_shared = j->c.place.dirs_shared,
 		.argv_run = run.v,
 		.argc_run = run.n,
 		.compiler_path = j->nvcc.path,
@@ -597,6 +600,7 @@ static int compile_miss(struct job *j)
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.output, strerror(errno));
 	if (rc) {
 		/* Nothing was delivered: let nvcc do the whole job itself. */
+		cjc_lease_release(&j->lease);
 		count(j, CJC_STAT_ERRORS, 0);
 		record_start(j, "error", why.len ? why.data : "cannot run nvcc");
 		result_release(&r);
@@ -721,7 +725,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		count(j, CJC_STAT_ERRORS, 0);
 		return -1;
 	}
-	struct cjc_place where = { .cwd = j->cwd, .base_dir = j->cfg.base_dir };
+	struct cjc_place where = { .cwd = j->cwd, .base_dir = j->cfg.base_dir,
+				   .share_dirs = !j->cfg.hash_dir };
 	cjc_compile_parse(j->argc - 1, j->argv + 1, &where, &j->c);
 	cjc_compile_resolve_native(&j->c, j->argv[0]);
 	if (!j->c.uncacheable) {
@@ -783,6 +788,43 @@ static int fetch_remote(struct job *j)
 	return rc;
 }
 
+/* lease.h: the entry another compile of this key published, when it is there. */
+static int look_again(void *ctx, bool remote)
+{
+	struct job *j = ctx;
+	int rc = try_hit(j);
+	return rc < 0 && remote && j->remotes ? fetch_remote(j) : rc;
+}
+
+/* After a miss everywhere: the key's lease, or, when another compile holds
+ * it, its entry once it is there; -1: compile (holding the lease if it
+ * could be had), else the compile's exit status. */
+static int take_lease(struct job *j)
+{
+	int served = -1;
+	struct cjc_lease_wait w = {
+		.store = j->cfg.readonly ? NULL : &j->store, .remotes = j->remotes,
+		.direct_key = j->direct_key, .look = look_again, .ctx = j,
+	};
+	if (j->cfg.lease_wait > 0 && !j->cfg.readonly)
+		w.bound_ms = cjc_lease_bound(cjc_lease_recorded_ms(&j->store, j->direct_key),
+					     j->cfg.lease_wait);
+	enum cjc_lease_result r = cjc_lease_acquire(&w, &j->lease, &served);
+	if (j->lease.waited)
+		count(j, CJC_STAT_LEASE_WAITS, 0);
+	if (j->lease.timed_out)
+		count(j, CJC_STAT_LEASE_TIMEOUTS, 0);
+	return r == CJC_LEASE_SERVED ? served : -1;
+}
+
+/* What the lease cost, in the journal's record (why.h). */
+static void record_lease(struct job *j)
+{
+	if (j->record && j->lease.waited)
+		json_object_set_new(j->record, "lease", json_pack("{s:I, s:b}", "waited_ms",
+			(json_int_t)j->lease.waited_ms, "timed_out", j->lease.timed_out));
+}
+
 static void job_release(struct job *j)
 {
 	cjc_remote_close(j->remotes);
@@ -804,7 +846,7 @@ static void job_release(struct job *j)
 
 int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 {
-	struct job j = { .target = target, .wrap = wrap, .argc = argc, .argv = argv };
+	struct job j = { .target = target, .wrap = wrap, .argc = argc, .argv = argv, .lease.fd = -1 };
 	struct cjc_buf why = CJC_BUF_INIT;
 	int rc;
 	j.user_umask = umask(0);
@@ -825,10 +867,14 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 		rc = try_hit(&j);
 		if (rc < 0 && j.remotes)
 			rc = fetch_remote(&j);
+		if (rc < 0)
+			rc = take_lease(&j);
 		cjc_remote_hang_up(j.remotes);
 		if (rc < 0)
 			rc = compile_miss(&j);
+		cjc_lease_release(&j.lease);
 		save_hash_cache(&j);
+		record_lease(&j);
 		record_write(&j);
 	}
 	job_release(&j);

@@ -96,6 +96,12 @@ static int parse_size_setting(const char *text, void *dst)
 	return cjc_parse_size(text, dst);
 }
 
+/* A duration in seconds ("90", "45s", "2m"). */
+static int parse_seconds(const char *text, void *dst)
+{
+	return cjc_parse_age(text, dst);
+}
+
 /* One row per setting: everything about it is here (config.h). */
 struct setting_def {
 	const char *name;
@@ -150,6 +156,13 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_TRUSTED_KEYS] = { "trusted_keys", "CJC_TRUSTED_KEYS", parse_optional_path,
 		AT(trusted_keys), "", "a file name, or empty", false,
 		"Ed25519 public keys (PEM): remote entries, and local ones others wrote, must be signed by one" },
+	[CJC_SET_HASH_DIR] = { "hash_dir", "CJC_HASH_DIR", parse_bool, AT(hash_dir), "true", BOOLEAN,
+		false, /* decides what is keyed */
+		"false: -g, -G and -lineinfo compiles share entries across directories and checkouts "
+		"(debug paths name the one that compiled)" },
+	[CJC_SET_LEASE_WAIT] = { "lease_wait", "CJC_LEASE_WAIT", parse_seconds, AT(lease_wait), "60s",
+		"a duration such as 60s, 2m or 0 for no leases", false, /* holds builds up */
+		"longest wait for another compile of the same key when none is recorded; 0: no leases" },
 };
 
 /* Whether a setting may hold a secret: shown redacted (base/run.h). */

@@ -63,6 +63,8 @@ enum cjc_setting {
 	CJC_SET_BASE_DIR,
 	CJC_SET_SIGN_KEY,
 	CJC_SET_TRUSTED_KEYS,
+	CJC_SET_HASH_DIR,
+	CJC_SET_LEASE_WAIT,
 	CJC_SET_COUNT
 };
 
@@ -88,6 +90,14 @@ struct cjc_config {
 	 * of public keys a remote entry must be signed by; NULL when unset. */
 	char *sign_key;
 	char *trusted_keys;
+	/* false: with -g, -G or -lineinfo, the directories the output records
+	 * (the working directory, a checkout under base_dir) are not keyed, so
+	 * checkouts share entries whose debug paths name the one that compiled
+	 * it (place.h: share_dirs); ccache's hash_dir. */
+	bool hash_dir;
+	/* Leases (lease.h): the longest a miss waits for another compile of its
+	 * key when no compile of it is recorded, in seconds; 0: no leases. */
+	int64_t lease_wait;
 	/* Settings ignored because the file that set them is not trusted and
 	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
 	char *notes;

@@ -159,6 +159,8 @@ int cjc_metadata_format(const struct cjc_metadata *md, struct cjc_buf *out, json
 	json_object_set_new(root, "cwd", cjc_json_bytes(md->cwd));
 	if (md->base_dir)
 		json_object_set_new(root, "base_dir", cjc_json_bytes(*md->base_dir ? md->base_dir : "/"));
+	if (md->dirs_shared)
+		json_object_set_new(root, "hash_dir", json_false());
 	if (md->argv_run) {
 		cjc_buf_reset(&command);
 		quote_command(&command, md->argv_run, md->argc_run);

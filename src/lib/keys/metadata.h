@@ -13,6 +13,9 @@
  *   argv           the same as an array of strings
  *   cwd            the working directory of the compile
  *   base_dir       (optional) the base_dir setting, when set (place.h)
+ *   hash_dir       (optional) false when the hash_dir setting was false and
+ *                  the output records directories (-g, -G, -lineinfo) the
+ *                  key does not hold: debug paths name the cwd recorded here
  *   command_run    (optional) when base_dir rewrote paths: the command as
  *   argv_run       nvcc ran it (paths under base_dir relative to cwd), with
  *                  -o and the output, less the dependency-file options cjc
@@ -84,6 +87,7 @@ struct cjc_metadata {
 	size_t argc;
 	const char *cwd;
 	const char *base_dir;     /* or NULL */
+	bool dirs_shared;         /* hash_dir false applied (place.h): "hash_dir": false */
 	char *const *argv_run;    /* or NULL: the command ran as given */
 	size_t argc_run;
 	const char *compiler_path;

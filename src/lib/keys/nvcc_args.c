@@ -846,8 +846,15 @@ static bool cwd_mapped(const struct cjc_compile *c)
 static void finish_place(struct parser *p)
 {
 	struct cjc_compile *c = p->c;
-	c->place.records_dirs = p->line_info || p->host_debug || p->device_debug;
-	c->place.keys_cwd = p->device_debug ? "-G" : p->host_debug && !cwd_mapped(c) ? "-g" : NULL;
+	bool records = p->line_info || p->host_debug || p->device_debug;
+	c->place.dirs_shared = records && c->place.share_dirs;
+	c->place.records_dirs = records && !c->place.share_dirs;
+	c->place.keys_cwd = c->place.share_dirs ? NULL : p->device_debug ? "-G"
+			  : p->host_debug && !cwd_mapped(c) ? "-g" : NULL;
+	if (c->place.dirs_shared) {
+		cjc_strvec_push(&c->key_args, "cjc:hash_dir=false");
+		cjc_strvec_push(&c->key_units, "cjc:hash_dir=false");
+	}
 	c->resolved = json_object();
 	for (size_t i = 0; i < p->relative.n; i++) {
 		char *to = cjc_place_resolve(&c->place, p->relative.v[i]);
@@ -886,7 +893,8 @@ void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *wher
 {
 	memset(c, 0, sizeof *c);
 	if (where)
-		c->place = (struct cjc_place){ .cwd = where->cwd, .base_dir = where->base_dir };
+		c->place = (struct cjc_place){ .cwd = where->cwd, .base_dir = where->base_dir,
+					       .share_dirs = where->share_dirs };
 	struct parser p = { .c = c };
 	p.archs = json_array();
 	p.defines = json_array();

@@ -159,6 +159,11 @@ bool cjc_place_maps_cwd(const char *word, const char *cwd)
 char *cjc_place_rule(const struct cjc_place *p)
 {
 	const char *base = p->base_dir ? (*p->base_dir ? p->base_dir : "/") : NULL;
+	if (p->dirs_shared)
+		return cjc_xasprintf("hash_dir is false: the directories -lineinfo, -g or -G record "
+				     "are not keyed, so the output's debug paths may name another "
+				     "checkout%s%s%s", base ? " (base_dir " : "", base ? base : "",
+				     base ? ": paths under it are keyed relative to the working directory)" : "");
 	if (p->keys_cwd)
 		return cjc_xasprintf("the working directory is in the key: %s records it in the output",
 				     p->keys_cwd);

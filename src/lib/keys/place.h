@@ -27,6 +27,14 @@
  * base_dir share entries, except for -lineinfo, -g and -G output, which
  * names each checkout's own directories and must differ.
  *
+ * share_dirs (the hash_dir = false setting, as ccache has it): the user
+ * accepts debug paths that name another directory.  The directories the
+ * output records are then not keyed: records_dirs and keys_cwd stay unset
+ * (relative paths under base_dir are keyed as written, the working
+ * directory is not keyed), and the key holds the word "cjc:hash_dir=false"
+ * instead, so that such entries are never served to a compile that keys
+ * its directories.  Only the debug paths differ: the code is the same.
+ *
  * Strings are borrowed: a place points at the caller's cwd and base_dir.
  */
 #ifndef CJC_PLACE_H
@@ -41,6 +49,9 @@ struct cjc_place {
 	bool records_dirs;    /* -lineinfo, -g or -G: the output names directories */
 	const char *keys_cwd; /* "-G", or "-g" not mapped away: the option that records the
 				 working directory itself, which the key then holds; else NULL */
+	bool share_dirs;      /* hash_dir = false: set by the caller, before parsing */
+	bool dirs_shared;     /* share_dirs applied: the output records directories
+				 that the key does not hold (set by the parser) */
 };
 
 /* With base_dir: an absolute path under it, relative to the working

@@ -58,6 +58,8 @@ struct cjc_remotes {
 	char ns[64];
 	long budget_ms;   /* what all requests to all stores may take together: the largest operation-timeout */
 	int64_t spent_ms; /* what they took so far */
+	char *lease_value; /* what this handle's lease holds: its holder's name */
+	bool lease_taken;
 };
 
 /* --- the setting ------------------------------------------------------ */
@@ -407,6 +409,7 @@ void cjc_remote_close(struct cjc_remotes *r)
 		free(g->shown);
 	}
 	free(r->groups);
+	free(r->lease_value);
 	free(r->sign_key);
 	free(r->trusted_keys);
 	free(r);
@@ -481,13 +484,13 @@ static struct cjc_remote_backend *connected(struct cjc_remotes *r, struct group 
 	return sv->b;
 }
 
-enum op { GET, PUT, PUT_NEW, EXISTS };
+enum op { GET, PUT, PUT_NEW, EXISTS, LEASE, UNLEASE };
 
 /* One request to sv, the server of g that holds name. */
 static int request(struct cjc_remotes *r, struct group *g, struct server *sv, enum op op,
 		   const char *name, size_t max, struct cjc_buf *data)
 {
-	static const char *const verbs[] = { "get", "put", "put", "exists" };
+	static const char *const verbs[] = { "get", "put", "put", "exists", "lease", "unlease" };
 	struct cjc_remote_backend *b = NULL;
 	struct cjc_buf why = CJC_BUF_INIT;
 	int rc;
@@ -498,9 +501,11 @@ static int request(struct cjc_remotes *r, struct group *g, struct server *sv, en
 	} else if (!(b = connected(r, g, sv))) {
 		return CJC_REMOTE_ERROR; /* counted as it failed */
 	} else {
-		rc = op == GET	  ? sv->ops->get(b, name, max, data, &why)
-		   : op == EXISTS ? sv->ops->exists(b, name, &why)
-				  : sv->ops->put(b, name, data->data, data->len, op == PUT_NEW, &why);
+		rc = op == GET	   ? sv->ops->get(b, name, max, data, &why)
+		   : op == EXISTS  ? sv->ops->exists(b, name, &why)
+		   : op == LEASE   ? sv->ops->lease(b, name, data->data, (long)max, &why)
+		   : op == UNLEASE ? sv->ops->unlease(b, name, data->data, &why)
+				   : sv->ops->put(b, name, data->data, data->len, op == PUT_NEW, &why);
 	}
 	if (rc == CJC_REMOTE_OK && op == GET)
 		g->counts[CJC_STAT_REMOTE_READ] += data->len;
@@ -841,6 +846,76 @@ int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, cjc_remote_m
 		if (!fetch_from(r, &r->groups[i], direct_key, match, ctx, rec, new_bytes))
 			return 0;
 	return -1;
+}
+
+/* --- leases (remote.h) --------------------------------------------------- */
+
+/* The store that holds leases: the first that is not read-only and whose
+ * backend takes them, while it has not failed. */
+static struct group *lease_group(struct cjc_remotes *r)
+{
+	for (size_t i = 0; r && i < r->n; i++) {
+		struct group *g = &r->groups[i];
+		if (!g->read_only && g->servers[0].ops->lease)
+			return g;
+	}
+	return NULL;
+}
+
+/* A lease request, within the store's timeouts but not charged to the
+ * handle's operation-timeout (remote.h). */
+static int lease_call(struct cjc_remotes *r, struct group *g, enum op op, const char *direct_key,
+		      long ttl_ms)
+{
+	char *name = remote_name(r, 'l', direct_key);
+	struct cjc_buf value = CJC_BUF_INIT;
+	cjc_buf_adds(&value, r->lease_value);
+	int64_t g_spent = g->spent_ms, r_spent = r->spent_ms;
+	g->spent_ms = r->spent_ms = 0;
+	int rc = call(r, g, op, name, (size_t)ttl_ms, &value);
+	g->spent_ms = g_spent;
+	r->spent_ms = r_spent;
+	cjc_buf_release(&value);
+	free(name);
+	return rc;
+}
+
+enum cjc_remote_lease cjc_remote_lease_take(struct cjc_remotes *r, const char *direct_key,
+					    long ttl_ms)
+{
+	struct group *g = lease_group(r);
+	if (!g)
+		return CJC_REMOTE_LEASE_NONE;
+	if (!r->lease_value)
+		r->lease_value = cjc_unique_name("lease");
+	int rc = lease_call(r, g, LEASE, direct_key, ttl_ms > 0 ? ttl_ms : 1);
+	r->lease_taken = rc == CJC_REMOTE_OK;
+	return rc == CJC_REMOTE_OK ? CJC_REMOTE_LEASE_TAKEN
+	     : rc == CJC_REMOTE_ABSENT ? CJC_REMOTE_LEASE_HELD : CJC_REMOTE_LEASE_NONE;
+}
+
+bool cjc_remote_lease_held(struct cjc_remotes *r, const char *direct_key)
+{
+	struct group *g = lease_group(r);
+	if (!g)
+		return false;
+	char *name = remote_name(r, 'l', direct_key);
+	int64_t g_spent = g->spent_ms, r_spent = r->spent_ms;
+	g->spent_ms = r->spent_ms = 0;
+	int rc = call(r, g, EXISTS, name, 0, NULL);
+	g->spent_ms = g_spent;
+	r->spent_ms = r_spent;
+	free(name);
+	return rc == CJC_REMOTE_OK;
+}
+
+void cjc_remote_lease_end(struct cjc_remotes *r, const char *direct_key)
+{
+	struct group *g = r && r->lease_taken ? lease_group(r) : NULL;
+	if (g)
+		(void)lease_call(r, g, UNLEASE, direct_key, 0);
+	if (r)
+		r->lease_taken = false;
 }
 
 /* --- publishing --------------------------------------------------------- */

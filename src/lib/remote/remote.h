@@ -126,6 +126,14 @@ struct cjc_remote_ops {
 		   bool only_if_absent, struct cjc_buf *why);
 	int (*exists)(struct cjc_remote_backend *b, const char *name, struct cjc_buf *why);
 	void (*close)(struct cjc_remote_backend *b);
+	/* Leases (optional: NULL where the backend has none).  lease takes
+	 * name with value for ttl_ms unless it is there: CJC_REMOTE_OK, taken;
+	 * CJC_REMOTE_ABSENT, not taken (another holds it).  unlease removes
+	 * it, or lets it expire at once, when it still holds value. */
+	int (*lease)(struct cjc_remote_backend *b, const char *name, const char *value, long ttl_ms,
+		     struct cjc_buf *why);
+	int (*unlease)(struct cjc_remote_backend *b, const char *name, const char *value,
+		       struct cjc_buf *why);
 };
 
 extern const struct cjc_remote_ops cjc_remote_redis_ops; /* redis://, redis+unix: */
@@ -180,6 +188,28 @@ void cjc_remote_hang_up(struct cjc_remotes *r);
  * hold it. */
 int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
 		       const struct cjc_manifest_record *rec);
+
+/*
+ * Leases (compile/lease.h): NS/l/<direct key>, a short value naming its
+ * holder, with an expiry, in the first store that is not read-only and
+ * whose backend takes leases (Redis: SET NX PX; unlease compares with
+ * GETRANGE, then SET XX PX 1, so only the commands a writer's ACL already
+ * allows are used).  Lease requests are bounded by the store's timeouts
+ * like any request, but not charged to the compile's operation-timeout:
+ * the lease's own wait bounds how many there are.  A store that fails a
+ * lease request fails for the handle, as for any request.
+ */
+enum cjc_remote_lease {
+	CJC_REMOTE_LEASE_NONE,  /* no store takes leases, or it failed */
+	CJC_REMOTE_LEASE_TAKEN, /* this handle holds it until cjc_remote_lease_end() */
+	CJC_REMOTE_LEASE_HELD   /* another holds it */
+};
+enum cjc_remote_lease cjc_remote_lease_take(struct cjc_remotes *r, const char *direct_key,
+					    long ttl_ms);
+/* Whether the lease cjc_remote_lease_take() found held is still there. */
+bool cjc_remote_lease_held(struct cjc_remotes *r, const char *direct_key);
+/* Ends this handle's lease, if it took one. */
+void cjc_remote_lease_end(struct cjc_remotes *r, const char *direct_key);
 
 /* An entry record (the layout above): 0, or -1 when it is not one. */
 int cjc_remote_decode_record(const void *p, size_t n, struct cjc_buf *meta, struct cjc_buf *sig);

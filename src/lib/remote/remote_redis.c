@@ -7,7 +7,7 @@
  * Names are keys prefixed "cjc/".  get is GETRANGE up to the bound, so the
  * server never sends more than we asked for (an absent key and an empty
  * value both read as absent; no valid value is empty); put-if-absent is
- * SET NX, exists is EXISTS.  The connection waits at most connect_ms, and
+ * SET NX, exists is EXISTS; a lease is SET NX PX (remote.h).  The connection waits at most connect_ms, and
  * each request ends at the deadline remote.c set (the store's
  * operation-timeout, shared by all requests of a compile): we read the
  * reply ourselves, waiting with poll() until the deadline, and hand hiredis
@@ -392,6 +392,44 @@ static int redis_exists(struct cjc_remote_backend *b, const char *name, struct c
 	return result;
 }
 
+/* SET NX PX: "+OK" when taken, nil when the key is there. */
+static int redis_lease(struct cjc_remote_backend *b, const char *name, const char *value, long ttl_ms,
+		       struct cjc_buf *why)
+{
+	char *key = key_of(name), px[24];
+	snprintf(px, sizeof px, "%ld", ttl_ms);
+	const char *argv[] = { "SET", key, value, "NX", "PX", px };
+	int result = CJC_REMOTE_OK;
+	redisReply *reply = command(b, 6, argv, NULL, SHORT_REPLY, &result, why);
+	free(key);
+	if (reply && reply->type == REDIS_REPLY_NIL)
+		result = CJC_REMOTE_ABSENT;
+	else if (reply && reply->type != REDIS_REPLY_STATUS)
+		result = CJC_REMOTE_ERROR, cjc_buf_adds(why, "unexpected reply to SET NX PX");
+	api.free_reply(reply);
+	return result;
+}
+
+/* Only GETRANGE and SET (a writer's ACL: docs/fleet.md): the lease is cut
+ * to a millisecond when it still holds value.  Between the two, it may
+ * have expired and been taken by another: then that one's is cut short,
+ * and at worst a key is compiled twice. */
+static int redis_unlease(struct cjc_remote_backend *b, const char *name, const char *value,
+			 struct cjc_buf *why)
+{
+	struct cjc_buf held = CJC_BUF_INIT;
+	int result = redis_get(b, name, 255, &held, why);
+	if (result == CJC_REMOTE_OK && held.len == strlen(value) && !memcmp(held.data, value, held.len)) {
+		char *key = key_of(name);
+		const char *argv[] = { "SET", key, value, "XX", "PX", "1" };
+		redisReply *reply = command(b, 6, argv, NULL, SHORT_REPLY, &result, why);
+		free(key);
+		api.free_reply(reply);
+	}
+	cjc_buf_release(&held);
+	return result == CJC_REMOTE_ABSENT ? CJC_REMOTE_OK : result;
+}
+
 static void redis_close(struct cjc_remote_backend *b)
 {
 	api.free_context(b->c);
@@ -399,5 +437,5 @@ static void redis_close(struct cjc_remote_backend *b)
 }
 
 const struct cjc_remote_ops cjc_remote_redis_ops = {
-	redis_open, redis_get, redis_put, redis_exists, redis_close,
+	redis_open, redis_get, redis_put, redis_exists, redis_close, redis_lease, redis_unlease,
 };

@@ -287,48 +287,18 @@ int cjc_evict_store(const struct cjc_store *s, uint64_t max_size, int64_t older_
  */
 enum { EVICT_BUSY = -1, EVICT_UNLOCKED = -2 };
 
-static bool ours_alone(int fd)
-{
-	struct stat st;
-	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	       !(st.st_mode & 077) && st.st_nlink == 1;
-}
-
-/* A fresh lock file of ours, locked, renamed over name in stats/: its fd, or -1. */
-static int replace_lock(const struct cjc_store *s, const char *name)
-{
-	int dfd = cjc_store_openat(s, "stats", O_RDONLY | O_DIRECTORY, 0);
-	if (dfd < 0)
-		return -1;
-	char *tmp = cjc_unique_name(name);
-	int fd = openat(dfd, tmp, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0 && (flock(fd, LOCK_EX | LOCK_NB) || renameat(dfd, tmp, dfd, name))) {
-		(void)unlinkat(dfd, tmp, 0);
-		close(fd);
-		fd = -1;
-	}
-	free(tmp);
-	close(dfd);
-	return fd;
-}
-
 static int take_evict_lock(const struct cjc_store *s, int shard)
 {
-	char name[64], sub[80];
+	char name[64];
 	snprintf(name, sizeof name, "evict.%d.%lu", shard, (unsigned long)geteuid());
-	snprintf(sub, sizeof sub, "stats/%s", name);
-	int fd = cjc_store_open_regular(s, sub, O_RDONLY | O_CREAT, 0600);
-	if (fd >= 0 && ours_alone(fd)) {
-		if (!flock(fd, LOCK_EX | LOCK_NB)) /* never waits: the holder is evicting */
-			return fd;
-		int e = errno;
-		close(fd);
-		return e == EWOULDBLOCK ? EVICT_BUSY : EVICT_UNLOCKED;
-	}
-	if (fd >= 0)
-		close(fd);
-	fd = replace_lock(s, name);
-	return fd >= 0 ? fd : EVICT_UNLOCKED;
+	int fd = cjc_store_own_file(s, "stats", name);
+	if (fd < 0)
+		return EVICT_UNLOCKED;
+	if (!flock(fd, LOCK_EX | LOCK_NB)) /* never waits: the holder is evicting */
+		return fd;
+	int e = errno;
+	close(fd);
+	return e == EWOULDBLOCK ? EVICT_BUSY : EVICT_UNLOCKED;
 }
 
 int cjc_evict_published(const struct cjc_store *s, const char *key, uint64_t bytes,

@@ -30,6 +30,8 @@ static const char *const names[CJC_STAT_COUNT] = {
 	[CJC_STAT_UNTRUSTED] = "untrusted",
 	[CJC_STAT_REMOTE_READ] = "remote_bytes_read",
 	[CJC_STAT_REMOTE_WRITTEN] = "remote_bytes_written",
+	[CJC_STAT_LEASE_WAITS] = "lease_waits",
+	[CJC_STAT_LEASE_TIMEOUTS] = "lease_timeouts",
 };
 
 static bool is_size(int i)

@@ -59,6 +59,10 @@ enum cjc_counter {
 	CJC_STAT_UNTRUSTED,     /* fetched, but not signed by a trusted key */
 	CJC_STAT_REMOTE_READ,   /* bytes fetched */
 	CJC_STAT_REMOTE_WRITTEN, /* bytes sent */
+	/* Leases (lease.h): a miss that waited for another compile of its key;
+	 * one that waited its whole bound and then compiled itself. */
+	CJC_STAT_LEASE_WAITS,
+	CJC_STAT_LEASE_TIMEOUTS,
 	CJC_STAT_COUNT
 };
 

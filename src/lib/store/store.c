@@ -150,6 +150,39 @@ int cjc_store_open_regular(const struct cjc_store *s, const char *sub, int flags
 	return cjc_keep_regular(cjc_store_openat(s, sub, flags | O_NONBLOCK, mode));
 }
 
+static bool ours_alone(int fd)
+{
+	struct stat st;
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 077) && st.st_nlink == 1;
+}
+
+int cjc_store_own_file(const struct cjc_store *s, const char *dir, const char *name)
+{
+	char *sub = cjc_path_join(dir, name);
+	int fd = cjc_store_open_regular(s, sub, O_RDWR | O_CREAT, 0600);
+	free(sub);
+	if (fd >= 0 && ours_alone(fd))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	int dfd = cjc_store_openat(s, dir, O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0 && !cjc_store_make_dirs(s, dir))
+		dfd = cjc_store_openat(s, dir, O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return -1;
+	char *tmp = cjc_unique_name(name);
+	fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && renameat(dfd, tmp, dfd, name)) {
+		(void)unlinkat(dfd, tmp, 0);
+		close(fd);
+		fd = -1;
+	}
+	free(tmp);
+	close(dfd);
+	return fd;
+}
+
 int cjc_store_read(const struct cjc_store *s, const char *sub, size_t max, struct cjc_buf *out)
 {
 	return cjc_read_regular_and_close(cjc_store_openat(s, sub, O_RDONLY | O_NONBLOCK, 0), max, out);

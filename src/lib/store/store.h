@@ -105,6 +105,12 @@ int cjc_store_read(const struct cjc_store *s, const char *sub, size_t max, struc
 /* For files written in place (counters, the journal, locks): a regular file or -1 (EINVAL). */
 int cjc_store_open_regular(const struct cjc_store *s, const char *sub, int flags, mode_t mode);
 int cjc_store_make_dirs(const struct cjc_store *s, const char *sub);
+/* A lock file only this user can lock (evict.c, lease.h): name in the
+ * store's directory dir (made when missing), opened read-write when it is a
+ * regular file of this user's alone (mode 0600, one link); anything else
+ * there (another user's file, a link, a FIFO) is replaced by a new file of
+ * ours, renamed over it in dir's fd.  The fd, or -1 when none can be had. */
+int cjc_store_own_file(const struct cjc_store *s, const char *dir, const char *name);
 /* Writes a temporary file beside sub and renames it over sub, both in the
  * fd of sub's directory (made when missing). */
 int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n);
