@@ -25,7 +25,7 @@ grep -q 'CJC_SANITIZE:BOOL=ON' "${CJC_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2
 
 # The key-relevant environment and our own settings must not leak in.
 unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE CJC_UMASK CJC_BASE_DIR
-unset CJC_PRINT_COMMANDS CJC_KEEP_PTX CJC_KEEP_SASS CJC_CHECK_SPILLS
+unset CJC_PRINT_COMMANDS CJC_KEEP_PTX CJC_KEEP_SASS CJC_CHECK_SPILLS CJC_HASH_DIR CJC_LEASE_WAIT
 unset NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS NVCC_CCBIN CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
 unset CJC_JIT_NVCC CJC_JIT_COMPILER CJC_JIT_CACHE_DIR CJC_JIT_DEBUG CJC_JIT_WITH_LINEINFO
 unset CJC_JIT_CPP_STANDARD CJC_JIT_PRINT_COMPILER_COMMAND CJC_JIT_PTXAS_VERBOSE
@@ -183,6 +183,43 @@ while [ "\$(ls "$TEST_DIR/barrier" | wc -l)" -lt $1 ] && [ \$i -lt 1200 ]; do
 done
 WRAP
 	chmod +x "$TEST_DIR/bin/nvcc-barrier"
+}
+
+# make_held_nvcc: nvcc-held, an nvcc whose first compile (of the test) says
+# so in $TEST_DIR/held (the pid of the cjc that ran it, then its own), then
+# blocks until $TEST_DIR/go exists; every other compile runs at once.  Each
+# compile is counted, as by the usual wrapper.
+make_held_nvcc() {
+	cat >"$TEST_DIR/bin/nvcc-held" <<WRAP
+#!/bin/sh
+case " \$* " in *" --version "*) exec "$NVCC" "\$@" ;; esac
+if mkdir "$TEST_DIR/first" 2>/dev/null; then
+	"$NVCC" "\$@" || exit
+	echo "\$PPID \$\$" >"$TEST_DIR/held.tmp" && mv "$TEST_DIR/held.tmp" "$TEST_DIR/held"
+	while [ ! -e "$TEST_DIR/go" ]; do sleep 0.05; done
+	exit 0
+fi
+exec "$NVCC" "\$@"
+WRAP
+	chmod +x "$TEST_DIR/bin/nvcc-held"
+}
+
+# wait_for_file FILE / wait_for_lines N PATTERN FILE: a state, not a time
+# (the limit only keeps a broken case from hanging the suite).
+wait_for_file() {
+	local i=0
+	while [ ! -e "$1" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -e "$1" ]
+}
+
+lines_in() { cat "$2" 2>/dev/null | grep -c -- "$1"; }
+
+wait_for_lines() {
+	local i=0
+	while [ "$(lines_in "$2" "$3")" -lt "$1" ] && [ $i -lt 6000 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	[ "$(lines_in "$2" "$3")" -ge "$1" ]
 }
 
 # use_suite_dir NAME: for suites whose cases share one directory and start

@@ -332,6 +332,7 @@ WRAP
 }
 
 testEightProcessesCompilingOneKeyLeaveOneEntry() {
+	local -x CJC_LEASE_WAIT=0 # no leases: all eight compile, one entry wins
 	write_kernel
 	make_barrier_nvcc 8
 	local i pids=()
@@ -347,6 +348,28 @@ testEightProcessesCompilingOneKeyLeaveOneEntry() {
 	for i in $(seq 2 8); do assertTrue "out$i" "cmp -s out1.cubin out$i.cubin"; done
 	assertEquals "7 lost the race" 7 "$(grep -c 'already published' "$CJC_LOG")"
 	"$CJC" verify >/dev/null || fail "verify"
+}
+
+# Leases (lease.h), as for cjc: eight processes JIT one kernel at start-up
+# and nvcc runs once; the first holds its nvcc until the others wait.
+testEightProcessesOfOneKernelRunNvccOnce() {
+	write_kernel
+	make_held_nvcc
+	JIT_NVCC=$TEST_DIR/bin/nvcc-held jit --out out0.cubin kernel.cu -I"$PWD/inc" >said0 &
+	local i first=$! pids=()
+	wait_for_file "$TEST_DIR/held" || fail "the first never ran nvcc"
+	for i in $(seq 7); do
+		JIT_NVCC=$TEST_DIR/bin/nvcc-held jit --out out$i.cubin kernel.cu -I"$PWD/inc" >said$i &
+		pids+=($!)
+	done
+	wait_for_lines 7 'waiting for its entry' "$CJC_LOG" || fail "the others did not wait"
+	touch "$TEST_DIR/go"
+	wait $first || fail "the first failed"
+	for i in "${pids[@]}"; do wait "$i" || fail "a compile failed"; done
+	expect_nvcc_runs 1
+	assertEquals "seven hits" 7 "$(cat said[1-7] | grep -c '^hit ')"
+	for i in $(seq 7); do assertTrue "out$i" "cmp -s out0.cubin out$i.cubin"; done
+	expect_stat lease_waits 7
 }
 
 testAWriterKilledMidCompileLeavesNothingVisible() {

@@ -25,6 +25,8 @@ staging_left() {
 }
 
 testEightWritersOfOneKeyPublishOnce() {
+	# without leases, all eight compile (a lease would hold seven back)
+	local -x CJC_LEASE_WAIT=0
 	make_barrier_nvcc 8
 	parallel 8 "$CJC" "$TEST_DIR/bin/nvcc-barrier" --cubin k.cu -o out{}.cubin -arch=$ARCH ||
 		fail "a build failed"
@@ -40,6 +42,7 @@ testEightWritersOfOneKeyPublishOnce() {
 }
 
 testMixedKeysGiveTwoEntries() {
+	local -x CJC_LEASE_WAIT=0
 	make_barrier_nvcc 8
 	parallel 4 "$CJC" "$TEST_DIR/bin/nvcc-barrier" --cubin k.cu -o a{}.cubin -arch=$ARCH -DVARIANT=1 &
 	local a=$!
@@ -53,6 +56,68 @@ testMixedKeysGiveTwoEntries() {
 	assertEquals "both hit" 8 "$(nvcc_compiles)"
 	assert_same_devcode a1.cubin a.cubin
 	assert_same_devcode b4.cubin b.cubin
+}
+
+# Leases (lease.h): eight compiles of one key, started at once, run nvcc
+# once; the first holds its nvcc until the others are waiting for it.
+testEightCompilesOfOneKeyRunNvccOnce() {
+	make_held_nvcc
+	"$CJC" "$TEST_DIR/bin/nvcc-held" --cubin k.cu -o out1.cubin -arch=$ARCH &
+	local first=$!
+	wait_for_file "$TEST_DIR/held" || fail "the first compile never ran nvcc"
+	parallel 7 "$CJC" "$TEST_DIR/bin/nvcc-held" --cubin k.cu -o out{}x.cubin -arch=$ARCH &
+	local rest=$!
+	wait_for_lines 7 'waiting for its entry' "$CJC_LOG" || fail "the others did not wait"
+	touch "$TEST_DIR/go"
+	wait $first || fail "the holder failed"
+	wait $rest || fail "a waiter failed"
+	expect_nvcc_runs 1
+	assertEquals "one entry" 1 "$(entry_count)"
+	local i
+	for i in $(seq 7); do assert_same_devcode out1.cubin out${i}x.cubin; done
+	expect_stat misses 1
+	expect_stat hits 7
+	expect_stat lease_waits 7
+	expect_stat lease_timeouts 0
+	expect_why out3x.cubin "hit: served from entry"
+}
+
+# A holder killed mid-compile drops its lease with it: the waiters take it
+# in turn, one compiles, the other is served its entry; no build fails.
+testALeaseHolderKilledMidCompileCostsOnlyAWait() {
+	make_held_nvcc
+	"$CJC" "$TEST_DIR/bin/nvcc-held" --cubin k.cu -o killed.cubin -arch=$ARCH 2>/dev/null &
+	local holder=$!
+	wait_for_file "$TEST_DIR/held" || fail "the holder never ran nvcc"
+	parallel 2 "$CJC" "$TEST_DIR/bin/nvcc-held" --cubin k.cu -o w{}.cubin -arch=$ARCH &
+	local waiters=$!
+	wait_for_lines 2 'waiting for its entry' "$CJC_LOG" || fail "the others did not wait"
+	kill -KILL $holder
+	wait $holder 2>/dev/null
+	wait $waiters || fail "a waiter failed"
+	kill -KILL "$(cut -d' ' -f2 "$TEST_DIR/held")" 2>/dev/null # the wrapper, left blocked
+	assert_same_devcode w1.cubin w2.cubin
+	expect_nvcc_runs 2 # the killed one, and one waiter's
+	assertEquals "one entry" 1 "$(entry_count)"
+	expect_stat lease_waits 2
+	expect_stat lease_timeouts 0
+}
+
+# A holder that hangs costs a waiter its bound (lease_wait, as nothing is
+# recorded), and then it compiles itself.
+testAHungLeaseHolderCostsTheBoundThenACompile() {
+	make_held_nvcc
+	"$CJC" "$TEST_DIR/bin/nvcc-held" --cubin k.cu -o hung.cubin -arch=$ARCH &
+	local holder=$!
+	wait_for_file "$TEST_DIR/held" || fail "the holder never ran nvcc"
+	CJC_LEASE_WAIT=1s "$CJC" "$TEST_DIR/bin/nvcc-held" --cubin k.cu -o mine.cubin -arch=$ARCH ||
+		fail "the waiter failed"
+	expect_stat lease_timeouts 1
+	expect_nvcc_runs 2
+	touch "$TEST_DIR/go"
+	wait $holder || fail "the holder failed"
+	assert_same_devcode hung.cubin mine.cubin
+	assertTrue "the journal says" "\"$CJC\" why --json mine.cubin | jq -e '.lease.timed_out' >/dev/null"
 }
 
 testEightConcurrentHitsRunNoNvcc() {

@@ -39,6 +39,7 @@
 #include "base/fs.h"
 #include "base/run.h"
 #include "compile/diagnostics.h"
+#include "compile/lease.h"
 #include "compile/miss.h"
 #include "jit_internal.h"
 #include "keys/depfile.h"
@@ -301,6 +302,34 @@ static int try_hit(struct nvcc_job *n)
 	return rc;
 }
 
+/* lease.h: the entry another compile of this key published, when it is there. */
+static int look_again(void *ctx, bool remote)
+{
+	struct nvcc_job *n = ctx;
+	return try_hit(n) || (remote && remote_hit(n, n->remotes)) ? 0 : -1;
+}
+
+/* After a miss everywhere: the key's lease (lease.h), or the entry of the
+ * compile that holds it; 1: served; 0: compile (then cjc_lease_release). */
+static int take_lease(struct nvcc_job *n, struct cjc_lease *l)
+{
+	const struct cjc_config *cfg = &n->h->cfg;
+	struct cjc_lease_wait w = {
+		.store = cfg->readonly ? NULL : &n->h->store, .remotes = n->remotes,
+		.direct_key = n->direct_key, .look = look_again, .ctx = n,
+	};
+	if (cfg->lease_wait > 0 && !cfg->readonly)
+		w.bound_ms = cjc_lease_bound(cjc_lease_recorded_ms(&n->h->store, n->direct_key),
+					     cfg->lease_wait);
+	int served = -1;
+	enum cjc_lease_result r = cjc_lease_acquire(&w, l, &served);
+	if (l->waited)
+		jit_count(n->j, CJC_STAT_LEASE_WAITS, 0);
+	if (l->timed_out)
+		jit_count(n->j, CJC_STAT_LEASE_TIMEOUTS, 0);
+	return r == CJC_LEASE_SERVED;
+}
+
 /* The command nvcc runs: as keyed, less -o and -M* when cacheable, with
  * the private copy of the source for the keyed one (the last word). */
 static void run_command(const struct nvcc_job *n, const struct run *r, struct cjc_strvec *argv)
@@ -555,13 +584,17 @@ int jit_nvcc_compile(struct jit_job *j)
 	struct nvcc_job n = { .j = j, .h = j->h };
 	build_command(&n);
 	n.cacheable = !prepare(&n);
+	struct cjc_lease lease = { .fd = -1 };
 	int rc = n.cacheable ? try_hit(&n) : 0;
 	if (rc == 0 && n.cacheable && (n.remotes = jit_remote_open(j->h)))
 		rc = remote_hit(&n, n.remotes);
+	if (rc == 0 && n.cacheable)
+		rc = take_lease(&n, &lease);
 	if (rc == 1)
 		rc = spilled(&n, &(struct cjc_buf){ j->out->log, j->out->log ? strlen(j->out->log) : 0, 0 });
 	else
 		rc = compile_miss(&n);
+	cjc_lease_release(&lease);
 	cjc_remote_close(n.remotes);
 	cjc_strvec_clear(&n.argv);
 	cjc_compile_release(&n.c);

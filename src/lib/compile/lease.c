@@ -85,14 +85,18 @@ static int local_lease(const struct cjc_lease_wait *w, struct cjc_lease *l, int6
 				note_wait(l, start, true);
 			return bound ? -2 : 0;
 		}
+		if (!waited)
+			cjc_log("lease on %s is held by another compile here: waiting for its entry",
+				w->direct_key);
 		waited = true;
 		pause_until(&pause, LOCAL_PAUSE_MAX_MS, deadline);
 	}
 	l->fd = fd;
-	if (!waited)
-		return 1;
-	note_wait(l, start, false);
-	/* the holder let go: published (then serve it), or not (compile) */
+	if (waited)
+		note_wait(l, start, false);
+	/* A holder let go: it published (then serve that), or not (compile).
+	 * Looked at even when the lock was free at once: a holder may have
+	 * published between this compile's lookup and now. */
 	*served = w->look(w->ctx, false);
 	return *served >= 0 ? -1 : 1;
 }

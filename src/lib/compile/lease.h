@@ -19,7 +19,10 @@
  *     bound as its expiry, so a holder that dies costs at most that.  Only
  *     the holder of the local lease asks for it: one request per machine.
  *
- * cjc_lease_acquire() takes the local lease, then the remote one.  Where a
+ * cjc_lease_acquire() takes the local lease, then the remote one.  Once
+ * it holds the local one it looks in the local store again (a holder may
+ * have published since the caller's lookup); not in the remote stores,
+ * whose lookup is a round trip: that window only costs a second compile.  Where a
  * lease is held by another, it waits for the holder to let go, polling with
  * a backoff (1 ms doubling to 50 ms for the local lock, 10 ms to 250 ms for
  * the remote lease, an EXISTS a poll), at most bound_ms in all; when the
