@@ -112,6 +112,51 @@ testJitCompilesOnceForTwoMachines() {
 	assertTrue "B's store verifies" "on B '$CJC' verify >/dev/null"
 }
 
+# Leases (lease.h): while A compiles a key, B, which misses it too, waits
+# for A's lease on the server and is served A's entry: nvcc runs once.
+testRedisLeaseMakesTheOtherMachineWait() {
+	local TEST_DIR=$CASE
+	mkdir -p "$CASE/bin" && make_held_nvcc
+	export CJC_REMOTE=$REDIS_URL
+	on A "$CJC" "$CASE/bin/nvcc-held" --cubin k.cu -o "$CASE/A.cubin" -arch=$ARCH &
+	local a=$!
+	wait_for_file "$CASE/held" || fail "A never ran nvcc"
+	assertEquals "A holds the lease" 1 "$(redis_cli --raw KEYS 'cjc/*/l/*' | grep -c .)"
+	on B "$CJC" "$CASE/bin/nvcc-held" --cubin k.cu -o "$CASE/B.cubin" -arch=$ARCH &
+	local b=$!
+	wait_for_lines 1 'held by another machine' "$CJC_LOG" || fail "B did not wait"
+	touch "$CASE/go"
+	wait $a || fail "A failed"
+	wait $b || fail "B failed"
+	assertEquals "nvcc ran once, for A" 1 "$(nvcc_compiles)"
+	assertTrue "B got A's bytes" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+	assertEquals "B waited" 1 "$(remote_stat B lease_waits)"
+	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
+	assertEquals "A let go of it" 0 "$(redis_cli --raw KEYS 'cjc/*/l/*' | grep -c .)"
+}
+
+# A holder that dies leaves its lease on the server, with an expiry (its
+# bound: lease_wait, 60 s); another machine waits at most its own bound
+# (1 s here), then compiles itself.
+testDeadRemoteLeaseHolderCostsABoundedWait() {
+	local TEST_DIR=$CASE ttl
+	mkdir -p "$CASE/bin" && make_held_nvcc
+	export CJC_REMOTE=$REDIS_URL
+	on A "$CJC" "$CASE/bin/nvcc-held" --cubin k.cu -o "$CASE/A.cubin" -arch=$ARCH 2>/dev/null &
+	local a=$!
+	wait_for_file "$CASE/held" || fail "A never ran nvcc"
+	kill -KILL "$(cut -d' ' -f1 "$CASE/held")" # cjc itself, mid-compile
+	wait $a 2>/dev/null
+	kill -KILL "$(cut -d' ' -f2 "$CASE/held")" 2>/dev/null
+	ttl=$(redis_cli --raw PTTL "$(redis_cli --raw KEYS 'cjc/*/l/*')")
+	assertTrue "the dead holder's lease expires: $ttl ms" "[ $ttl -gt 0 ] && [ $ttl -le 60000 ]"
+	CJC_LEASE_WAIT=1s on B "$CJC" "$CASE/bin/nvcc-held" --cubin k.cu -o "$CASE/B.cubin" -arch=$ARCH ||
+		fail "B failed"
+	assertEquals "B waited, then compiled" 2 "$(nvcc_compiles)"
+	assertEquals "B waited its bound" 1 "$(remote_stat B lease_timeouts)"
+	assertEquals "B published" 1 "$(redis_cli --raw KEYS 'cjc/*/e/*' | grep -c .)"
+}
+
 testRedisUnixSocket() {
 	expect_shared "redis+unix://:$REDIS_PASSWORD@$REDIS_SOCKET"
 }
