@@ -210,6 +210,32 @@ testLineinfoIsNotSharedAcrossCheckouts() {
 	assertFalse "the second checkout's object names the first" "grep -qaF '$TEST_DIR/c1' '$TEST_DIR/c2/k.o'"
 }
 
+# hash_dir = false (ccache's name): by choice, a second checkout of a
+# -lineinfo project hits every compile, and its objects name the checkout
+# that compiled them; without it, a checkout hits none.
+testHashDirFalseSharesLineinfoAcrossCheckouts() {
+	local co
+	export CJC_BASE_DIR=$TEST_DIR
+	for co in 1 2; do write_project "$TEST_DIR/co$co/reloc"; done
+	CJC_HASH_DIR=false build_tree "$TEST_DIR/co1/reloc" "$TEST_DIR/co1/reloc/build" Ninja \
+		-DCMAKE_CUDA_FLAGS=-lineinfo || fail
+	expect_counts "first checkout" 3 0
+	CJC_HASH_DIR=false build_tree "$TEST_DIR/co2/reloc" "$TEST_DIR/co2/reloc/build" Ninja \
+		-DCMAKE_CUDA_FLAGS=-lineinfo || fail
+	expect_counts "second checkout, hash_dir false: every compile hits" 3 3
+	assertEquals "its objects name the first checkout" 3 \
+		"$(tree_names "$TEST_DIR/co2/reloc/build" "$TEST_DIR/co1/reloc")"
+	build_tree "$TEST_DIR/co2/reloc" "$TEST_DIR/co2/reloc/plain" Ninja -DCMAKE_CUDA_FLAGS=-lineinfo || fail
+	expect_counts "the same checkout without it: none hits" 6 3
+	assertEquals "and its objects name it alone" 0 \
+		"$(tree_names "$TEST_DIR/co2/reloc/plain" "$TEST_DIR/co1/reloc")"
+	local o=$TEST_DIR/co2/reloc/build/CMakeFiles/shift.dir/src/shift.cu.o
+	"$CJC" why "$o" >why.txt
+	assertTrue "cjc why says so: $(cat why.txt)" "grep -q 'working directory: hash_dir is false' why.txt"
+	assertEquals "recorded in metadata.json" 3 "$("$CJC" ls --json | jq -r '.[].key' | while read -r k; do
+		"$CJC" show "$k" --json | jq -r '.hash_dir'; done | grep -c '^false$')"
+}
+
 # base_dir: the command as given and as run, the dependency file, `cjc why`.
 testBaseDirIsRecorded() {
 	local src=$PWD
