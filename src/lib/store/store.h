@@ -19,6 +19,8 @@
  *     yours or root's that no one else can write; a user who finds someone
  *     else's at a name keeps her own beside it as <name>.<uid>)
  *   stats/<n>               counter shards (stats.h)
+ *   stats/evict.<n>.<uid>, stats/lease.<uid>  one user's own lock files
+ *                           (cjc_store_own_file: evict.h, lease.h)
  *   stats/targets, stats/uncacheable  counters per target and per reason (stats.h)
  *   journal, journal.1      the record of recent compiles (journal.h)
  *   staging/s.<host>.<pid>.<random>/  entries being written; a crashed
