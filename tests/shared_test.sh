@@ -97,12 +97,14 @@ stop_holder() {
 }
 
 # plant KIND: the member puts a KIND (fifo, dir, file) at every eviction
-# lock's name, the old shared one and this user's own (docs/store.md).
+# lock's name, the old shared one and this user's own, and at this user's
+# lease file (docs/store.md): no compile may wait on it, fail, or write
+# through it.
 plant() {
 	as "$MEMBER" sh -c '
 		cd "$1" || exit 1
 		for n in $(seq 0 15); do
-			for name in evict.$n evict.$n.$2; do
+			for name in evict.$n evict.$n.$2 lease.$2; do
 				rm -rf "$name"
 				case $3 in
 				fifo) mkfifo "$name" ;;
@@ -205,9 +207,10 @@ testAMemberRacingStagingRedirectsNoWrite() {
 testAnOutsidersLockOnTheCountersHangsNoCompile() {
 	group_store
 	"$CJC" --target t "$NVCC" -c k.cu -o first.o -arch=$ARCH -DV=1 || fail "the first compile"
+	# the counters: not the users' own lock files (evict.*, lease.*), mode 0600
 	assertTrue "the outsider can read the counters" \
-		"as $OUTSIDER sh -c 'cat \"\$1\"/stats/* >/dev/null' sh '$(ns)'"
-	hold_locks "$OUTSIDER" LOCK_SH "$(ns)"/stats/*
+		"as $OUTSIDER sh -c 'cat \"\$1\"/stats/[!el]* >/dev/null' sh '$(ns)'"
+	hold_locks "$OUTSIDER" LOCK_SH "$(ns)"/stats/[!el]*
 	bounded hit "$CJC" --target t "$NVCC" -c k.cu -o hit.o -arch=$ARCH -DV=1
 	assertTrue "with its object" "[ -s hit.o ]"
 	assertEquals "served, not compiled" 1 "$(nvcc_compiles)"
@@ -246,13 +249,15 @@ testFifosAndDirectoriesAtTheEvictionLocksStopNoEviction() {
 testAMembersLockOnTheEvictionLocksStopsNoEviction() {
 	group_store
 	plant file
-	hold_locks "$MEMBER" LOCK_EX "$(ns)"/stats/evict.*
+	hold_locks "$MEMBER" LOCK_EX "$(ns)"/stats/evict.* "$(ns)"/stats/lease.*
 	compile_limited held 1
 	assertEquals "held locks: the store stays under max_size" 0 "$(entry_count)"
 	assertTrue "eviction is logged" "grep -q 'evicted .* to stay under max_size' '$CJC_LOG'"
 	local mine
 	mine=$(find "$(ns)/stats" -name "evict.*.$(id -u)" -user "$(id -u)" -perm 600 | wc -l)
 	assertTrue "the evictor's lock is its own now" "[ $mine -ge 1 ]"
+	assertEquals "so is the lease file" 1 \
+		"$(find "$(ns)/stats" -name "lease.$(id -u)" -user "$(id -u)" -perm 600 | wc -l)"
 }
 
 # --- 7. secrets stay private -----------------------------------------------
