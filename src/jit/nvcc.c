@@ -318,11 +318,8 @@ static int take_lease(struct nvcc_job *n, struct cjc_lease *l)
 		.store = cfg->readonly ? NULL : &n->h->store, .remotes = n->remotes,
 		.direct_key = n->direct_key, .look = look_again, .ctx = n,
 	};
-	if (cfg->lease_wait > 0 && !cfg->readonly)
-		w.bound_ms = cjc_lease_bound(cjc_lease_recorded_ms(&n->h->store, n->direct_key),
-					     cfg->lease_wait);
 	int served = -1;
-	enum cjc_lease_result r = cjc_lease_acquire(&w, l, &served);
+	enum cjc_lease_result r = cjc_lease_take(&w, cfg->lease_wait, l, &served);
 	if (l->waited)
 		jit_count(n->j, CJC_STAT_LEASE_WAITS, 0);
 	if (l->timed_out)

@@ -806,10 +806,7 @@ static int take_lease(struct job *j)
 		.store = j->cfg.readonly ? NULL : &j->store, .remotes = j->remotes,
 		.direct_key = j->direct_key, .look = look_again, .ctx = j,
 	};
-	if (j->cfg.lease_wait > 0 && !j->cfg.readonly)
-		w.bound_ms = cjc_lease_bound(cjc_lease_recorded_ms(&j->store, j->direct_key),
-					     j->cfg.lease_wait);
-	enum cjc_lease_result r = cjc_lease_acquire(&w, &j->lease, &served);
+	enum cjc_lease_result r = cjc_lease_take(&w, j->cfg.lease_wait, &j->lease, &served);
 	if (j->lease.waited)
 		count(j, CJC_STAT_LEASE_WAITS, 0);
 	if (j->lease.timed_out)

@@ -92,11 +92,10 @@ static int local_lease(const struct cjc_lease_wait *w, struct cjc_lease *l, int6
 		pause_until(&pause, LOCAL_PAUSE_MAX_MS, deadline);
 	}
 	l->fd = fd;
-	if (waited)
-		note_wait(l, start, false);
-	/* A holder let go: it published (then serve that), or not (compile).
-	 * Looked at even when the lock was free at once: a holder may have
-	 * published between this compile's lookup and now. */
+	if (!waited)
+		return 1;
+	note_wait(l, start, false);
+	/* the holder let go: it published (then serve that), or not (compile) */
 	*served = w->look(w->ctx, false);
 	return *served >= 0 ? -1 : 1;
 }
@@ -152,6 +151,14 @@ enum cjc_lease_result cjc_lease_acquire(const struct cjc_lease_wait *w, struct c
 	if (r == CJC_LEASE_SERVED)
 		cjc_lease_release(l);
 	return r;
+}
+
+enum cjc_lease_result cjc_lease_take(struct cjc_lease_wait *w, int64_t lease_wait_s,
+				     struct cjc_lease *l, int *served)
+{
+	w->bound_ms = w->store && lease_wait_s > 0
+		    ? cjc_lease_bound(cjc_lease_recorded_ms(w->store, w->direct_key), lease_wait_s) : 0;
+	return cjc_lease_acquire(w, l, served);
 }
 
 void cjc_lease_release(struct cjc_lease *l)

@@ -19,10 +19,12 @@
  *     bound as its expiry, so a holder that dies costs at most that.  Only
  *     the holder of the local lease asks for it: one request per machine.
  *
- * cjc_lease_acquire() takes the local lease, then the remote one.  Once
- * it holds the local one it looks in the local store again (a holder may
- * have published since the caller's lookup); not in the remote stores,
- * whose lookup is a round trip: that window only costs a second compile.  Where a
+ * cjc_lease_acquire() takes the local lease, then the remote one.  A
+ * lease free at once is taken without looking again: a holder that
+ * published and let go between the caller's lookup and now costs a second
+ * compile (a window of microseconds, or of the remote lookup's round trip),
+ * where looking again would count again what the lookup found (a damaged
+ * or untrusted entry) on every miss.  Where a
  * lease is held by another, it waits for the holder to let go, polling with
  * a backoff (1 ms doubling to 50 ms for the local lock, 10 ms to 250 ms for
  * the remote lease, an EXISTS a poll), at most bound_ms in all; when the
@@ -83,6 +85,10 @@ enum cjc_lease_result {
 
 enum cjc_lease_result cjc_lease_acquire(const struct cjc_lease_wait *w, struct cjc_lease *l,
 					int *served);
+/* What a front end calls: w->bound_ms from what w->store records for the
+ * key and lease_wait (seconds; 0: no leases), then cjc_lease_acquire(). */
+enum cjc_lease_result cjc_lease_take(struct cjc_lease_wait *w, int64_t lease_wait_s,
+				     struct cjc_lease *l, int *served);
 void cjc_lease_release(struct cjc_lease *l);
 
 /* The compile time recorded for direct_key in s (ms), or -1 when none is. */
