@@ -324,6 +324,8 @@ static int take_lease(struct nvcc_job *n, struct cjc_lease *l)
 		jit_count(n->j, CJC_STAT_LEASE_WAITS, 0);
 	if (l->timed_out)
 		jit_count(n->j, CJC_STAT_LEASE_TIMEOUTS, 0);
+	if (l->error)
+		jit_count(n->j, CJC_STAT_ERRORS, 0);
 	return r == CJC_LEASE_SERVED;
 }
 

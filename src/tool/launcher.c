@@ -811,6 +811,8 @@ static int take_lease(struct job *j)
 		count(j, CJC_STAT_LEASE_WAITS, 0);
 	if (j->lease.timed_out)
 		count(j, CJC_STAT_LEASE_TIMEOUTS, 0);
+	if (j->lease.error)
+		count(j, CJC_STAT_ERRORS, 0);
 	return r == CJC_LEASE_SERVED ? served : -1;
 }
 

@@ -72,14 +72,25 @@ static int local_lease(const struct cjc_lease_wait *w, struct cjc_lease *l, int6
 {
 	char name[48];
 	snprintf(name, sizeof name, "lease.%lu", (unsigned long)geteuid());
-	int fd = w->store ? cjc_store_own_file(w->store, "stats", name) : -1;
-	if (fd < 0)
+	if (!w->store)
 		return 0;
+	int fd = cjc_store_own_file(w->store, "stats", name);
+	if (fd < 0) {
+		l->error = errno;
+		cjc_log("cannot take the lease on %s (stats/%s): %s; compiling without it",
+			w->direct_key, name, cjc_untrusted_error(errno));
+		return 0;
+	}
 	int64_t pause = LOCAL_PAUSE_MS;
 	bool waited = false;
 	while (try_lock(fd, w->direct_key)) {
 		if (errno != EAGAIN || cjc_now_ms() >= deadline) {
 			bool bound = errno == EAGAIN;
+			if (!bound) {
+				l->error = errno;
+				cjc_log("cannot take the lease on %s: %s; compiling without it",
+					w->direct_key, strerror(errno));
+			}
 			close(fd);
 			if (bound)
 				note_wait(l, start, true);

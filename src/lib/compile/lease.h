@@ -33,7 +33,9 @@
  * (its compile failed or it died), or the bound passed, the caller
  * compiles: nobody waits twice, so failures do not queue up.  What could
  * not be taken (a read-only store, a lock file that cannot be made, a
- * store that fails) means no lease: the caller compiles, as before.
+ * store that fails) means no lease: the caller compiles, as before; a lock
+ * file that cannot be made or locked is logged, and l->error asks the
+ * caller to count it among the errors.
  * Nothing here fails a build; correctness never depends on a lease (the
  * store's first-writer-wins publication is what keeps entries whole).
  *
@@ -76,6 +78,7 @@ struct cjc_lease {
 	char direct_key[CJC_HEX_LEN + 1];
 	int64_t waited_ms;           /* how long this compile waited for another's */
 	bool waited, timed_out;      /* it waited; it waited the whole bound */
+	int error;                   /* the local lease failed with this errno (logged): count it */
 };
 
 enum cjc_lease_result {

@@ -166,6 +166,11 @@ int cjc_store_own_file(const struct cjc_store *s, const char *dir, const char *n
 		return fd;
 	if (fd >= 0)
 		close(fd);
+	/* replaced only when something else is at the name: a link, a FIFO, a
+	 * directory, a file of someone else's; a failing disk is an error */
+	else if (errno != ELOOP && errno != EINVAL && errno != EISDIR && errno != EACCES &&
+		 errno != EPERM && errno != ENXIO)
+		return -1;
 	int dfd = cjc_store_openat(s, dir, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0 && !cjc_store_make_dirs(s, dir))
 		dfd = cjc_store_openat(s, dir, O_RDONLY | O_DIRECTORY, 0);

@@ -111,7 +111,8 @@ int cjc_store_make_dirs(const struct cjc_store *s, const char *sub);
  * store's directory dir (made when missing), opened read-write when it is a
  * regular file of this user's alone (mode 0600, one link); anything else
  * there (another user's file, a link, a FIFO) is replaced by a new file of
- * ours, renamed over it in dir's fd.  The fd, or -1 when none can be had. */
+ * ours, renamed over it in dir's fd.  The fd, or -1 with errno when none
+ * can be had (the disk failed, or what is there cannot be replaced). */
 int cjc_store_own_file(const struct cjc_store *s, const char *dir, const char *name);
 /* Writes a temporary file beside sub and renames it over sub, both in the
  * fd of sub's directory (made when missing). */
