@@ -20,6 +20,7 @@
 #include "keys/nvcc_args.h"
 #include "output.h"
 #include "remote_cmd.h"
+#include "run_cmd.h"
 #include "store/evict.h"
 #include "store/index.h"
 #include "store/maintain.h"
@@ -38,6 +39,9 @@ struct session {
 	int64_t age;        /* gc --older-than; -1: none */
 	int jobs;           /* audit --jobs */
 	const char *arg;    /* the one argument of show, why, audit */
+	bool env;           /* run --env */
+	char **rest;        /* run: the program and its arguments */
+	size_t nrest;
 };
 
 /* What a flag sets in the session: one table per subcommand, one parser. */
@@ -61,6 +65,7 @@ struct cjc_command {
 	const struct flag *flags; /* ends with END (a NULL name) */
 	const char *arg;          /* its one required argument, for --help; NULL: none */
 	bool store;               /* opens the settings and the store first */
+	bool rest;                /* after `--` or the first word not a flag: a program (run) */
 };
 
 static int usage_error(const char *cmd, const char *word)
@@ -109,6 +114,12 @@ static const struct flag *find_flag(const struct flag *f, const char *word)
 static int parse_flags(const struct cjc_command *c, int argc, char **argv, struct session *s)
 {
 	for (int i = 1; i < argc; i++) {
+		if (c->rest && (!strcmp(argv[i], "--") || argv[i][0] != '-')) {
+			i += !strcmp(argv[i], "--");
+			s->rest = argv + i;
+			s->nrest = (size_t)(argc - i);
+			break;
+		}
 		const struct flag *f = find_flag(c->flags, argv[i]);
 		int rc = 0;
 		if (f && f->kind == FLAG_BOOL)
@@ -322,6 +333,11 @@ static int cmd_stats(struct session *s)
 static int cmd_remote(struct session *s)
 {
 	return cjc_remote_command(&s->cfg, &s->store, s->arg, s->json);
+}
+
+static int cmd_run(struct session *s)
+{
+	return cjc_run_command(s->rest, s->nrest, s->env);
 }
 
 static int cmd_why(struct session *s)
@@ -651,29 +667,32 @@ static const struct flag stats_flags[] = {
 	JSON, FLAG("--zero", FLAG_BOOL, zero, NULL), FLAG("--by-target", FLAG_BOOL, by_target, NULL), END
 };
 static const struct flag verify_flags[] = { FLAG("--fix", FLAG_BOOL, fix, NULL), JSON, END };
+static const struct flag run_flags[] = { FLAG("--env", FLAG_BOOL, env, NULL), END };
 static const struct flag why_flags[] = { FLAG("--jit", FLAG_BOOL, jit, NULL), JSON, END };
 
 static const struct cjc_command commands[] = {
-	{ "--help", cmd_help, NULL, no_flags, NULL, false },
-	{ "--version", cmd_version, NULL, no_flags, NULL, false },
+	{ "--help", cmd_help, NULL, no_flags, NULL, false, false },
+	{ "--version", cmd_version, NULL, no_flags, NULL, false, false },
 	{ "audit", cmd_audit, "rebuild entries from their metadata and compare (a unique key prefix will do)",
-	  audit_flags, "KEY|all", true },
-	{ "clean", cmd_clean, "remove every entry, safely while builds run", json_only, NULL, true },
+	  audit_flags, "KEY|all", true, false },
+	{ "clean", cmd_clean, "remove every entry, safely while builds run", json_only, NULL, true, false },
 	{ "config", cmd_config, "show the effective settings and where each came from", json_only, NULL,
-	  false },
+	  false, false },
 	{ "gc", cmd_gc, "evict least recently used entries; reclaim orphaned staging and old hash "
-	  "caches (other hosts' and unused: older than AGE, default 1d)", gc_flags, NULL, true },
-	{ "help", cmd_help, "show this help", no_flags, NULL, false },
-	{ "ls", cmd_ls, "list the entries", json_only, NULL, true },
+	  "caches (other hosts' and unused: older than AGE, default 1d)", gc_flags, NULL, true, false },
+	{ "help", cmd_help, "show this help", no_flags, NULL, false, false },
+	{ "ls", cmd_ls, "list the entries", json_only, NULL, true, false },
 	{ "remote", cmd_remote, "check the remote stores end to end (reach, read, write, read back), or "
-	  "upload every local entry to them", json_only, "check|upload", true },
+	  "upload every local entry to them", json_only, "check|upload", true, false },
+	{ "run", cmd_run, "run PROGRAM with the NVRTC shim in front of its NVRTC (docs/nvrtc-shim.md), "
+	  "or (--env) print the variables that do it", run_flags, NULL, false, true },
 	{ "show", cmd_show, "show an entry's metadata (a unique key prefix will do)", json_only, "KEY",
-	  true },
-	{ "stats", cmd_stats, "show the counters", stats_flags, NULL, true },
-	{ "verify", cmd_verify, "check every entry as a read does", verify_flags, NULL, true },
+	  true, false },
+	{ "stats", cmd_stats, "show the counters", stats_flags, NULL, true, false },
+	{ "verify", cmd_verify, "check every entry as a read does", verify_flags, NULL, true, false },
 	{ "why", cmd_why, "say why the last compile of OUTPUT|SOURCE, or (--jit) of the JIT "
 	  "library's request NAME or PREFIX:NAME, hit or missed", why_flags, "OUTPUT|SOURCE|NAME",
-	  true },
+	  true, false },
 };
 
 static const struct cjc_command *find_command(const char *name)
@@ -713,6 +732,8 @@ static void usage_of(FILE *out, const struct cjc_command *c)
 		cjc_buf_addf(&line, " %s", c->arg);
 	for (const struct flag *f = c->flags; f->name; f++)
 		cjc_buf_addf(&line, " [%s%s%s]", f->name, f->value ? " " : "", f->value ? f->value : "");
+	if (c->rest)
+		cjc_buf_adds(&line, " [--] PROGRAM [ARG...]");
 	while (line.len && line.data[line.len - 1] == ' ')
 		line.data[--line.len] = '\0';
 	fprintf(out, "%s\n           %s\n", line.data, c->help);
