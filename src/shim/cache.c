@@ -179,63 +179,16 @@ static void direct_key(struct shim_job *s)
 
 /* ---- an entry to and from the outputs ---- */
 
-static json_t *outputs_json(const struct shim_outputs *o, const struct cjc_strvec *expressions)
-{
-	json_t *results = json_object(), *names = json_array();
-	for (int k = 0; k < SHIM_KINDS; k++)
-		json_object_set_new(results, shim_kind_name[k], json_integer(o->result[k]));
-	for (size_t i = 0; i < expressions->n; i++)
-		json_array_append_new(names, json_pack("{s:o, s:i, s:o}", "expression",
-						       cjc_json_bytes(expressions->v[i]), "result",
-						       o->lowered_result[i], "lowered",
-						       cjc_json_bytes(o->lowered.v[i])));
-	return json_pack("{s:i, s:o, s:o}", "version", 1, "results", results, "names", names);
-}
-
-static bool result_ok(json_t *v, nvrtcResult *out)
-{
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    json_integer_value(v) > NVRTC_LAST_RESULT)
-		return false;
-	*out = (nvrtcResult)json_integer_value(v);
-	return true;
-}
-
-/* nvrtc.json as this program's outputs: the answers and the lowered names,
- * which must be for this program's expressions, in order. */
-static int outputs_parse(const struct cjc_buf *text, const struct cjc_strvec *expressions,
-			 struct shim_outputs *o)
-{
-	json_t *doc = json_loadb(text->data ? text->data : "", text->len, 0, NULL);
-	json_t *results = json_object_get(doc, "results"), *names = json_object_get(doc, "names");
-	int rc = json_integer_value(json_object_get(doc, "version")) == 1 && json_is_object(results) &&
-			 json_is_array(names) && json_array_size(names) == expressions->n ? 0 : -1;
-	for (int k = 0; !rc && k < SHIM_KINDS; k++)
-		rc = result_ok(json_object_get(results, shim_kind_name[k]), &o->result[k]) ? 0 : -1;
-	o->lowered_result = cjc_xcalloc(expressions->n + 1, sizeof *o->lowered_result);
-	for (size_t i = 0; !rc && i < expressions->n; i++) {
-		json_t *e = json_array_get(names, i);
-		const char *expr = json_string_value(json_object_get(e, "expression"));
-		const char *lowered = json_string_value(json_object_get(e, "lowered"));
-		rc = expr && lowered && !strcmp(expr, expressions->v[i]) &&
-				     result_ok(json_object_get(e, "result"), &o->lowered_result[i])
-			     ? 0 : -1;
-		if (!rc)
-			cjc_strvec_push(&o->lowered, lowered);
-	}
-	json_decref(doc);
-	return rc;
-}
-
 static int read_outputs(struct shim_job *s, const struct cjc_entry *e, struct cjc_buf *why)
 {
-	struct shim_outputs *o = &s->p->out;
+	struct cjc_nvrtc_outputs *o = &s->p->out;
 	struct cjc_buf text = CJC_BUF_INIT;
 	int rc = cjc_entry_read(e, NVRTC_JSON, &text, why);
-	if (!rc && (text.len > MAX_NVRTC_JSON || outputs_parse(&text, &s->p->expressions, o)))
+	if (!rc && (text.len > MAX_NVRTC_JSON ||
+		    cjc_nvrtc_outputs_parse(text.data, text.len, &s->p->expressions, o)))
 		rc = -1, cjc_buf_adds(why, NVRTC_JSON " is not what this program asks for");
-	for (int k = 0; !rc && k < SHIM_KINDS; k++) {
-		char *name = cjc_xasprintf("output.%s", shim_kind_name[k]);
+	for (int k = 0; !rc && k < CJC_NVRTC_KINDS; k++) {
+		char *name = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);
 		if (o->result[k] == NVRTC_SUCCESS && cjc_entry_artifact(e, name)) /* else empty */
 			rc = cjc_entry_read(e, name, &o->code[k], why);
 		free(name);
@@ -244,7 +197,7 @@ static int read_outputs(struct shim_job *s, const struct cjc_entry *e, struct cj
 		rc = cjc_entry_read(e, "stderr", &o->log, why);
 	cjc_buf_release(&text);
 	if (rc)
-		shim_outputs_release(o);
+		cjc_nvrtc_outputs_release(o);
 	return rc;
 }
 
@@ -366,9 +319,9 @@ static size_t entry_files(const struct shim_job *s, struct cjc_publish_file *f, 
 	const struct shim_program *p = s->p;
 	size_t n = 0;
 	f[n++] = (struct cjc_publish_file){ JIT_SOURCE_FILE, p->source, strlen(p->source) };
-	for (int k = 0; k < SHIM_KINDS; k++)
+	for (int k = 0; k < CJC_NVRTC_KINDS; k++)
 		if (p->out.result[k] == NVRTC_SUCCESS && p->out.code[k].len) { /* none: empty */
-			names[k] = cjc_xasprintf("output.%s", shim_kind_name[k]);
+			names[k] = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);
 			f[n++] = (struct cjc_publish_file){ names[k], p->out.code[k].data,
 							    p->out.code[k].len };
 		}
@@ -392,10 +345,10 @@ static bool publish(struct shim_job *s)
 	cjc_strvec_push(&argv, s->j.source);
 	char cwd[PATH_MAX];
 	json_t *options = options_json(s);
-	json_t *results = outputs_json(&p->out, &p->expressions);
+	json_t *results = cjc_nvrtc_outputs_json(&p->out, &p->expressions);
 	char *results_text = json_dumps(results, JSON_COMPACT), *headers_text = NULL;
-	char *names[SHIM_KINDS] = { 0 };
-	struct cjc_publish_file files[SHIM_KINDS + 2];
+	char *names[CJC_NVRTC_KINDS] = { 0 };
+	struct cjc_publish_file files[CJC_NVRTC_KINDS + 2];
 	struct cjc_metadata md = {
 		.argv = argv.v, .argc = argv.n,
 		.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/",
@@ -420,7 +373,7 @@ static bool publish(struct shim_job *s)
 		jit_count(&s->j, CJC_STAT_ERRORS, 0);
 	if (rc != CJC_PUBLISH_FAILED)
 		(void)cjc_remote_publish(s->remotes, s->rec.entry_key, s->direct, &s->rec);
-	for (int k = 0; k < SHIM_KINDS; k++)
+	for (int k = 0; k < CJC_NVRTC_KINDS; k++)
 		free(names[k]);
 	free(headers_text);
 	free(results_text);
@@ -452,9 +405,9 @@ static nvrtcResult compile_miss(struct shim_job *s)
 	bool keyed = !record_reads(s, &w, &why);
 	bool published = false;
 	if (keyed) {
-		shim_outputs_take(s->n, s->p->real, &s->p->expressions, &s->p->out);
+		cjc_nvrtc_outputs_take(&s->n->q, s->p->real, &s->p->expressions, &s->p->out);
 		published = !h->cfg.readonly && publish(s);
-		shim_outputs_release(&s->p->out); /* NVRTC answers for its program */
+		cjc_nvrtc_outputs_release(&s->p->out); /* NVRTC answers for its program */
 	} else {
 		jit_note(h, "%s: miss, not published: %s", s->j.name, why.data);
 	}
@@ -508,7 +461,7 @@ static void job_start(struct shim_job *s)
 nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
 			 const char *const *options)
 {
-	shim_outputs_release(&p->out);
+	cjc_nvrtc_outputs_release(&p->out);
 	p->served = false;
 	pthread_once(&handle_once, open_handle);
 	if (!handle || noptions < 0 || (noptions && !options))

@@ -19,8 +19,6 @@
 #include "shim.h"
 #include "watch.h"
 
-const char *const shim_kind_name[SHIM_KINDS] = { "ptx", "cubin", "ltoir", "optixir" };
-
 /* ---- NVRTC itself: the library after the shim ---- */
 
 static struct {
@@ -32,37 +30,29 @@ static struct {
 } real;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
-static void *next(const char *name)
+static void *next(void *ctx, const char *name)
 {
+	(void)ctx;
 	return dlsym(RTLD_NEXT, name);
 }
 
+static int whole;
+
 static void find_real(void)
 {
-	static const char *const size_fn[SHIM_KINDS] = { "nvrtcGetPTXSize", "nvrtcGetCUBINSize",
-							 "nvrtcGetLTOIRSize", "nvrtcGetOptiXIRSize" };
-	static const char *const code_fn[SHIM_KINDS] = { "nvrtcGetPTX", "nvrtcGetCUBIN",
-							 "nvrtcGetLTOIR", "nvrtcGetOptiXIR" };
-	*(void **)&real.create = next("nvrtcCreateProgram");
-	*(void **)&real.destroy = next("nvrtcDestroyProgram");
-	*(void **)&real.add_name = next("nvrtcAddNameExpression");
-	*(void **)&real.n.version = next("nvrtcVersion");
-	*(void **)&real.n.compile = next("nvrtcCompileProgram");
-	*(void **)&real.n.log_size = next("nvrtcGetProgramLogSize");
-	*(void **)&real.n.log = next("nvrtcGetProgramLog");
-	*(void **)&real.n.lowered = next("nvrtcGetLoweredName");
-	for (int k = 0; k < SHIM_KINDS; k++) {
-		*(void **)&real.n.code_size[k] = next(size_fn[k]);
-		*(void **)&real.n.code[k] = next(code_fn[k]);
-	}
+	*(void **)&real.create = next(NULL, "nvrtcCreateProgram");
+	*(void **)&real.destroy = next(NULL, "nvrtcDestroyProgram");
+	*(void **)&real.add_name = next(NULL, "nvrtcAddNameExpression");
+	*(void **)&real.n.version = next(NULL, "nvrtcVersion");
+	*(void **)&real.n.compile = next(NULL, "nvrtcCompileProgram");
+	whole = !cjc_nvrtc_queries_find(next, NULL, &real.n.q) && real.create && real.destroy &&
+		real.add_name && real.n.version && real.n.compile;
 }
 
 /* NVRTC's functions, or NULL when the shim is not in front of an NVRTC. */
 static const struct shim_nvrtc *nvrtc(void)
 {
 	pthread_once(&real_once, find_real);
-	bool whole = real.create && real.destroy && real.add_name && real.n.version &&
-		     real.n.compile && real.n.log_size && real.n.log && real.n.lowered;
 	return whole ? &real.n : NULL;
 }
 
@@ -120,7 +110,7 @@ static void forget(nvrtcProgram prog)
 	cjc_strvec_clear(&gone->p.header_names);
 	cjc_strvec_clear(&gone->p.headers);
 	cjc_strvec_clear(&gone->p.expressions);
-	shim_outputs_release(&gone->p.out);
+	cjc_nvrtc_outputs_release(&gone->p.out);
 	free(gone);
 }
 
@@ -139,44 +129,6 @@ int cjc_nvrtc_audit_hello(const struct cjc_watch_table *t)
 {
 	(void)t;
 	return 0;
-}
-
-/* ---- the outputs of a compiled program ---- */
-
-void shim_outputs_release(struct shim_outputs *o)
-{
-	for (int k = 0; k < SHIM_KINDS; k++)
-		cjc_buf_release(&o->code[k]);
-	cjc_buf_release(&o->log);
-	cjc_strvec_clear(&o->lowered);
-	free(o->lowered_result);
-	memset(o, 0, sizeof *o);
-}
-
-void shim_outputs_take(const struct shim_nvrtc *n, nvrtcProgram prog,
-		       const struct cjc_strvec *expressions, struct shim_outputs *o)
-{
-	size_t size = 0;
-	if (!n->log_size(prog, &size) && size > 1) {
-		cjc_buf_grow(&o->log, size);
-		if (!n->log(prog, o->log.data))
-			o->log.len = strnlen(o->log.data, size);
-	}
-	for (int k = 0; k < SHIM_KINDS; k++) {
-		size = 0;
-		o->result[k] = n->code_size[k] ? n->code_size[k](prog, &size) : NVRTC_ERROR_INVALID_INPUT;
-		if (o->result[k] == NVRTC_SUCCESS && size) {
-			cjc_buf_grow(&o->code[k], size);
-			o->result[k] = n->code[k](prog, o->code[k].data);
-			o->code[k].len = o->result[k] == NVRTC_SUCCESS ? size : 0;
-		}
-	}
-	o->lowered_result = cjc_xcalloc(expressions->n + 1, sizeof *o->lowered_result);
-	for (size_t i = 0; i < expressions->n; i++) {
-		const char *lowered = NULL;
-		o->lowered_result[i] = n->lowered(prog, expressions->v[i], &lowered);
-		cjc_strvec_push(&o->lowered, o->lowered_result[i] || !lowered ? "" : lowered);
-	}
 }
 
 /* ---- NVRTC's calls ---- */
@@ -241,11 +193,11 @@ static const struct shim_program *served(nvrtcProgram prog)
 	return p && p->served ? p : NULL;
 }
 
-static nvrtcResult code_size(enum shim_kind k, nvrtcProgram prog, size_t *size)
+static nvrtcResult code_size(enum cjc_nvrtc_kind k, nvrtcProgram prog, size_t *size)
 {
 	const struct shim_program *p = served(prog);
 	if (!p)
-		return real.n.code_size[k] ? real.n.code_size[k](prog, size) : NVRTC_ERROR_INVALID_INPUT;
+		return real.n.q.code_size[k] ? real.n.q.code_size[k](prog, size) : NVRTC_ERROR_INVALID_INPUT;
 	if (p->out.result[k] != NVRTC_SUCCESS)
 		return p->out.result[k];
 	if (!size)
@@ -254,11 +206,11 @@ static nvrtcResult code_size(enum shim_kind k, nvrtcProgram prog, size_t *size)
 	return NVRTC_SUCCESS;
 }
 
-static nvrtcResult code(enum shim_kind k, nvrtcProgram prog, char *out)
+static nvrtcResult code(enum cjc_nvrtc_kind k, nvrtcProgram prog, char *out)
 {
 	const struct shim_program *p = served(prog);
 	if (!p)
-		return real.n.code[k] ? real.n.code[k](prog, out) : NVRTC_ERROR_INVALID_INPUT;
+		return real.n.q.code[k] ? real.n.q.code[k](prog, out) : NVRTC_ERROR_INVALID_INPUT;
 	if (p->out.result[k] != NVRTC_SUCCESS)
 		return p->out.result[k];
 	if (!out)
@@ -267,20 +219,20 @@ static nvrtcResult code(enum shim_kind k, nvrtcProgram prog, char *out)
 	return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcGetPTXSize(nvrtcProgram p, size_t *s) { return code_size(SHIM_PTX, p, s); }
-nvrtcResult nvrtcGetPTX(nvrtcProgram p, char *o) { return code(SHIM_PTX, p, o); }
-nvrtcResult nvrtcGetCUBINSize(nvrtcProgram p, size_t *s) { return code_size(SHIM_CUBIN, p, s); }
-nvrtcResult nvrtcGetCUBIN(nvrtcProgram p, char *o) { return code(SHIM_CUBIN, p, o); }
-nvrtcResult nvrtcGetLTOIRSize(nvrtcProgram p, size_t *s) { return code_size(SHIM_LTOIR, p, s); }
-nvrtcResult nvrtcGetLTOIR(nvrtcProgram p, char *o) { return code(SHIM_LTOIR, p, o); }
-nvrtcResult nvrtcGetOptiXIRSize(nvrtcProgram p, size_t *s) { return code_size(SHIM_OPTIXIR, p, s); }
-nvrtcResult nvrtcGetOptiXIR(nvrtcProgram p, char *o) { return code(SHIM_OPTIXIR, p, o); }
+nvrtcResult nvrtcGetPTXSize(nvrtcProgram p, size_t *s) { return code_size(CJC_NVRTC_PTX, p, s); }
+nvrtcResult nvrtcGetPTX(nvrtcProgram p, char *o) { return code(CJC_NVRTC_PTX, p, o); }
+nvrtcResult nvrtcGetCUBINSize(nvrtcProgram p, size_t *s) { return code_size(CJC_NVRTC_CUBIN, p, s); }
+nvrtcResult nvrtcGetCUBIN(nvrtcProgram p, char *o) { return code(CJC_NVRTC_CUBIN, p, o); }
+nvrtcResult nvrtcGetLTOIRSize(nvrtcProgram p, size_t *s) { return code_size(CJC_NVRTC_LTOIR, p, s); }
+nvrtcResult nvrtcGetLTOIR(nvrtcProgram p, char *o) { return code(CJC_NVRTC_LTOIR, p, o); }
+nvrtcResult nvrtcGetOptiXIRSize(nvrtcProgram p, size_t *s) { return code_size(CJC_NVRTC_OPTIXIR, p, s); }
+nvrtcResult nvrtcGetOptiXIR(nvrtcProgram p, char *o) { return code(CJC_NVRTC_OPTIXIR, p, o); }
 
 nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram prog, size_t *size)
 {
 	const struct shim_program *p = served(prog);
 	if (!p)
-		return nvrtc() ? real.n.log_size(prog, size) : NVRTC_ERROR_INTERNAL_ERROR;
+		return nvrtc() ? real.n.q.log_size(prog, size) : NVRTC_ERROR_INTERNAL_ERROR;
 	if (!size)
 		return NVRTC_ERROR_INVALID_INPUT;
 	*size = p->out.log.len + 1;
@@ -291,7 +243,7 @@ nvrtcResult nvrtcGetProgramLog(nvrtcProgram prog, char *log)
 {
 	const struct shim_program *p = served(prog);
 	if (!p)
-		return nvrtc() ? real.n.log(prog, log) : NVRTC_ERROR_INTERNAL_ERROR;
+		return nvrtc() ? real.n.q.log(prog, log) : NVRTC_ERROR_INTERNAL_ERROR;
 	if (!log)
 		return NVRTC_ERROR_INVALID_INPUT;
 	memcpy(log, p->out.log.data ? p->out.log.data : "", p->out.log.len);
@@ -303,7 +255,7 @@ nvrtcResult nvrtcGetLoweredName(nvrtcProgram prog, const char *expression, const
 {
 	const struct shim_program *p = served(prog);
 	if (!p)
-		return nvrtc() ? real.n.lowered(prog, expression, lowered) : NVRTC_ERROR_INTERNAL_ERROR;
+		return nvrtc() ? real.n.q.lowered(prog, expression, lowered) : NVRTC_ERROR_INTERNAL_ERROR;
 	if (!expression || !lowered)
 		return NVRTC_ERROR_INVALID_INPUT;
 	for (size_t i = 0; i < p->expressions.n; i++)

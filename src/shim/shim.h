@@ -19,48 +19,22 @@
 #include <stddef.h>
 
 #include "base/util.h"
+#include "compile/nvrtc.h"
 
-typedef int nvrtcResult;
-typedef void *nvrtcProgram;
+typedef cjc_nvrtc_result nvrtcResult;
+typedef cjc_nvrtc_program nvrtcProgram;
 
-enum {
-	NVRTC_SUCCESS = 0,
-	NVRTC_ERROR_INVALID_INPUT = 3,
-	NVRTC_ERROR_INVALID_PROGRAM = 4,
-	NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID = 10,
-	NVRTC_ERROR_INTERNAL_ERROR = 11,
-	NVRTC_LAST_RESULT = 64 /* past any result NVRTC has: a bound for what an entry says */
-};
-
-/* The kinds of code a compile may give (nvrtcGet<KIND>). */
-enum shim_kind { SHIM_PTX, SHIM_CUBIN, SHIM_LTOIR, SHIM_OPTIXIR, SHIM_KINDS };
-extern const char *const shim_kind_name[SHIM_KINDS]; /* "ptx", "cubin", "ltoir", "optixir" */
+#define NVRTC_SUCCESS CJC_NVRTC_SUCCESS
+#define NVRTC_ERROR_INVALID_INPUT CJC_NVRTC_INVALID_INPUT
+#define NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID 10
+#define NVRTC_ERROR_INTERNAL_ERROR 11
 
 /* NVRTC's functions the shim calls (shim.c: the library after the shim). */
 struct shim_nvrtc {
 	nvrtcResult (*version)(int *, int *);
 	nvrtcResult (*compile)(nvrtcProgram, int, const char *const *);
-	nvrtcResult (*log_size)(nvrtcProgram, size_t *);
-	nvrtcResult (*log)(nvrtcProgram, char *);
-	nvrtcResult (*code_size[SHIM_KINDS])(nvrtcProgram, size_t *);
-	nvrtcResult (*code[SHIM_KINDS])(nvrtcProgram, char *);
-	nvrtcResult (*lowered)(nvrtcProgram, const char *, const char **);
+	struct cjc_nvrtc_queries q;
 };
-
-/* What a compile gave: each kind's answer (NVRTC_SUCCESS with its bytes,
- * else NVRTC's error), the log (without its NUL), and each name
- * expression's lowered name (or error), in the order they were added. */
-struct shim_outputs {
-	nvrtcResult result[SHIM_KINDS];
-	struct cjc_buf code[SHIM_KINDS];
-	struct cjc_buf log;
-	struct cjc_strvec lowered;
-	nvrtcResult *lowered_result;
-};
-void shim_outputs_release(struct shim_outputs *o);
-/* Everything NVRTC now holds for a compiled program. */
-void shim_outputs_take(const struct shim_nvrtc *n, nvrtcProgram prog,
-		       const struct cjc_strvec *expressions, struct shim_outputs *o);
 
 /* A program as the shim knows it: what went into nvrtcCreateProgram and
  * nvrtcAddNameExpression, and, after a compile served from the cache, what
@@ -72,7 +46,7 @@ struct shim_program {
 	struct cjc_strvec header_names, headers;
 	struct cjc_strvec expressions;
 	bool served;
-	struct shim_outputs out;
+	struct cjc_nvrtc_outputs out;
 };
 
 /* cache.c: a compile through the cache: NVRTC's answer, having either
