@@ -472,6 +472,8 @@ nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int
 	nvrtcResult rc;
 	if (reason) {
 		jit_note(handle, "%s: not cached: %s", p->name, reason);
+		if (jit_store_ready(handle))
+			jit_count(&s.j, CJC_STAT_UNCACHEABLE, 0);
 		jit_journal_uncacheable(&s.j, reason);
 		rc = uncached(n, p, noptions, options);
 	} else if (!jit_cacheable(&s.j) || !(s.id = identity_of(handle, n))) {

@@ -37,6 +37,8 @@ static const char *jit_name(const char *path)
 static const char *compiler_word(json_t *r)
 {
 	const char *c = json_string_value(json_object_get(json_object_get(r, "jit"), "compiler"));
+	if (c && !strcmp(c, "nvrtc-shim"))
+		return "NVRTC";
 	return c && !strcmp(c, "nvrtc") ? "NVRTC" : "nvcc";
 }
 
@@ -245,9 +247,17 @@ static void print_output_line(json_t *r, const char *target)
 	free(label);
 }
 
-/* "compiled k.cu by the JIT library (prefix MYLIB, nvcc) at ..." */
+/* "compiled k.cu by the JIT library (prefix MYLIB, nvcc) at ...", or
+ * "compiled saxpy through the NVRTC shim at ..." */
 static void print_jit_line(json_t *r)
 {
+	const char *c = json_string_value(json_object_get(json_object_get(r, "jit"), "compiler"));
+	if (c && !strcmp(c, "nvrtc-shim")) {
+		char *program = cjc_json_shown(json_object_get(json_object_get(r, "jit"), "name"), "?");
+		printf("  compiled %s through the NVRTC shim at %s\n", program, field(r, "time"));
+		free(program);
+		return;
+	}
 	json_t *jit = json_object_get(r, "jit"), *prefix = json_object_get(jit, "prefix");
 	char *name = cjc_json_shown(json_object_get(jit, "name"), "?");
 	char *shown_prefix = json_is_null(prefix) ? NULL : cjc_json_shown(prefix, "?");

@@ -3,7 +3,7 @@
  * shim suite (tests/shim_test.sh) runs it as is, with and without `cjc
  * run`, and compares what NVRTC gave it.
  *
- *   nvrtc_prog HOW OUT [--threads N] [-I DIR] CASE...
+ *   nvrtc_prog HOW OUT [--threads N] [-I DIR] [--header TEXT] [--option OPT] CASE...
  *
  * HOW is how it reaches NVRTC: "linked" (built with -lnvrtc: nvrtc_prog_linked),
  * "soname:NAME" (dlopen by soname, symbols by dlsym), "path:FILE" (dlopen by
@@ -11,7 +11,8 @@
  * compile's result, each kind's size result, the log, each name
  * expression's lowered name) and OUT/<case>.<kind> (the code).  With
  * --threads N, N threads each compile variant i % 4 of the case into
- * OUT/<case>-<i>.*.  Exit status: 0, or 1 when NVRTC could not be reached.
+ * OUT/<case>-<i>.*.  --header replaces the text of the header the case
+ * "header" gives as a string; --option adds an option to NVRTC's.  Exit status: 0, or 1 when NVRTC could not be reached.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -114,7 +115,8 @@ static const struct kase cases[] = {
 };
 
 static struct api api;
-static const char *out_dir, *include_dir;
+static const char *out_dir, *include_dirs[4], *header_text, *extra_option;
+static int ninclude_dirs;
 
 static void write_file(const char *name, const char *suffix, const void *data, size_t size)
 {
@@ -130,8 +132,9 @@ static void write_file(const char *name, const char *suffix, const void *data, s
 static void run_case(const struct kase *c, const char *label, int variant)
 {
 	nvrtcProgram prog;
-	const char *names[1] = { c->header_name }, *texts[1] = { c->header };
-	char source[4096], inc[4200];
+	const char *names[1] = { c->header_name };
+	const char *texts[1] = { c->header && header_text ? header_text : c->header };
+	char source[4096], inc[4][4200];
 	snprintf(source, sizeof source, "#define VARIANT %d\n%s", variant, c->source);
 	FILE *txt = NULL;
 	char path[4096];
@@ -143,14 +146,16 @@ static void run_case(const struct kase *c, const char *label, int variant)
 	fprintf(txt, "create %d\n", rc);
 	for (int i = 0; i < 2 && c->exprs[i]; i++)
 		fprintf(txt, "add %s %d\n", c->exprs[i], api.add_name(prog, c->exprs[i]));
-	const char *options[4];
+	const char *options[8];
 	int n = 0;
 	for (; c->options[n]; n++)
 		options[n] = c->options[n];
-	if (include_dir) {
-		snprintf(inc, sizeof inc, "-I%s", include_dir);
-		options[n++] = inc;
+	for (int i = 0; i < ninclude_dirs; i++) {
+		snprintf(inc[i], sizeof inc[i], "-I%s", include_dirs[i]);
+		options[n++] = inc[i];
 	}
+	if (extra_option)
+		options[n++] = extra_option;
 	fprintf(txt, "compile %d\n", api.compile(prog, n, options));
 	size_t size = 0;
 	fprintf(txt, "log size %d\n", api.log_size(prog, &size));
@@ -203,7 +208,7 @@ static const struct kase *find_case(const char *name)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: nvrtc_prog HOW OUT [--threads N] [-I DIR] CASE...\n");
+		fprintf(stderr, "usage: nvrtc_prog HOW OUT [--threads N] [-I DIR] [--header TEXT] [--option OPT] CASE...\n");
 		return 2;
 	}
 	if (load(argv[1], &api))
@@ -213,8 +218,12 @@ int main(int argc, char **argv)
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
 			threads = atoi(argv[++i]);
-		} else if (!strcmp(argv[i], "-I") && i + 1 < argc) {
-			include_dir = argv[++i];
+		} else if (!strcmp(argv[i], "--option") && i + 1 < argc) {
+			extra_option = argv[++i];
+		} else if (!strcmp(argv[i], "--header") && i + 1 < argc) {
+			header_text = argv[++i];
+		} else if (!strcmp(argv[i], "-I") && i + 1 < argc && ninclude_dirs < 4) {
+			include_dirs[ninclude_dirs++] = argv[++i];
 		} else if (!threads) {
 			run_case(find_case(argv[i]), argv[i], 0);
 		} else {
