@@ -130,10 +130,19 @@ static int join(char *dst, unsigned long size, const char *a, const char *b, con
 static int disabled;
 static char shim_dir[PATH_MAX_] = CJC_SHIM_DIR;
 
-/* The value of a true boolean setting, as cjc reads them (config.c). */
+/* Whether a and b are the same, in any case (ASCII). */
+static int same_word(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++)
+		if ((*a | 0x20) != (*b | 0x20))
+			return 0;
+	return *a == *b;
+}
+
+/* A true boolean setting, as cjc reads them (config.c): 1, true, yes, on. */
 static int truthy(const char *v)
 {
-	return *v && !same(v, "0") && !same(v, "false") && !same(v, "no") && !same(v, "off");
+	return same(v, "1") || same_word(v, "true") || same_word(v, "yes") || same_word(v, "on");
 }
 
 static void setting(const char *entry)
@@ -289,8 +298,11 @@ unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
 		nvrtc.real_map = *cookie;
 		return LA_FLG_BINDFROM;
 	}
-	/* the C library: where NVRTC's calls go */
-	return starts(base(map->l_name), "libc.so") ? LA_FLG_BINDTO : 0;
+	/* wherever NVRTC's calls may go: the C library, or a library that
+	 * interposes on it (a sanitizer's runtime does); only NVRTC's own
+	 * bindings are then reported (la_symbind64) */
+	(void)map;
+	return LA_FLG_BINDTO;
 }
 
 void la_activity(uintptr_t *cookie, unsigned int flag)
