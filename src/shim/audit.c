@@ -16,10 +16,10 @@
  * left alone, and runs uncached.
  *
  * The module is loaded into every process that inherits LD_AUDIT, so it
- * costs nothing measurable: it links no library at all (the loader maps
- * none for it), reads its two settings from /proc/self/environ with raw
- * system calls, and asks the loader for nothing but what it is told.
- * CJC_DISABLE (docs/settings.md) turns it off: it then declines to audit.
+ * costs as little as it can: it links no library at all (the loader maps
+ * none for it), makes no system call until the loader looks for an NVRTC,
+ * then reads its two settings from /proc/self/environ with raw system
+ * calls.  With CJC_DISABLE true (docs/settings.md) it swaps nothing.
  * Where the shim lies: CJC_NVRTC_SHIM_DIR, else the directory it was
  * installed in (CJC_SHIM_DIR, set at build time).
  */
@@ -264,8 +264,7 @@ static char *swap(const char *path)
 
 unsigned int la_version(unsigned int version)
 {
-	read_settings();
-	if (disabled || version < 1)
+	if (version < 1)
 		return 0;
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
@@ -282,7 +281,10 @@ char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag)
 	const char *b = base(name);
 	if (!starts(b, "libnvrtc.so") || (flag == LA_SER_ORIG && b == name))
 		return (char *)name; /* a bare name: each place it may be is asked next */
-	return swap(name);
+	static int settings_read;
+	if (!settings_read++)
+		read_settings(); /* only in a process that looks for NVRTC */
+	return disabled ? (char *)name : swap(name);
 }
 
 unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
