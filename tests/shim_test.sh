@@ -186,6 +186,19 @@ testEightProcessesAndSixteenThreadsAtOnce() {
 	"$CJC" verify >/dev/null || fail "cjc verify"
 }
 
+# A child forked after the parent compiled: served, as it would be served.
+testAForkedChildIsServed() {
+	prog ref saxpy template
+	shimmed linked a --fork saxpy template
+	local c
+	for c in saxpy template; do
+		assertTrue "$c in the child" "cmp -s ref/$c.txt a/$c-child.txt"
+		assertTrue "$c's cubin in the child" "cmp -s ref/$c.cubin a/$c-child.cubin"
+	done
+	expect_stat misses 2
+	expect_stat hits 2
+}
+
 testEntriesAreOrdinary() {
 	write_disk_header 7
 	shimmed linked a -I inc template disk

@@ -125,7 +125,7 @@ static const char *unkeyable_request(const struct shim_job *s)
 			if (cjc_starts_with(o, writers[k]))
 				return "an option reads or writes files of its own (precompiled headers, "
 				       "timings)";
-		if (strstr(o, "native"))
+		if (!strcmp(o, "native") || cjc_ends_with(o, "=native"))
 			return "an option names the GPU of this machine (native)";
 	}
 	if (names_clock(s->p->source))
@@ -421,16 +421,6 @@ static nvrtcResult compile_miss(struct shim_job *s)
 
 /* ---- the compile ---- */
 
-/* NVRTC's compile as if the shim were not there. */
-static nvrtcResult uncached(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
-			    const char *const *options)
-{
-	shim_watch_ignore(true);
-	nvrtcResult rc = n->compile(p->real, noptions, options);
-	shim_watch_ignore(false);
-	return rc;
-}
-
 static void job_release(struct shim_job *s)
 {
 	cjc_remote_close(s->remotes);
@@ -465,7 +455,7 @@ nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int
 	p->served = false;
 	pthread_once(&handle_once, open_handle);
 	if (!handle || noptions < 0 || (noptions && !options))
-		return uncached(n, p, noptions, options);
+		return shim_compile_uncached(n, p->real, noptions, options);
 	struct shim_job s = { .n = n, .p = p, .noptions = noptions, .options = options };
 	job_start(&s);
 	const char *reason = unkeyable_request(&s);
@@ -475,9 +465,9 @@ nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int
 		if (jit_store_ready(handle))
 			jit_count(&s.j, CJC_STAT_UNCACHEABLE, 0);
 		jit_journal_uncacheable(&s.j, reason);
-		rc = uncached(n, p, noptions, options);
+		rc = shim_compile_uncached(n, p->real, noptions, options);
 	} else if (!jit_cacheable(&s.j) || !(s.id = identity_of(handle, n))) {
-		rc = uncached(n, p, noptions, options);
+		rc = shim_compile_uncached(n, p->real, noptions, options);
 	} else {
 		direct_key(&s);
 		if (lookup(&s)) {

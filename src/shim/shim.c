@@ -174,15 +174,23 @@ nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char *name)
 	return rc;
 }
 
+nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog, int noptions,
+				  const char *const *options)
+{
+	shim_watch_ignore(true); /* its lookups are its own (watch.c) */
+	nvrtcResult rc = n->compile(prog, noptions, options);
+	shim_watch_ignore(false);
+	return rc;
+}
+
 nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char *const *options)
 {
 	const struct shim_nvrtc *n = nvrtc();
 	if (!n)
 		return NVRTC_ERROR_INTERNAL_ERROR;
 	struct shim_program *p = find(prog);
-	if (!p)
-		return n->compile(prog, numOptions, options);
-	return shim_compile(n, p, numOptions, options);
+	return p ? shim_compile(n, p, numOptions, options)
+		 : shim_compile_uncached(n, prog, numOptions, options);
 }
 
 /* The program when a compile of it was served from the cache; else NULL

@@ -53,6 +53,10 @@ struct shim_program {
  * compiled p (served false) or filled p->out from an entry (served true). */
 nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
 			 const char *const *options);
+/* shim.c: NVRTC's compile as if the shim were not there (its lookups not
+ * watched, nor taken for another compile's). */
+nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog, int noptions,
+				  const char *const *options);
 
 /*
  * watch.c: the files one compile looks at, on its own thread.  Between

@@ -3,7 +3,7 @@
  * shim suite (tests/shim_test.sh) runs it as is, with and without `cjc
  * run`, and compares what NVRTC gave it.
  *
- *   nvrtc_prog HOW OUT [--threads N] [-I DIR] [--header TEXT] [--option OPT] CASE...
+ *   nvrtc_prog HOW OUT [--threads N] [--fork] [-I DIR] [--header TEXT] [--option OPT] CASE...
  *
  * HOW is how it reaches NVRTC: "linked" (built with -lnvrtc: nvrtc_prog_linked),
  * "soname:NAME" (dlopen by soname, symbols by dlsym), "path:FILE" (dlopen by
@@ -12,10 +12,14 @@
  * expression's lowered name) and OUT/<case>.<kind> (the code).  With
  * --threads N, N threads each compile variant i % 4 of the case into
  * OUT/<case>-<i>.*.  --header replaces the text of the header the case
- * "header" gives as a string; --option adds an option to NVRTC's.  Exit status: 0, or 1 when NVRTC could not be reached.
+ * "header" gives as a string; --option adds an option to NVRTC's.  With
+ * --fork, after each case a child process compiles it again into
+ * OUT/<case>-child.*.  Exit status: 0, or 1 when NVRTC could not be reached.
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +200,22 @@ static void *thread_main(void *p)
 	return NULL;
 }
 
+static const struct kase *find_case(const char *name);
+
+/* The case again, in a child process (after the parent compiled it). */
+static void fork_case(const char *name)
+{
+	char label[256];
+	snprintf(label, sizeof label, "%s-child", name);
+	pid_t pid = fork();
+	if (pid == 0) {
+		run_case(find_case(name), label, 0);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
 static const struct kase *find_case(const char *name)
 {
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -208,16 +228,18 @@ static const struct kase *find_case(const char *name)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: nvrtc_prog HOW OUT [--threads N] [-I DIR] [--header TEXT] [--option OPT] CASE...\n");
+		fprintf(stderr, "usage: nvrtc_prog HOW OUT [--threads N] [-I DIR] [--fork] [--header TEXT] [--option OPT] CASE...\n");
 		return 2;
 	}
 	if (load(argv[1], &api))
 		return 1;
 	out_dir = argv[2];
-	int threads = 0;
+	int threads = 0, forks = 0;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
 			threads = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--fork")) {
+			forks = 1;
 		} else if (!strcmp(argv[i], "--option") && i + 1 < argc) {
 			extra_option = argv[++i];
 		} else if (!strcmp(argv[i], "--header") && i + 1 < argc) {
@@ -226,6 +248,8 @@ int main(int argc, char **argv)
 			include_dirs[ninclude_dirs++] = argv[++i];
 		} else if (!threads) {
 			run_case(find_case(argv[i]), argv[i], 0);
+			if (forks)
+				fork_case(argv[i]);
 		} else {
 			pthread_t t[64];
 			struct thread_arg args[64];
