@@ -20,11 +20,22 @@
  * not a JSON object (torn by a crash, edited by hand) is skipped and counted.
  * The fields are the caller's (see the tool's why.h); the journal only
  * stores and returns objects.
+ *
+ * Reports (cjc_journal_scan) read every user's journal the same rule
+ * trusts (a copy of a store that a CI runner saved holds the runner's
+ * journal-<uid>): the files the namespace lists as journal, journal-<uid>
+ * and each one's .1, the older half of each first.  Files are read in
+ * chunks, line by line, whatever their size; a line longer than
+ * CJC_JOURNAL_MAX_LINE is skipped and counted, so memory stays bounded.
+ * cjc_journal_skim() finds the spans of a record's top-level members
+ * without parsing the rest (a record's "facts" are most of its bytes): the
+ * caller decodes the few it needs.
  */
 #ifndef CJC_JOURNAL_H
 #define CJC_JOURNAL_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "store/store.h"
 
@@ -38,5 +49,36 @@ int cjc_journal_append(const struct cjc_store *s, json_t *record);
  * be NULL) counts lines that were not JSON objects. */
 int cjc_journal_foreach(const struct cjc_store *s, const char *needle,
 			int (*fn)(json_t *record, void *ctx), void *ctx, size_t *skipped);
+
+#define CJC_JOURNAL_MAX_LINE ((size_t)16 << 20)
+
+struct cjc_journal_counts {
+	size_t files;   /* journal files read */
+	size_t ignored; /* files left unread: not trusted */
+	size_t lines;   /* lines handed to the caller */
+	size_t skipped; /* lines longer than CJC_JOURNAL_MAX_LINE, not handed */
+	uint64_t bytes; /* bytes read */
+};
+
+/* Calls fn for every line (without its newline) of every trusted journal
+ * file of the namespace; fn returns non-zero to stop.  Adds to *counts
+ * (zero it first).  0, or -1 with errno when a file or the namespace could
+ * not be read (what was read before counts). */
+int cjc_journal_scan(const struct cjc_store *s, int (*fn)(const char *line, size_t n, void *ctx),
+		     void *ctx, struct cjc_journal_counts *counts);
+
+/* A top-level member a caller wants from a record: name in; value and len
+ * out: the member's JSON text, a string with its quotes (NULL: absent). */
+struct cjc_journal_member {
+	const char *name;
+	const char *value;
+	size_t len;
+	size_t len_name; /* set by cjc_journal_skim */
+};
+
+/* Finds the members m[0..nm) of the record in line[0, n) (the first of a
+ * name that repeats); 0, or -1 when the line is not a JSON object as far as
+ * its brackets, quotes and commas tell (members found before still set). */
+int cjc_journal_skim(const char *line, size_t n, struct cjc_journal_member *m, size_t nm);
 
 #endif
