@@ -114,15 +114,48 @@ static int64_t time_of(const struct cjc_journal_member *m)
 }
 
 /* The members of a miss that `cjc why` words, decoded (facts are left out). */
-static json_t *miss_record(const struct cjc_journal_member *m)
+static json_t *miss_record(const struct cjc_journal_member *m, const int *which, size_t n)
 {
 	json_t *r = json_object();
-	for (int i = 0; i < M_COUNT; i++) {
-		json_t *v = m[i].value ? json_loadb(m[i].value, m[i].len, JSON_DECODE_ANY, NULL) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct cjc_journal_member *one = &m[which[i]];
+		json_t *v = one->value ? json_loadb(one->value, one->len, JSON_DECODE_ANY, NULL) : NULL;
 		if (v)
-			json_object_set_new(r, member_names[i], v);
+			json_object_set_new(r, member_names[which[i]], v);
 	}
 	return r;
+}
+
+static const int all_members[] = { M_TIME, M_RESULT, M_DURATION, M_SOURCE, M_OUTPUT, M_TARGET,
+				    M_CWD, M_ENTRY, M_REASON, M_NOTE, M_COMPARED, M_CHANGES, M_JIT };
+static const int cause_members[] = { M_REASON, M_NOTE, M_COMPARED, M_CHANGES };
+
+/* A kept line (an example, one of the slowest), decoded when the report is
+ * written: most misses are neither, and decoding is most of the cost. */
+static json_t *kept_record(const struct cjc_buf *line)
+{
+	struct cjc_journal_member m[M_COUNT];
+	for (int i = 0; i < M_COUNT; i++)
+		m[i].name = member_names[i];
+	cjc_journal_skim(line->data, line->len, m, M_COUNT);
+	return miss_record(m, all_members, sizeof all_members / sizeof *all_members);
+}
+
+static void keep_line(struct cjc_buf *kept, const char *line, size_t n)
+{
+	cjc_buf_reset(kept);
+	cjc_buf_add(kept, line, n);
+}
+
+/* A member's JSON integer, or 0. */
+static int64_t integer_of(const struct cjc_journal_member *m)
+{
+	char text[24];
+	if (!m->value || m->len >= sizeof text)
+		return 0;
+	memcpy(text, m->value, m->len);
+	text[m->len] = '\0';
+	return strtoll(text, NULL, 10);
 }
 
 static struct report_cause *cause_slot(struct report *r, const char *cause)
@@ -136,35 +169,46 @@ static struct report_cause *cause_slot(struct report *r, const char *cause)
 	return &r->causes[r->ncauses++];
 }
 
-/* Keeps rec when it is among the REPORT_TOP slowest misses. */
-static void keep_if_slow(struct report *r, json_t *rec)
+/* Keeps the line when it is among the REPORT_TOP slowest misses. */
+static void keep_if_slow(struct report *r, int64_t ms, const char *line, size_t n)
 {
-	json_int_t ms = json_integer_value(json_object_get(rec, "duration_ms"));
 	size_t i = r->nslowest;
-	if (i == REPORT_TOP && ms <= json_integer_value(json_object_get(r->slowest[i - 1], "duration_ms")))
+	if (i == REPORT_TOP && ms <= r->slowest_ms[i - 1])
 		return;
-	if (i == REPORT_TOP)
-		json_decref(r->slowest[--i]);
-	for (; i && ms > json_integer_value(json_object_get(r->slowest[i - 1], "duration_ms")); i--)
-		r->slowest[i] = r->slowest[i - 1];
-	r->slowest[i] = json_incref(rec);
+	struct cjc_buf spare = i == REPORT_TOP ? r->slowest_lines[--i] : (struct cjc_buf)CJC_BUF_INIT;
+	for (; i && ms > r->slowest_ms[i - 1]; i--) {
+		r->slowest_ms[i] = r->slowest_ms[i - 1];
+		r->slowest_lines[i] = r->slowest_lines[i - 1];
+	}
+	r->slowest_ms[i] = ms;
+	r->slowest_lines[i] = spare;
+	keep_line(&r->slowest_lines[i], line, n);
 	if (r->nslowest < REPORT_TOP)
 		r->nslowest++;
 }
 
-static void count_miss(struct report *r, const struct cjc_journal_member *m)
+/* Records are appended in time order, so the last one read is the latest;
+ * of several stores, the time decides (RFC 3339 UTC sorts as text). */
+static bool newer(const struct cjc_journal_member *time, const char *than, size_t than_len)
 {
-	json_t *rec = miss_record(m);
+	size_t n = time->len < than_len ? time->len : than_len;
+	int c = time->value ? memcmp(time->value, than, n) : -1;
+	return c > 0 || (c == 0 && time->len >= than_len);
+}
+
+static void count_miss(struct report *r, const struct cjc_journal_member *m, const char *line,
+		       size_t n)
+{
+	json_t *rec = miss_record(m, cause_members, sizeof cause_members / sizeof *cause_members);
 	struct report_cause *c = cause_slot(r, cjc_why_cause(rec));
-	c->misses++;
-	/* records are appended in time order: the last one read is the latest,
-	 * but of several stores, the time decides */
-	if (!c->example || strcmp(report_record_time(rec), report_record_time(c->example)) >= 0) {
-		json_decref(c->example);
-		c->example = json_incref(rec);
-	}
-	keep_if_slow(r, rec);
 	json_decref(rec);
+	if (!c->misses++ || newer(&m[M_TIME], c->example_time, c->example_time_len)) {
+		keep_line(&c->line, line, n);
+		c->example_time_len = m[M_TIME].value && m[M_TIME].len < sizeof c->example_time ?
+			m[M_TIME].len : 0;
+		memcpy(c->example_time, m[M_TIME].value ? m[M_TIME].value : "", c->example_time_len);
+	}
+	keep_if_slow(r, integer_of(&m[M_DURATION]), line, n);
 }
 
 static void add_point(struct report *r, int64_t t, int result)
@@ -192,7 +236,7 @@ static int take_line(const char *line, size_t n, void *ctx)
 	if (t >= 0)
 		add_point(r, t, result);
 	if (result == R_MISS)
-		count_miss(r, m);
+		count_miss(r, m, line, n);
 	return 0;
 }
 
@@ -270,6 +314,14 @@ static void make_buckets(struct report *r)
 	}
 }
 
+static void decode_kept(struct report *r)
+{
+	for (size_t i = 0; i < r->ncauses; i++)
+		r->causes[i].example = kept_record(&r->causes[i].line);
+	for (size_t i = 0; i < r->nslowest; i++)
+		r->slowest[i] = kept_record(&r->slowest_lines[i]);
+}
+
 static void report_release(struct report *r)
 {
 	for (size_t i = 0; i < r->nstores; i++)
@@ -278,10 +330,14 @@ static void report_release(struct report *r)
 	cjc_stats_rows_free(r->targets, r->ntargets);
 	cjc_stats_rows_free(r->reasons, r->nreasons);
 	cjc_stats_rows_free(r->remotes, r->nremotes);
-	for (size_t i = 0; i < r->ncauses; i++)
+	for (size_t i = 0; i < r->ncauses; i++) {
 		json_decref(r->causes[i].example);
-	for (size_t i = 0; i < r->nslowest; i++)
+		cjc_buf_release(&r->causes[i].line);
+	}
+	for (size_t i = 0; i < r->nslowest; i++) {
 		json_decref(r->slowest[i]);
+		cjc_buf_release(&r->slowest_lines[i]);
+	}
 	free(r->points);
 	free(r->buckets);
 }
@@ -314,6 +370,7 @@ int cjc_report(const struct cjc_report_options *o)
 		return rc;
 	}
 	make_buckets(&r);
+	decode_kept(&r);
 	cjc_rfc3339_now(r.generated);
 	struct cjc_buf out = CJC_BUF_INIT;
 	if (o->markdown)

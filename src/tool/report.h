@@ -64,6 +64,9 @@ struct report_cause {
 	const char *cause; /* static (why.h) */
 	uint64_t misses;
 	json_t *example;   /* the latest miss of this cause */
+	struct cjc_buf line; /* its journal line, while reading */
+	char example_time[32];
+	size_t example_time_len;
 };
 
 struct report_bucket {
@@ -86,6 +89,8 @@ struct report {
 	struct report_cause causes[REPORT_CAUSES];
 	size_t ncauses;
 	json_t *slowest[REPORT_TOP]; /* misses, longest first */
+	struct cjc_buf slowest_lines[REPORT_TOP]; /* their journal lines, while reading */
+	int64_t slowest_ms[REPORT_TOP];
 	size_t nslowest;
 	struct report_bucket *buckets;
 	size_t nbuckets;

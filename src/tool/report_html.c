@@ -32,7 +32,7 @@ static const char style[] =
 	"th{font-size:.85rem;color:var(--muted);font-weight:600}\n"
 	".n{text-align:right;white-space:nowrap}\n"
 	".path{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85em;word-break:break-all}\n"
-	".why{min-width:14rem}\n"
+	".why{min-width:14rem;overflow-wrap:anywhere}\n"
 	"svg.chart{display:block;width:100%;height:9rem;background:var(--card);border:1px solid var(--line);border-radius:4px}\n"
 	"svg.bar{display:block;width:100%;min-width:5rem;height:.8rem;margin-top:.3rem}\n"
 	".grid{stroke:var(--line);stroke-width:1}\n"
@@ -46,7 +46,12 @@ static const char style[] =
 	".legend .u{color:var(--unc)}.legend .e{color:var(--err)}\n"
 	"footer{margin-top:2rem;font-size:.8rem;color:var(--muted)}\n"
 	"@media (max-width:40rem){body{padding:.7rem .7rem 1.5rem;font-size:14px}"
-	".card .v{font-size:1.15rem}h1{font-size:1.2rem}th,td{padding:.3rem .35rem}}\n";
+	".card .v{font-size:1.15rem}h1{font-size:1.2rem}th,td{padding:.3rem .35rem}\n"
+	/* on a phone, a row's words go below its numbers, the whole width */
+	"table.stack tr{display:grid;grid-template-columns:1fr auto auto;border-bottom:1px solid var(--line)}"
+	"table.stack td,table.stack th{border-bottom:none}"
+	"table.stack td.why{grid-column:1/-1;min-width:0;padding-top:0}"
+	"table.stack th.why{display:none}}\n";
 
 /* Text from a store, escaped for HTML (control characters first). */
 static void esc(struct cjc_buf *b, const char *s)
@@ -139,7 +144,7 @@ static void head(struct cjc_buf *b, const struct report *r)
 static void cards(struct cjc_buf *b, const struct report *r)
 {
 	const uint64_t *v = r->v;
-	cjc_buf_adds(b, "<section>\n<h2>Summary</h2>\n<div class=\"cards\">\n");
+	cjc_buf_adds(b, "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"cards\">\n");
 	card(b, "hit_rate", "hit rate", 0, CARD_RATE, report_hit_rate(v[CJC_STAT_HITS], v[CJC_STAT_MISSES]));
 	card(b, "hits", "hits", v[CJC_STAT_HITS], CARD_COUNT, 0);
 	card(b, "misses", "misses", v[CJC_STAT_MISSES], CARD_COUNT, 0);
@@ -236,7 +241,7 @@ static void volume_chart(struct cjc_buf *b, const struct report *r)
 
 static void over_time(struct cjc_buf *b, const struct report *r)
 {
-	cjc_buf_adds(b, "<section>\n<h2>Hit rate over time</h2>\n");
+	cjc_buf_adds(b, "<section id=\"over-time\">\n<h2>Hit rate over time</h2>\n");
 	if (!r->nbuckets) {
 		cjc_buf_adds(b, "<p class=\"muted\">No compile is recorded in the journal.</p>\n</section>\n");
 		return;
@@ -273,7 +278,7 @@ static void target_row(struct cjc_buf *b, const struct cjc_stats_row *t, uint64_
 /* Every target, most time saved first: a table shows what it holds. */
 static void targets(struct cjc_buf *b, const struct report *r)
 {
-	cjc_buf_adds(b, "<section>\n<h2>Compile time saved by target</h2>\n");
+	cjc_buf_adds(b, "<section id=\"saved\">\n<h2>Compile time saved by target</h2>\n");
 	cjc_buf_adds(b, "<p>In all: <strong>");
 	report_duration(b, r->v[CJC_STAT_SAVED_MS]);
 	cjc_buf_adds(b, "</strong> of nvcc time saved (the recorded time of every entry served).</p>\n");
@@ -319,15 +324,15 @@ static void causes(struct cjc_buf *b, const struct report *r)
 {
 	struct report_cause sorted[REPORT_CAUSES];
 	report_sorted_causes(r, sorted);
-	cjc_buf_adds(b, "<section>\n<h2>Why compiles missed</h2>\n");
+	cjc_buf_adds(b, "<section id=\"misses\">\n<h2>Why compiles missed</h2>\n");
 	if (!r->ncauses) {
 		cjc_buf_adds(b, "<p class=\"muted\">No miss is recorded in the journal.</p>\n");
 		return;
 	}
 	cjc_buf_adds(b, "<p class=\"muted\">Each miss in the journal under the first cause <code>cjc why</code> names "
-		     "for it, with the latest such miss.</p>\n<div class=\"scroll\"><table id=\"causes\">\n"
+		     "for it, with the latest such miss.</p>\n<div class=\"scroll\"><table id=\"causes\" class=\"stack\">\n"
 		     "<tr><th>cause</th><th class=\"n\">misses</th><th class=\"n\">share</th>"
-		     "<th>example</th></tr>\n");
+		     "<th class=\"why\">example</th></tr>\n");
 	for (size_t i = 0; i < r->ncauses; i++) {
 		cjc_buf_adds(b, "<tr data-cause=\"");
 		esc(b, sorted[i].cause);
@@ -367,8 +372,8 @@ static void slowest(struct cjc_buf *b, const struct report *r)
 {
 	if (!r->nslowest)
 		return;
-	cjc_buf_adds(b, "<section>\n<h2>Slowest misses</h2>\n<div class=\"scroll\"><table id=\"slowest\">\n"
-		     "<tr><th class=\"n\">nvcc time</th><th>what missed, and why</th></tr>\n");
+	cjc_buf_adds(b, "<section id=\"slow\">\n<h2>Slowest misses</h2>\n<div class=\"scroll\"><table id=\"slowest\" class=\"stack\">\n"
+		     "<tr><th class=\"n\">nvcc time</th><th class=\"why\">what missed, and why</th></tr>\n");
 	for (size_t i = 0; i < r->nslowest; i++) {
 		cjc_buf_adds(b, "<tr>");
 		duration_cell(b, "duration_ms",
@@ -412,7 +417,7 @@ static void store_row(struct cjc_buf *b, const struct report_store *s)
 
 static void store(struct cjc_buf *b, const struct report *r)
 {
-	cjc_buf_adds(b, "<section>\n<h2>Store</h2>\n<div class=\"cards\">\n");
+	cjc_buf_adds(b, "<section id=\"store\">\n<h2>Store</h2>\n<div class=\"cards\">\n");
 	card(b, "entries", "entries", r->v[CJC_STAT_ENTRIES], CARD_COUNT, 0);
 	card(b, "bytes", "size", r->v[CJC_STAT_BYTES], CARD_BYTES, 0);
 	card(b, "evicted", "entries evicted", r->v[CJC_STAT_EVICTED], CARD_COUNT, 0);
@@ -455,7 +460,7 @@ static void remote_row(struct cjc_buf *b, const struct cjc_stats_row *row)
 
 static void remotes(struct cjc_buf *b, const struct report *r)
 {
-	cjc_buf_adds(b, "<section>\n<h2>Remote stores</h2>\n");
+	cjc_buf_adds(b, "<section id=\"remote\">\n<h2>Remote stores</h2>\n");
 	if (!r->nremotes) {
 		cjc_buf_adds(b, "<p class=\"muted\">No remote store was used.</p>\n</section>\n");
 		return;
