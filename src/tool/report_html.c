@@ -51,7 +51,7 @@ static const char style[] =
 	"table.stack tr{display:grid;grid-template-columns:1fr auto auto;border-bottom:1px solid var(--line)}"
 	"table.stack td,table.stack th{border-bottom:none}"
 	"table.stack td.why{grid-column:1/-1;min-width:0;padding-top:0}"
-	"table.stack th.why{display:none}}\n";
+	"table.stack th.why{display:none}.wide{display:none}}\n";
 
 /* Text from a store, escaped for HTML (control characters first). */
 static void esc(struct cjc_buf *b, const char *s)
@@ -79,13 +79,19 @@ static void count(struct cjc_buf *b, uint64_t v)
 		cjc_buf_addf(b, "%s%c", i && (n - i) % 3 == 0 ? "," : "", digits[i]);
 }
 
-/* A table cell of a counter: its value for a reader, and raw for a test. */
-static void cell(struct cjc_buf *b, const char *stat, uint64_t v)
+/* A table cell of a counter: its value for a reader, and raw for a test;
+ * a "wide" one is left out on a phone. */
+static void cell_of(struct cjc_buf *b, const char *cls, const char *stat, uint64_t v)
 {
-	cjc_buf_addf(b, "<td class=\"n\" data-stat=\"%s\" data-value=\"%llu\">", stat,
+	cjc_buf_addf(b, "<td class=\"%s\" data-stat=\"%s\" data-value=\"%llu\">", cls, stat,
 		     (unsigned long long)v);
 	count(b, v);
 	cjc_buf_adds(b, "</td>");
+}
+
+static void cell(struct cjc_buf *b, const char *stat, uint64_t v)
+{
+	cell_of(b, "n", stat, v);
 }
 
 static void duration_cell(struct cjc_buf *b, const char *stat, uint64_t ms)
@@ -267,10 +273,10 @@ static void target_row(struct cjc_buf *b, const struct cjc_stats_row *t, uint64_
 	cjc_buf_adds(b, "</td>");
 	cell(b, "hits", v[CJC_STAT_HITS]);
 	cell(b, "misses", v[CJC_STAT_MISSES]);
-	cell(b, "uncacheable", v[CJC_STAT_UNCACHEABLE]);
+	cell_of(b, "n wide", "uncacheable", v[CJC_STAT_UNCACHEABLE]);
 	rate_cell(b, v[CJC_STAT_HITS], v[CJC_STAT_MISSES]);
 	duration_cell(b, "saved_ms", v[CJC_STAT_SAVED_MS]);
-	cjc_buf_adds(b, "<td>");
+	cjc_buf_adds(b, "<td class=\"wide\">");
 	bar(b, most ? (double)v[CJC_STAT_SAVED_MS] / (double)most : 0, "h");
 	cjc_buf_adds(b, "</td></tr>\n");
 }
@@ -288,8 +294,8 @@ static void targets(struct cjc_buf *b, const struct report *r)
 	}
 	struct cjc_stats_row *rows = report_sorted_targets(r);
 	cjc_buf_adds(b, "<div class=\"scroll\"><table id=\"targets\">\n<tr><th>target</th><th class=\"n\">hits</th>"
-		     "<th class=\"n\">misses</th><th class=\"n\">uncacheable</th><th class=\"n\">hit rate</th>"
-		     "<th class=\"n\">time saved</th><th style=\"width:25%\"></th></tr>\n");
+		     "<th class=\"n\">misses</th><th class=\"n wide\">uncacheable</th><th class=\"n\">hit rate</th>"
+		     "<th class=\"n\">time saved</th><th class=\"wide\" style=\"width:25%\"></th></tr>\n");
 	for (size_t i = 0; i < r->ntargets; i++)
 		target_row(b, &rows[i], rows[0].v[CJC_STAT_SAVED_MS]);
 	cjc_buf_adds(b, "</table></div>\n</section>\n");

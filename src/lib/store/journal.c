@@ -76,7 +76,7 @@ struct reader {
 	struct cjc_journal_counts *counts;
 };
 
-#define READ_CHUNK ((size_t)1 << 20)
+#define READ_CHUNK ((size_t)256 << 10)
 
 /* Hands each complete line of buf[0, len) to fn; returns how many bytes it
  * used and sets *stop when fn asked to stop. */
@@ -86,7 +86,9 @@ static size_t hand_lines(struct reader *r, size_t len, bool *skipping, int *stop
 	char *nl;
 	while (!*stop && (nl = memchr(r->buf + start, '\n', len - start))) {
 		size_t n = (size_t)(nl - (r->buf + start));
-		if (!*skipping) {
+		if (!*skipping && n > CJC_JOURNAL_MAX_LINE) {
+			r->counts->skipped++;
+		} else if (!*skipping) {
 			r->counts->lines++;
 			*stop = r->fn(r->buf + start, n, r->ctx);
 		}
@@ -97,20 +99,20 @@ static size_t hand_lines(struct reader *r, size_t len, bool *skipping, int *stop
 }
 
 /* Room for the next read: the buffer grows while the line in it may still
- * be taken; a line that outgrows CJC_JOURNAL_MAX_LINE is dropped. */
+ * be taken (to twice CJC_JOURNAL_MAX_LINE at most); a line that outgrows
+ * CJC_JOURNAL_MAX_LINE is dropped up to its newline. */
 static void make_room(struct reader *r, size_t *len, bool *skipping)
 {
+	if (*len > CJC_JOURNAL_MAX_LINE) {
+		if (!*skipping)
+			r->counts->skipped++;
+		*skipping = true;
+		*len = 0;
+	}
 	if (r->cap - *len >= READ_CHUNK / 2)
 		return;
-	if (r->cap < CJC_JOURNAL_MAX_LINE + READ_CHUNK) {
-		r->cap = r->cap ? 2 * r->cap : READ_CHUNK;
-		r->buf = cjc_xrealloc(r->buf, r->cap);
-		return;
-	}
-	if (!*skipping)
-		r->counts->skipped++;
-	*skipping = true;
-	*len = 0;
+	r->cap = r->cap ? 2 * r->cap : READ_CHUNK;
+	r->buf = cjc_xrealloc(r->buf, r->cap);
 }
 
 /* Every line of the file open at fd (which it closes); fn returns non-zero
@@ -136,7 +138,7 @@ static int read_lines(struct reader *r, int fd)
 		if (stop)
 			break;
 	}
-	if (!rc && !stop && len && !skipping) {
+	if (!rc && !stop && len && !skipping && len <= CJC_JOURNAL_MAX_LINE) {
 		r->counts->lines++;
 		stop = r->fn(r->buf, len, r->ctx);
 	}
