@@ -175,6 +175,7 @@ testMergedReportOfThreeStoresAddsUp() {
 	store three
 	"$CJC" gc --max-size 1 >/dev/null || fail
 	assertEquals "every entry evicted" 0 "$(stat_value entries)"
+	assertEquals "and counted" 2 "$(stat_value evicted)"
 	local d sum
 	for d in one two three; do
 		CJC_DIR=$SUITE_DIR/$d "$CJC" stats --json --by-target >"$d.json"

@@ -135,6 +135,33 @@ static void card(struct cjc_buf *b, const char *stat, const char *label, uint64_
 	cjc_buf_addf(b, "</span><span class=\"k\">%s</span></div>\n", label);
 }
 
+static void open_section(struct cjc_buf *b, const char *id, const char *title)
+{
+	cjc_buf_addf(b, "<section id=\"%s\">\n<h2>%s</h2>\n", id, title);
+}
+
+/* What a section says when it has nothing to show; closes it. */
+static void nothing(struct cjc_buf *b, const char *words)
+{
+	cjc_buf_addf(b, "<p class=\"muted\">%s</p>\n</section>\n", words);
+}
+
+/* A row that names what it counts, for a reader and for a test:
+ * <tr data-KIND="NAME"><td>NAME</td>; path: the name in a monospace font. */
+static void named_row(struct cjc_buf *b, const char *kind, const char *name, bool path)
+{
+	cjc_buf_addf(b, "<tr data-%s=\"", kind);
+	esc(b, name);
+	cjc_buf_addf(b, "\"><td%s>", path ? " class=\"path\"" : "");
+	esc(b, name);
+	cjc_buf_adds(b, "</td>");
+}
+
+static void close_table(struct cjc_buf *b)
+{
+	cjc_buf_adds(b, "</table></div>\n</section>\n");
+}
+
 static void head(struct cjc_buf *b, const struct report *r)
 {
 	cjc_buf_addf(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -150,7 +177,8 @@ static void head(struct cjc_buf *b, const struct report *r)
 static void cards(struct cjc_buf *b, const struct report *r)
 {
 	const uint64_t *v = r->v;
-	cjc_buf_adds(b, "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"cards\">\n");
+	open_section(b, "summary", "Summary");
+	cjc_buf_adds(b, "<div class=\"cards\">\n");
 	card(b, "hit_rate", "hit rate", 0, CARD_RATE, report_hit_rate(v[CJC_STAT_HITS], v[CJC_STAT_MISSES]));
 	card(b, "hits", "hits", v[CJC_STAT_HITS], CARD_COUNT, 0);
 	card(b, "misses", "misses", v[CJC_STAT_MISSES], CARD_COUNT, 0);
@@ -247,9 +275,9 @@ static void volume_chart(struct cjc_buf *b, const struct report *r)
 
 static void over_time(struct cjc_buf *b, const struct report *r)
 {
-	cjc_buf_adds(b, "<section id=\"over-time\">\n<h2>Hit rate over time</h2>\n");
+	open_section(b, "over-time", "Hit rate over time");
 	if (!r->nbuckets) {
-		cjc_buf_adds(b, "<p class=\"muted\">No compile is recorded in the journal.</p>\n</section>\n");
+		nothing(b, "No compile is recorded in the journal.");
 		return;
 	}
 	rate_chart(b, r);
@@ -266,11 +294,7 @@ static void over_time(struct cjc_buf *b, const struct report *r)
 static void target_row(struct cjc_buf *b, const struct cjc_stats_row *t, uint64_t most)
 {
 	const uint64_t *v = t->v;
-	cjc_buf_adds(b, "<tr data-target=\"");
-	esc(b, t->name);
-	cjc_buf_adds(b, "\"><td class=\"path\">");
-	esc(b, t->name);
-	cjc_buf_adds(b, "</td>");
+	named_row(b, "target", t->name, true);
 	cell(b, "hits", v[CJC_STAT_HITS]);
 	cell(b, "misses", v[CJC_STAT_MISSES]);
 	cell_of(b, "n wide", "uncacheable", v[CJC_STAT_UNCACHEABLE]);
@@ -284,12 +308,12 @@ static void target_row(struct cjc_buf *b, const struct cjc_stats_row *t, uint64_
 /* Every target, most time saved first: a table shows what it holds. */
 static void targets(struct cjc_buf *b, const struct report *r)
 {
-	cjc_buf_adds(b, "<section id=\"saved\">\n<h2>Compile time saved by target</h2>\n");
+	open_section(b, "saved", "Compile time saved by target");
 	cjc_buf_adds(b, "<p>In all: <strong>");
 	report_duration(b, r->v[CJC_STAT_SAVED_MS]);
 	cjc_buf_adds(b, "</strong> of nvcc time saved (the recorded time of every entry served).</p>\n");
 	if (!r->ntargets) {
-		cjc_buf_adds(b, "<p class=\"muted\">No compile with a target label is counted.</p>\n</section>\n");
+		nothing(b, "No compile with a target label is counted.");
 		return;
 	}
 	struct cjc_stats_row *rows = report_sorted_targets(r);
@@ -298,7 +322,7 @@ static void targets(struct cjc_buf *b, const struct report *r)
 		     "<th class=\"n\">time saved</th><th class=\"wide\" style=\"width:25%\"></th></tr>\n");
 	for (size_t i = 0; i < r->ntargets; i++)
 		target_row(b, &rows[i], rows[0].v[CJC_STAT_SAVED_MS]);
-	cjc_buf_adds(b, "</table></div>\n</section>\n");
+	close_table(b);
 	free(rows);
 }
 
@@ -325,60 +349,51 @@ static void miss_words(struct cjc_buf *b, json_t *rec)
 	free(what);
 }
 
-/* Opens the section that uncacheable() closes. */
 static void causes(struct cjc_buf *b, const struct report *r)
 {
 	struct report_cause sorted[REPORT_CAUSES];
-	report_sorted_causes(r, sorted);
-	cjc_buf_adds(b, "<section id=\"misses\">\n<h2>Why compiles missed</h2>\n");
+	open_section(b, "misses", "Why compiles missed");
 	if (!r->ncauses) {
-		cjc_buf_adds(b, "<p class=\"muted\">No miss is recorded in the journal.</p>\n");
+		nothing(b, "No miss is recorded in the journal.");
 		return;
 	}
+	report_sorted_causes(r, sorted);
 	cjc_buf_adds(b, "<p class=\"muted\">Each miss in the journal under the first cause <code>cjc why</code> names "
 		     "for it, with the latest such miss.</p>\n<div class=\"scroll\"><table id=\"causes\" class=\"stack\">\n"
 		     "<tr><th>cause</th><th class=\"n\">misses</th><th class=\"n\">share</th>"
 		     "<th class=\"why\">example</th></tr>\n");
 	for (size_t i = 0; i < r->ncauses; i++) {
-		cjc_buf_adds(b, "<tr data-cause=\"");
-		esc(b, sorted[i].cause);
-		cjc_buf_adds(b, "\"><td>");
-		esc(b, sorted[i].cause);
-		cjc_buf_adds(b, "</td>");
+		named_row(b, "cause", sorted[i].cause, false);
 		cell(b, "misses", sorted[i].misses);
 		cjc_buf_addf(b, "<td class=\"n\">%.1f %%</td>",
 			     100.0 * (double)sorted[i].misses / (double)r->results[R_MISS]);
 		miss_words(b, sorted[i].example);
 		cjc_buf_adds(b, "</tr>\n");
 	}
-	cjc_buf_adds(b, "</table></div>\n");
+	close_table(b);
 }
 
 static void uncacheable(struct cjc_buf *b, const struct report *r)
 {
-	if (!r->nreasons) {
-		cjc_buf_adds(b, "</section>\n");
+	if (!r->nreasons)
 		return;
-	}
-	cjc_buf_adds(b, "<h3>Passed through uncached</h3>\n<div class=\"scroll\"><table id=\"reasons\">\n"
+	open_section(b, "uncached", "Passed through uncached");
+	cjc_buf_adds(b, "<div class=\"scroll\"><table id=\"reasons\">\n"
 		     "<tr><th>reason</th><th class=\"n\">compiles</th></tr>\n");
 	for (size_t i = 0; i < r->nreasons; i++) {
-		cjc_buf_adds(b, "<tr data-reason=\"");
-		esc(b, r->reasons[i].name);
-		cjc_buf_adds(b, "\"><td>");
-		esc(b, r->reasons[i].name);
-		cjc_buf_adds(b, "</td>");
+		named_row(b, "reason", r->reasons[i].name, false);
 		cell(b, "uncacheable", r->reasons[i].v[CJC_STAT_UNCACHEABLE]);
 		cjc_buf_adds(b, "</tr>\n");
 	}
-	cjc_buf_adds(b, "</table></div>\n</section>\n");
+	close_table(b);
 }
 
 static void slowest(struct cjc_buf *b, const struct report *r)
 {
 	if (!r->nslowest)
 		return;
-	cjc_buf_adds(b, "<section id=\"slow\">\n<h2>Slowest misses</h2>\n<div class=\"scroll\"><table id=\"slowest\" class=\"stack\">\n"
+	open_section(b, "slow", "Slowest misses");
+	cjc_buf_adds(b, "<div class=\"scroll\"><table id=\"slowest\" class=\"stack\">\n"
 		     "<tr><th class=\"n\">nvcc time</th><th class=\"why\">what missed, and why</th></tr>\n");
 	for (size_t i = 0; i < r->nslowest; i++) {
 		cjc_buf_adds(b, "<tr>");
@@ -387,7 +402,7 @@ static void slowest(struct cjc_buf *b, const struct report *r)
 		miss_words(b, r->slowest[i]);
 		cjc_buf_adds(b, "</tr>\n");
 	}
-	cjc_buf_adds(b, "</table></div>\n</section>\n");
+	close_table(b);
 }
 
 static void size_gauge(struct cjc_buf *b, const struct report *r)
@@ -403,11 +418,7 @@ static void size_gauge(struct cjc_buf *b, const struct report *r)
 
 static void store_row(struct cjc_buf *b, const struct report_store *s)
 {
-	cjc_buf_adds(b, "<tr data-store=\"");
-	esc(b, s->dir);
-	cjc_buf_adds(b, "\"><td class=\"path\">");
-	esc(b, s->dir);
-	cjc_buf_adds(b, "</td>");
+	named_row(b, "store", s->dir, true);
 	cell(b, "hits", s->v[CJC_STAT_HITS]);
 	cell(b, "misses", s->v[CJC_STAT_MISSES]);
 	rate_cell(b, s->v[CJC_STAT_HITS], s->v[CJC_STAT_MISSES]);
@@ -423,7 +434,8 @@ static void store_row(struct cjc_buf *b, const struct report_store *s)
 
 static void store(struct cjc_buf *b, const struct report *r)
 {
-	cjc_buf_adds(b, "<section id=\"store\">\n<h2>Store</h2>\n<div class=\"cards\">\n");
+	open_section(b, "store", "Store");
+	cjc_buf_adds(b, "<div class=\"cards\">\n");
 	card(b, "entries", "entries", r->v[CJC_STAT_ENTRIES], CARD_COUNT, 0);
 	card(b, "bytes", "size", r->v[CJC_STAT_BYTES], CARD_BYTES, 0);
 	card(b, "evicted", "entries evicted", r->v[CJC_STAT_EVICTED], CARD_COUNT, 0);
@@ -447,11 +459,7 @@ static void store(struct cjc_buf *b, const struct report *r)
 static void remote_row(struct cjc_buf *b, const struct cjc_stats_row *row)
 {
 	const uint64_t *v = row->v;
-	cjc_buf_adds(b, "<tr data-remote=\"");
-	esc(b, row->name);
-	cjc_buf_adds(b, "\"><td class=\"path\">");
-	esc(b, row->name);
-	cjc_buf_adds(b, "</td>");
+	named_row(b, "remote", row->name, true);
 	cell(b, "remote_hits", v[CJC_STAT_REMOTE_HITS]);
 	cell(b, "remote_misses", v[CJC_STAT_REMOTE_MISSES]);
 	cell(b, "remote_errors", v[CJC_STAT_REMOTE_ERRORS]);
@@ -466,9 +474,9 @@ static void remote_row(struct cjc_buf *b, const struct cjc_stats_row *row)
 
 static void remotes(struct cjc_buf *b, const struct report *r)
 {
-	cjc_buf_adds(b, "<section id=\"remote\">\n<h2>Remote stores</h2>\n");
+	open_section(b, "remote", "Remote stores");
 	if (!r->nremotes) {
-		cjc_buf_adds(b, "<p class=\"muted\">No remote store was used.</p>\n</section>\n");
+		nothing(b, "No remote store was used.");
 		return;
 	}
 	cjc_buf_adds(b, "<div class=\"scroll\"><table id=\"remotes\">\n<tr><th>store</th>"
@@ -477,7 +485,7 @@ static void remotes(struct cjc_buf *b, const struct report *r)
 		     "<th class=\"n\">read / written</th></tr>\n");
 	for (size_t i = 0; i < r->nremotes; i++)
 		remote_row(b, &r->remotes[i]);
-	cjc_buf_adds(b, "</table></div>\n</section>\n");
+	close_table(b);
 }
 
 static void foot(struct cjc_buf *b, const struct report *r)
@@ -490,7 +498,7 @@ static void foot(struct cjc_buf *b, const struct report *r)
 	}
 	cjc_buf_addf(b, "<footer>cjc %s. Journal: %zu lines in %zu files", CJC_VERSION, lines, files);
 	if (ignored)
-		cjc_buf_addf(b, "; %zu files not read (written by another user)", ignored);
+		cjc_buf_addf(b, "; %zu files not read (another user's, not a regular file, or over 2 GiB)", ignored);
 	cjc_buf_adds(b, ".</footer>\n</body>\n</html>\n");
 }
 

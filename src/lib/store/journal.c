@@ -71,6 +71,8 @@ int cjc_journal_append(const struct cjc_store *s, json_t *record)
 struct reader {
 	char *buf;
 	size_t cap;
+	uint64_t max_file; /* a larger file is an error (EFBIG) */
+	bool lenient;      /* a file that cannot be opened as a regular file, or is larger, is ignored */
 	int (*fn)(const char *line, size_t n, void *ctx);
 	void *ctx;
 	struct cjc_journal_counts *counts;
@@ -153,12 +155,23 @@ static int read_lines(struct reader *r, int fd)
 static int read_file(const struct cjc_store *s, const char *name, struct reader *r)
 {
 	int fd = cjc_store_open_regular(s, name, O_RDONLY, 0);
+	if (fd < 0 && (errno == ENOENT || r->lenient)) {
+		r->counts->ignored += errno != ENOENT;
+		return 0;
+	}
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -1;
-	if (!cjc_fd_trusted(fd)) { /* anyone may have written it: ignored */
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) || !cjc_stat_trusted(&st)) { /* anyone may have written it: ignored */
 		close(fd);
 		r->counts->ignored++;
 		return 0;
+	}
+	if ((uint64_t)st.st_size > r->max_file) {
+		close(fd);
+		r->counts->ignored += r->lenient;
+		errno = EFBIG;
+		return r->lenient ? 0 : -1;
 	}
 	r->counts->files++;
 	return read_lines(r, fd);
@@ -196,7 +209,9 @@ int cjc_journal_foreach(const struct cjc_store *s, const char *needle,
 	own_name(files[3], sizeof files[3], false);
 	struct records rs = { needle, fn, ctx, skipped };
 	struct cjc_journal_counts counts = { 0 };
-	struct reader r = { .fn = record_of_line, .ctx = &rs, .counts = &counts };
+	/* as every small file of the store is read: a compile's miss reads it */
+	struct reader r = { .max_file = CJC_STORE_MAX_FILE, .fn = record_of_line, .ctx = &rs,
+			    .counts = &counts };
 	int rc = 0;
 	for (size_t i = 0; i < 4 && !rc; i++)
 		rc = read_file(s, files[i], &r);
@@ -256,7 +271,8 @@ int cjc_journal_scan(const struct cjc_store *s, int (*fn)(const char *line, size
 		     void *ctx, struct cjc_journal_counts *counts)
 {
 	struct cjc_strvec names = { 0 };
-	struct reader r = { .fn = fn, .ctx = ctx, .counts = counts };
+	struct reader r = { .max_file = CJC_JOURNAL_MAX_SCAN, .lenient = true, .fn = fn, .ctx = ctx,
+			    .counts = counts };
 	int rc = journal_names(s, &names);
 	for (size_t i = 0; !rc && i < names.n; i++)
 		rc = read_file(s, names.v[i], &r);

@@ -17,7 +17,9 @@
  * ignores it.  Readers take the shared `journal.1` and `journal` that
  * earlier versions wrote (when trusted by that rule: a store of one user),
  * then journal-<uid>.1 and journal-<uid>, oldest line first; a line that is
- * not a JSON object (torn by a crash, edited by hand) is skipped and counted.
+ * not a JSON object (torn by a crash, edited by hand) is skipped and counted;
+ * a file larger than CJC_STORE_MAX_FILE is not read (EFBIG): a miss reads
+ * the journal to explain itself.
  * The fields are the caller's (see the tool's why.h); the journal only
  * stores and returns objects.
  *
@@ -25,8 +27,11 @@
  * trusts (a copy of a store that a CI runner saved holds the runner's
  * journal-<uid>): the files the namespace lists as journal, journal-<uid>
  * and each one's .1, the older half of each first.  Files are read in
- * chunks, line by line, whatever their size; a line longer than
- * CJC_JOURNAL_MAX_LINE is skipped and counted, so memory stays bounded.
+ * chunks, line by line, up to CJC_JOURNAL_MAX_SCAN each; a line longer
+ * than CJC_JOURNAL_MAX_LINE is skipped and counted, so memory stays
+ * bounded.  A name that is not a regular file (a link, a FIFO, a directory
+ * someone planted) or a larger file is left unread and counted, as an
+ * untrusted file is.
  * cjc_journal_skim() finds the spans of a record's top-level members
  * without parsing the rest (a record's "facts" are most of its bytes): the
  * caller decodes the few it needs.
@@ -51,10 +56,11 @@ int cjc_journal_foreach(const struct cjc_store *s, const char *needle,
 			int (*fn)(json_t *record, void *ctx), void *ctx, size_t *skipped);
 
 #define CJC_JOURNAL_MAX_LINE ((size_t)16 << 20)
+#define CJC_JOURNAL_MAX_SCAN ((uint64_t)2 << 30) /* a file, for a report: a million records fit */
 
 struct cjc_journal_counts {
 	size_t files;   /* journal files read */
-	size_t ignored; /* files left unread: not trusted */
+	size_t ignored; /* files left unread: not trusted, not regular files, links */
 	size_t lines;   /* lines handed to the caller */
 	size_t skipped; /* lines longer than CJC_JOURNAL_MAX_LINE, not handed */
 	uint64_t bytes; /* bytes read */
