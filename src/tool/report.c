@@ -128,7 +128,36 @@ static json_t *miss_record(const struct cjc_journal_member *m, const int *which,
 
 static const int all_members[] = { M_TIME, M_RESULT, M_DURATION, M_SOURCE, M_OUTPUT, M_TARGET,
 				    M_CWD, M_ENTRY, M_REASON, M_NOTE, M_COMPARED, M_CHANGES, M_JIT };
-static const int cause_members[] = { M_REASON, M_NOTE, M_COMPARED, M_CHANGES };
+static const int lookup_members[] = { M_REASON, M_NOTE, M_COMPARED };
+
+/* The kind of a miss's first change, decoded alone ("changes" holds paths
+ * and hashes): NULL when there is no change, JSON null when the first is
+ * not an object with a kind. */
+static json_t *first_change_kind(const struct cjc_journal_member *changes)
+{
+	const char *p = changes->value, *end = p ? p + changes->len : NULL;
+	if (!p || *p++ != '[')
+		return NULL;
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+		p++;
+	if (p >= end || *p == ']')
+		return NULL;
+	struct cjc_journal_member kind = { .name = "kind" };
+	size_t n = cjc_journal_value_len(p, (size_t)(end - p));
+	json_t *v = n && !cjc_journal_skim(p, n, &kind, 1) && kind.value ?
+		json_loadb(kind.value, kind.len, JSON_DECODE_ANY, NULL) : NULL;
+	return v ? v : json_null();
+}
+
+/* What cjc_why_cause() reads of a miss: the first change's kind, or, when
+ * there is none, what the lookup found. */
+static json_t *cause_record(const struct cjc_journal_member *m)
+{
+	json_t *kind = first_change_kind(&m[M_CHANGES]);
+	if (!kind)
+		return miss_record(m, lookup_members, sizeof lookup_members / sizeof *lookup_members);
+	return json_pack("{s:[{s:o}]}", "changes", "kind", kind);
+}
 
 /* A kept line (an example, one of the slowest), decoded when the report is
  * written: most misses are neither, and decoding is most of the cost. */
@@ -199,7 +228,7 @@ static bool newer(const struct cjc_journal_member *time, const char *than, size_
 static void count_miss(struct report *r, const struct cjc_journal_member *m, const char *line,
 		       size_t n)
 {
-	json_t *rec = miss_record(m, cause_members, sizeof cause_members / sizeof *cause_members);
+	json_t *rec = cause_record(m);
 	struct report_cause *c = cause_slot(r, cjc_why_cause(rec));
 	json_decref(rec);
 	if (!c->misses++ || newer(&m[M_TIME], c->example_time, c->example_time_len)) {

@@ -317,6 +317,9 @@ static void test_journal_skim(void)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		CHECK(cjc_journal_skim(bad[i], strlen(bad[i]), m, 4) == -1);
 	CHECK(!cjc_journal_skim("{ }", 3, m, 4) && !m[0].value);
+	const char *array = "[{\"kind\": \"x]\"}, 2] tail";
+	CHECK(cjc_journal_value_len(array, strlen(array)) == strlen(array) - 5);
+	CHECK(cjc_journal_value_len(array, 8) == 0 && cjc_journal_value_len("", 0) == 0);
 	/* a line cut anywhere is refused, never read past */
 	for (size_t n = 0; n < strlen(line); n++) {
 		char *cut = cjc_xstrndup(line, n);

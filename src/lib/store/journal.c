@@ -346,6 +346,12 @@ static const char *skip_value(const char *p, const char *end)
 	return q > p ? q : NULL;
 }
 
+size_t cjc_journal_value_len(const char *text, size_t n)
+{
+	const char *end = skip_value(text, text + n);
+	return end ? (size_t)(end - text) : 0;
+}
+
 /* Sets the wanted member named by the string [name, name_end), if any. */
 static void take_member(struct cjc_journal_member *m, size_t nm, const char *name,
 			const char *name_end, const char *value, const char *value_end)

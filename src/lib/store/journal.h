@@ -86,5 +86,8 @@ struct cjc_journal_member {
  * name that repeats); 0, or -1 when the line is not a JSON object as far as
  * its brackets, quotes and commas tell (members found before still set). */
 int cjc_journal_skim(const char *line, size_t n, struct cjc_journal_member *m, size_t nm);
+/* The length of the JSON value that text[0, n) starts with (no blanks
+ * before it), as the skim finds it; 0 when it does not end there. */
+size_t cjc_journal_value_len(const char *text, size_t n);
 
 #endif
