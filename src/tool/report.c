@@ -494,8 +494,10 @@ char *report_compiled(json_t *r)
 {
 	json_t *output = json_object_get(r, "output"), *jit = json_object_get(r, "jit");
 	if (jit && !json_is_null(json_object_get(jit, "name"))) {
+		const char *compiler = json_string_value(json_object_get(jit, "compiler"));
+		bool shim = compiler && !strcmp(compiler, "nvrtc-shim");
 		char *name = cjc_json_shown(json_object_get(jit, "name"), "?");
-		char *label = cjc_xasprintf("%s (JIT)", name);
+		char *label = cjc_xasprintf("%s (%s)", name, shim ? "NVRTC shim" : "JIT");
 		free(name);
 		return label;
 	}

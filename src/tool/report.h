@@ -107,7 +107,8 @@ void report_bytes(struct cjc_buf *b, uint64_t bytes);
 void report_time(struct cjc_buf *b, int64_t t);
 /* "1 minute", "6 hours", "1 day" */
 const char *report_bucket_name(int64_t seconds);
-/* What a record compiled: its output, a JIT request's name, or its source;
+/* What a record compiled: its output, a JIT request's or a program's name
+ * (the NVRTC shim's), or its source;
  * printable (control characters escaped), in a new allocation. */
 char *report_compiled(json_t *record);
 /* A record's time as written, or "?". */
