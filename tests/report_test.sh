@@ -20,6 +20,7 @@ if [ ! -x "$CHROMIUM" ] || ! $PY -c 'import prometheus_client, yaml' 2>/dev/null
 	exit 125
 fi
 OUT=${CJC_BUILD_DIR:-${TMPDIR:-/tmp}}/tests/report
+REFUSING=http://127.0.0.1:9/cjc
 mkdir -p "$OUT"
 
 # past_a_tick FILE: waits until two of the kernel's coarse clock ticks have
@@ -38,7 +39,8 @@ past_a_tick() {
 }
 
 # The template: app misses (nothing earlier), hits, misses again (k.h
-# changed); lib hits that entry; one compile passes through.
+# changed) with a remote store that refuses (nothing listens on port 9 of
+# the loopback); lib hits that entry; one compile passes through.
 oneTimeSetUp() {
 	use_suite_dir report
 	export CJC_DIR=$SUITE_DIR/template NVCC_LOG=$SUITE_DIR/nvcc.log CJC_LOG=$SUITE_DIR/cjc.log
@@ -46,7 +48,8 @@ oneTimeSetUp() {
 	"$CJC" --target app "$NVCC" --cubin k.cu -o app.cubin -arch=$ARCH &&
 		"$CJC" --target app "$NVCC" --cubin k.cu -o app.cubin -arch=$ARCH || exit 1
 	sed -i 's/2.0f/3.0f/' k.h && past_a_tick k.h
-	"$CJC" --target app "$NVCC" --cubin k.cu -o app.cubin -arch=$ARCH &&
+	CJC_REMOTE="$REFUSING|connect-timeout=100ms" \
+		"$CJC" --target app "$NVCC" --cubin k.cu -o app.cubin -arch=$ARCH &&
 		"$CJC" --target lib "$NVCC" --cubin k.cu -o lib.cubin -arch=$ARCH &&
 		"$CJC" "$NVCC" --version >/dev/null || exit 1
 	NS=$(basename "$("$CJC" stats --json | jq -r .dir)")
@@ -115,6 +118,11 @@ testPageRendersWithoutConsoleMessagesAndShowsTheCounters() {
 	done
 	assertEquals "the passed-through compile" 1 \
 		"$(number page.json "reason:a query (--version, --help, --list-gpu-*)" uncacheable)"
+	for stat in remote_errors remote_timeouts remote_hits; do
+		assertEquals "remote $stat" "$(jq ".remotes[\"$REFUSING\"].$stat" stats.json)" \
+			"$(number page.json "remote:$REFUSING" $stat)"
+	done
+	assertEquals "the refusal counted" 1 "$(number page.json "remote:$REFUSING" remote_errors)"
 	assertEquals "records of the journal" 3005 "$(number page.json section:over-time journal_records)"
 	assertTrue "charts drawn" "[ $(jq .charts.svg page.json) -ge 2 ] && [ $(jq .charts.rect page.json) -gt 20 ]"
 	sed 's|</h1>|</h1><img hidden src="http://127.0.0.1:9/probe.png">|' "$OUT/report.html" >"$SUITE_DIR/probed.html"
@@ -142,6 +150,7 @@ testCausesAreWhyWordsAndEscaped() {
 	assertFalse "no tag planted" "grep -q '<script' page.html"
 	assertTrue "summary escapes" "grep -qF '/x/a\\|b\\_\\<script\\>.o' summary.md"
 	assertTrue "summary's counts" "grep -q '^| 2 | 2 | [0-9.]* [ms]* | 1 | 0 | 0 |' summary.md"
+	assertTrue "summary's remote store" "grep -qF '| $REFUSING | 0 | 0 | 1 | 0 |' summary.md"
 }
 
 testOpenMetricsAreReadByPrometheusClient() {
@@ -159,6 +168,8 @@ testOpenMetricsAreReadByPrometheusClient() {
 	assertEquals "seconds saved" "$(jq '.saved_ms / 1000' stats.json)" "$(jq '."cjc_saved_seconds_total{}"' samples.json)"
 	assertEquals "app's hits" "$(jq .targets.app.hits stats.json)" \
 		"$(jq '."cjc_target_hits_total{target=app}"' samples.json)"
+	assertEquals "a remote store's errors" "$(jq ".remotes[\"$REFUSING\"].remote_errors" stats.json)" \
+		"$(jq ".\"cjc_remote_errors_total{remote=$REFUSING}\"" samples.json)"
 	assertEquals "by reason" 1 \
 		"$(jq '."cjc_uncacheable_by_reason_total{reason=a query (--version, --help, --list-gpu-*)}"' samples.json)"
 	"$CJC" stats --format=xml 2>err.txt
