@@ -1,7 +1,7 @@
 #!/bin/bash
 # The diagnostics settings: print_commands, keep_ptx, keep_sass, check_spills.
 # The compiles are --cubin (a third of the CPU of -c, no host compile) but
-# where SASS is kept for an object and where a program is linked uncached.
+# where SASS is kept for an object; the uncached command is a link.
 . "$(dirname "$0")/helpers.sh"
 
 # A kernel that spills when held to 32 registers.
@@ -26,11 +26,12 @@ SRC
 testPrintCommandsShowsEveryRealCompile() {
 	CJC_PRINT_COMMANDS=1 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err1.txt || fail
 	CJC_PRINT_COMMANDS=1 cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH 2>err2.txt || fail
-	echo "int main() { return 0; }" >main.cu
-	CJC_PRINT_COMMANDS=1 cjc_nvcc main.cu -o prog -arch=$ARCH 2>err3.txt || fail
+	# an uncached command: a link (of a host object, not a compile of main.cu too)
+	echo "int main() { return 0; }" >main.c && gcc -c main.c -o main.o || fail "gcc"
+	CJC_PRINT_COMMANDS=1 cjc_nvcc main.o -o prog -arch=$ARCH 2>err3.txt || fail
 	assertTrue "miss prints the command" "grep -q \"^Running command: $NVCC --cubin k.cu -arch=$ARCH -o a.cubin.* -MD -MF \" err1.txt"
 	assertFalse "a hit runs nothing" "grep -q 'Running command' err2.txt"
-	assertTrue "uncached compiles too" "grep -q \"^Running command: $NVCC main.cu -o prog -arch=$ARCH\$\" err3.txt"
+	assertTrue "uncached compiles too" "grep -q \"^Running command: $NVCC main.o -o prog -arch=$ARCH\$\" err3.txt"
 	cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH -DX=1 2>err4.txt || fail
 	assertFalse "off by default" "grep -q 'Running command' err4.txt"
 }
