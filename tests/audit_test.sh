@@ -1,6 +1,8 @@
 #!/bin/bash
 # `cjc audit` rebuilds entries from their metadata and proves them, or says
-# what differs or why it cannot rebuild.
+# what differs or why it cannot rebuild.  Compiles are --cubin, --fatbin or
+# --ptx (no host compile) where the kind is not the subject; the tests of
+# objects and of host compilers compile -c.
 . "$(dirname "$0")/helpers.sh"
 
 # entry_of OUTPUT-KIND: the entry directory of the only entry of that kind.
@@ -147,7 +149,7 @@ testTamperedObjectWithRewrittenMetadataDiffers() {
 }
 
 testChangedInputCannotRebuild() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	sed -i 's/1.0f/4.0f/' dev.h
 	expect_cannot_rebuild 'input dev.h changed (recorded sha256 [0-9a-f]*, now [0-9a-f]*)'
 	expect_nvcc_runs 1
@@ -285,7 +287,7 @@ testHonestHostCompilerOptionsFileAndCodeListReproduce() {
 }
 
 testRelativeCacheAndTemporaryDirectories() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
 	mkdir "$TEST_DIR/tmp"
 	(cd "$TEST_DIR" && CJC_DIR=cache TMPDIR=tmp "$CJC" audit all >src/audit.txt)

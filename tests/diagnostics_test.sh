@@ -1,5 +1,7 @@
 #!/bin/bash
 # The diagnostics settings: print_commands, keep_ptx, keep_sass, check_spills.
+# The compiles are --cubin (a third of the CPU of -c, no host compile) but
+# where SASS is kept for an object; the uncached command is a link.
 . "$(dirname "$0")/helpers.sh"
 
 # A kernel that spills when held to 32 registers.
@@ -22,14 +24,15 @@ SRC
 }
 
 testPrintCommandsShowsEveryRealCompile() {
-	CJC_PRINT_COMMANDS=1 cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>err1.txt || fail
-	CJC_PRINT_COMMANDS=1 cjc_nvcc -c k.cu -o b.o -arch=$ARCH 2>err2.txt || fail
-	echo "int main() { return 0; }" >main.cu
-	CJC_PRINT_COMMANDS=1 cjc_nvcc main.cu -o prog -arch=$ARCH 2>err3.txt || fail
-	assertTrue "miss prints the command" "grep -q \"^Running command: $NVCC -c k.cu -arch=$ARCH -o a.o.* -MD -MF \" err1.txt"
+	CJC_PRINT_COMMANDS=1 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err1.txt || fail
+	CJC_PRINT_COMMANDS=1 cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH 2>err2.txt || fail
+	# an uncached command: a link (of a host object, not a compile of main.cu too)
+	echo "int main() { return 0; }" >main.c && gcc -c main.c -o main.o || fail "gcc"
+	CJC_PRINT_COMMANDS=1 cjc_nvcc main.o -o prog -arch=$ARCH 2>err3.txt || fail
+	assertTrue "miss prints the command" "grep -q \"^Running command: $NVCC --cubin k.cu -arch=$ARCH -o a.cubin.* -MD -MF \" err1.txt"
 	assertFalse "a hit runs nothing" "grep -q 'Running command' err2.txt"
-	assertTrue "uncached compiles too" "grep -q \"^Running command: $NVCC main.cu -o prog -arch=$ARCH\$\" err3.txt"
-	cjc_nvcc -c k.cu -o c.o -arch=$ARCH -DX=1 2>err4.txt || fail
+	assertTrue "uncached compiles too" "grep -q \"^Running command: $NVCC main.o -o prog -arch=$ARCH\$\" err3.txt"
+	cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH -DX=1 2>err4.txt || fail
 	assertFalse "off by default" "grep -q 'Running command' err4.txt"
 }
 
@@ -96,7 +99,7 @@ testCheckSpillsFailsOnMissAndOnHit() {
 	assertTrue "same messages on the hit" "cmp err1.txt err2.txt"
 	assertFalse "no output" "[ -e a.cubin ]"
 	CJC_CHECK_SPILLS=1 cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail "no spills: no failure"
-	CJC_CHECK_SPILLS=1 cjc_nvcc -c spill.cu -o ok.o -arch=$ARCH || fail "enough registers: no spills"
+	CJC_CHECK_SPILLS=1 cjc_nvcc --cubin spill.cu -o ok.cubin -arch=$ARCH || fail "enough registers: no spills"
 }
 
 testSettingsShownAndCheckedByConfig() {
@@ -106,7 +109,7 @@ testSettingsShownAndCheckedByConfig() {
 	assertTrue "print_commands default" "grep -q '^print_commands *= false *(default)' config.txt"
 	PATH=/usr/bin:/bin CJC_KEEP_SASS=1 "$CJC" config >/dev/null 2>err.txt || fail
 	assertTrue "keep_sass without cuobjdump" "grep -q 'keep_sass is set but cuobjdump is not installed' err.txt"
-	CJC_PRINT_COMMANDS=sometimes cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>err.txt
+	CJC_PRINT_COMMANDS=sometimes cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt
 	assertEquals "a bad value never fails the build" 0 $?
 	assertTrue "names the variable" "grep -q \"CJC_PRINT_COMMANDS: bad value 'sometimes' for print_commands\" err.txt"
 }

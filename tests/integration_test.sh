@@ -9,14 +9,23 @@
 . "$(dirname "$0")/helpers.sh"
 . "$(dirname "$0")/cmake_helpers.sh"
 
+# check_cmake_app GENERATOR [CMAKE-ARG...]: the example app built cold, then
+# in a new tree (hits), then after an edit of a header of the program and
+# of the shared header.  COLD_PACKAGE, when set, is the package the cold
+# tree finds (the warm tree takes the installed one); after_cold and
+# after_warm, which a test may define, check more of the trees then.
 check_cmake_app() {
 	local gen=$1 src
+	shift
 	export CJC_DIR="$TEST_DIR/cache-${gen// /}"
 	src=$(example cmake-app)
-	configure_build "$src" "$TEST_DIR/cold" "$gen" || fail "$gen: cold build"
+	PACKAGE=${COLD_PACKAGE:-$PACKAGE} configure_build "$src" "$TEST_DIR/cold" "$gen" "$@" ||
+		fail "$gen: cold build"
 	expect_counts "$gen cold" 2 0
-	configure_build "$src" "$TEST_DIR/warm" "$gen" || fail "$gen: warm build"
+	after_cold
+	configure_build "$src" "$TEST_DIR/warm" "$gen" "$@" || fail "$gen: warm build"
 	expect_counts "$gen new tree" 2 2
+	after_warm
 	assertEquals "$gen: hits give the same device code" "$(tree_devcode "$TEST_DIR/cold")" \
 		"$(tree_devcode "$TEST_DIR/warm")"
 	assertTrue "$gen: entries labelled by target" "\"$CJC\" ls | grep -q ' vecmath ' && \"$CJC\" ls | grep -q ' cmake_app '"
@@ -27,24 +36,41 @@ check_cmake_app() {
 	rebuild "$TEST_DIR/warm" || fail
 	expect_counts "$gen: the shared header" 5 2
 	rm -rf "$TEST_DIR/cold" "$TEST_DIR/warm" "$src"
+	after_cold() { :; }
+	after_warm() { :; }
 }
+after_cold() { :; }
+after_warm() { :; }
 
+# With Makefiles, the project has a compiler launcher of its own, which the
+# module keeps (cjc runs it for nvcc): it runs for each miss and never for
+# a hit.  (Where the launcher is set does not depend on the generator: a
+# target property, CUDA_COMPILER_LAUNCHER.)
 testCmakeAppWithMakefiles() {
-	check_cmake_app "Unix Makefiles"
+	cat >"$TEST_DIR/bin/launcher" <<EOF2
+#!/bin/sh
+echo "\$*" >>"$TEST_DIR/launcher.log"
+exec "\$@"
+EOF2
+	chmod +x "$TEST_DIR/bin/launcher"
+	after_cold() {
+		assertEquals "the launcher ran nvcc for each miss" 2 "$(grep -c 'nvcc' "$TEST_DIR/launcher.log")"
+	}
+	after_warm() {
+		assertEquals "hits run no launcher" 2 "$(grep -c 'nvcc' "$TEST_DIR/launcher.log")"
+	}
+	check_cmake_app "Unix Makefiles" -DCMAKE_CUDA_COMPILER_LAUNCHER="$TEST_DIR/bin/launcher"
 }
 
+# With Ninja, the cold tree finds the package in the build tree (the warm
+# one the installed package): the built cjc is the launcher there.
 testCmakeAppWithNinja() {
-	check_cmake_app Ninja
-}
-
-testFindPackageFromTheBuildTree() {
-	local src
-	src=$(example cmake-app)
-	PACKAGE=$CJC_BUILD_DIR configure_build "$src" "$TEST_DIR/b" Ninja || fail
-	expect_counts "build tree" 2 0
-	# (rules.ninja up to CMake 3.2x; the launcher moved to build.ninja later)
-	assertTrue "the built cjc is the launcher" \
-		"grep -rqs --include='*.ninja' '$CJC_BUILD_DIR/src/tool/cjc --target' '$TEST_DIR/b'"
+	after_cold() {
+		# (rules.ninja up to CMake 3.2x; the launcher moved to build.ninja later)
+		assertTrue "the built cjc is the launcher" \
+			"grep -rqs --include='*.ninja' '$CJC_BUILD_DIR/src/tool/cjc --target' '$TEST_DIR/cold'"
+	}
+	COLD_PACKAGE=$CJC_BUILD_DIR check_cmake_app Ninja
 }
 
 testVersionAndModule() {
@@ -63,23 +89,6 @@ EOF2
 	assertTrue "a newer major version is not found" "grep -q '9.0 found: 0' out.txt"
 }
 
-testAnExistingLauncherKeepsWorking() {
-	cat >"$TEST_DIR/bin/launcher" <<EOF2
-#!/bin/sh
-echo "\$*" >>"$TEST_DIR/launcher.log"
-exec "\$@"
-EOF2
-	chmod +x "$TEST_DIR/bin/launcher"
-	local src
-	src=$(example cmake-app)
-	configure_build "$src" "$TEST_DIR/b1" Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER="$TEST_DIR/bin/launcher" || fail
-	expect_counts "cold" 2 0
-	assertEquals "the launcher ran nvcc for each miss" 2 "$(grep -c 'nvcc' "$TEST_DIR/launcher.log")"
-	configure_build "$src" "$TEST_DIR/b2" Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER="$TEST_DIR/bin/launcher" || fail
-	expect_counts "warm" 2 2
-	assertEquals "hits run no launcher" 2 "$(grep -c 'nvcc' "$TEST_DIR/launcher.log")"
-}
-
 testTopLevelIncludesEnableAnUneditedProject() {
 	mkdir -p tiny && mv k.cu k.h dev.h host.h tiny/ && cat >tiny/CMakeLists.txt <<'EOF2'
 cmake_minimum_required(VERSION 3.25)
@@ -91,10 +100,9 @@ EOF2
 		-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$PACKAGE/EnableCudaJitCache.cmake" || fail
 	configure_build tiny "$TEST_DIR/b2" "Unix Makefiles" \
 		-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$PACKAGE/EnableCudaJitCache.cmake" || fail
-	configure_build tiny "$TEST_DIR/b3" "Unix Makefiles" \
-		-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$PACKAGE/EnableCudaJitCache.cmake" || fail
-	# No include directories: both generators give nvcc the same words.
-	expect_counts "one miss, then hits" 1 2
+	# No include directories: both generators give nvcc the same words.  (A
+	# third tree, of Makefiles again, hit as the second does: one is enough.)
+	expect_counts "one miss, then hits" 1 1
 	assertTrue "labelled" "\"$CJC\" ls | grep -q ' tiny '"
 }
 

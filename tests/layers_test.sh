@@ -3,7 +3,9 @@
 # src/lib/<layer>/ includes headers of its own layer and of the layers below
 # it only, always by "<layer>/<name>.h"; src/tool and src/jit include the
 # library's headers that way and their own by name, and neither includes the
-# other's.  Reads the sources only: no build needed.
+# other's; src/shim (the NVRTC shim) stands on src/jit, whose headers it
+# may include by name, and nothing includes its own.  Reads the sources
+# only: no build needed.
 
 . "$(dirname "$0")/helpers.sh"
 
@@ -12,7 +14,8 @@ LAYERS="base keys store remote compile" # lowest first
 # check_tree ROOT: prints each include that breaks the rule; fails when any does.
 check_tree() {
 	local root=$1 bad=0 file dir rank line header folder name
-	for file in "$root"/src/lib/*/*.[ch] "$root"/src/tool/*.[ch] "$root"/src/jit/*.[ch]; do
+	for file in "$root"/src/lib/*/*.[ch] "$root"/src/tool/*.[ch] "$root"/src/jit/*.[ch] \
+		"$root"/src/shim/*.[ch]; do
 		dir=${file%/*}
 		dir=${dir#"$root"/src/}
 		rank=$(layer_rank "${dir#lib/}")
@@ -21,6 +24,8 @@ check_tree() {
 			header=${header%%\"*}
 			if [ -f "$root/src/$dir/include/$header" ]; then
 				continue # the JIT library's public header
+			elif [ "$dir" = shim ] && [ -f "$root/src/jit/$header" -o -f "$root/src/jit/include/$header" ]; then
+				continue # the shim stands on the JIT library
 			elif [[ $header == */* ]]; then
 				folder=${header%%/*}
 				if [ ! -f "$root/src/lib/$header" ]; then
@@ -31,7 +36,7 @@ check_tree() {
 					bad=1
 				fi
 			elif [[ $dir == lib/* ]] || [ ! -f "$root/src/$dir/$header" ]; then
-				name=$(cd "$root/src" && ls lib/*/"$header" tool/"$header" jit/"$header" 2>/dev/null | head -1)
+				name=$(cd "$root/src" && ls lib/*/"$header" tool/"$header" jit/"$header" shim/"$header" 2>/dev/null | head -1)
 				echo "$file: includes \"$header\" by its bare name${name:+ (it is src/$name)}"
 				bad=1
 			fi
@@ -68,16 +73,21 @@ testEveryLibraryFileIsInALayer() {
 testTheCheckCatchesEachBreak() {
 	local out
 	mkdir -p copy/src
-	cp -r "$CJC_SOURCE_DIR/src/lib" "$CJC_SOURCE_DIR/src/tool" "$CJC_SOURCE_DIR/src/jit" copy/src/
+	cp -r "$CJC_SOURCE_DIR/src/lib" "$CJC_SOURCE_DIR/src/tool" "$CJC_SOURCE_DIR/src/jit" \
+		"$CJC_SOURCE_DIR/src/shim" copy/src/
 	echo '#include "compile/config.h"' >>copy/src/lib/base/fs.c
 	echo '#include "util.h"' >>copy/src/lib/keys/key.c
 	echo '#include "audit.h"' >>copy/src/jit/jit.c
+	echo '#include "shim.h"' >>copy/src/jit/nvrtc.c
+	echo '#include "run_cmd.h"' >>copy/src/shim/cache.c
 	out=$(check_tree copy)
 	assertFalse "the check fails" $?
 	assertContains "$out" "base/fs.c: includes compile/config.h, of a higher layer (compile above base)"
 	assertContains "$out" "keys/key.c: includes \"util.h\" by its bare name (it is src/lib/base/util.h)"
 	assertContains "$out" "jit/jit.c: includes \"audit.h\" by its bare name (it is src/tool/audit.h)"
-	assertEquals "three breaks, nothing else" 3 "$(echo "$out" | wc -l)"
+	assertContains "$out" "jit/nvrtc.c: includes \"shim.h\" by its bare name (it is src/shim/shim.h)"
+	assertContains "$out" "shim/cache.c: includes \"run_cmd.h\" by its bare name (it is src/tool/run_cmd.h)"
+	assertEquals "five breaks, nothing else" 5 "$(echo "$out" | wc -l)"
 }
 
 . "$SHUNIT2"

@@ -157,6 +157,21 @@ testDeadRemoteLeaseHolderCostsABoundedWait() {
 	assertEquals "B published" 1 "$(redis_cli --raw KEYS 'cjc/*/e/*' | grep -c .)"
 }
 
+# An unmodified program's NVRTC compiles through the shim (docs/nvrtc-shim.md),
+# a header read through -I among them: compiled on A, served to B from Redis.
+testShimCompilesOnceForTwoMachines() {
+	: "${CJC_NVRTC_PROG_LINKED:?set CJC_NVRTC_PROG_LINKED to build/tests/nvrtc_prog_linked}"
+	export CJC_REMOTE=$REDIS_URL CJC_SIGN_KEY=$SUITE_DIR/sign.pem CJC_TRUSTED_KEYS=$SUITE_DIR/trusted.pem
+	mkdir -p "$CASE/inc" "$CASE/A.out" "$CASE/B.out" && echo '#define DISK_VALUE 3' >"$CASE/inc/disk.h"
+	(cd "$CASE" && on A "$CJC" run -- "$CJC_NVRTC_PROG_LINKED" linked A.out -I inc template disk) &&
+		(cd "$CASE" && on B "$CJC" run -- "$CJC_NVRTC_PROG_LINKED" linked B.out -I inc template disk) ||
+		fail "the program failed"
+	assertTrue "the same answers: $(diff -r "$CASE/A.out" "$CASE/B.out")" "diff -r '$CASE/A.out' '$CASE/B.out'"
+	assertEquals "A compiled both" 2 "$(remote_stat A misses)"
+	assertEquals "B compiled neither" 0 "$(remote_stat B misses)"
+	assertEquals "B's remote hits" 2 "$(remote_stat B remote_hits)"
+}
+
 testRedisUnixSocket() {
 	expect_shared "redis+unix://:$REDIS_PASSWORD@$REDIS_SOCKET"
 }

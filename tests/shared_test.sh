@@ -11,7 +11,8 @@
 #
 # Acts as real users: cjc-member2 (in group cjc-team, which owns the store)
 # and cjc-outsider (not in it, so it may only read the store); the suite
-# makes them, once, with useradd.  The tests run as root (CI).
+# makes them, once, with useradd.  The tests run as root (CI).  The
+# compiles are --cubin (no host compile): what is shared is the store.
 
 . "$(dirname "$0")/helpers.sh"
 command -v setpriv >/dev/null || { echo "setpriv not found: skipping" >&2; exit 125; }
@@ -127,11 +128,11 @@ bounded() {
 	assertEquals "$name: succeeds without waiting (124: the timeout ended it): $(cat "$name.err")" 0 $?
 }
 
-# compile_limited NAME V: compiles variant V to NAME.o with max_size 1K, so
+# compile_limited NAME V: compiles variant V to NAME.cubin with max_size 1K, so
 # that every shard is over its share and the new entry's shard is emptied.
 compile_limited() {
-	CJC_MAX_SIZE=1K bounded "$1" "$CJC" "$NVCC" -c k.cu -o "$1.o" -arch=$ARCH -DV="$2"
-	assertTrue "$1: the object" "[ -s '$1.o' ]"
+	CJC_MAX_SIZE=1K bounded "$1" "$CJC" "$NVCC" --cubin k.cu -o "$1.cubin" -arch=$ARCH -DV="$2"
+	assertTrue "$1: the cubin" "[ -s '$1.cubin' ]"
 }
 
 # --- 3. nobody writes outside the store -----------------------------------
@@ -206,13 +207,13 @@ testAMemberRacingStagingRedirectsNoWrite() {
 
 testAnOutsidersLockOnTheCountersHangsNoCompile() {
 	group_store
-	"$CJC" --target t "$NVCC" -c k.cu -o first.o -arch=$ARCH -DV=1 || fail "the first compile"
+	"$CJC" --target t "$NVCC" --cubin k.cu -o first.cubin -arch=$ARCH -DV=1 || fail "the first compile"
 	# the counters: not the users' own lock files (evict.*, lease.*), mode 0600
 	assertTrue "the outsider can read the counters" \
 		"as $OUTSIDER sh -c 'cat \"\$1\"/stats/[!el]* >/dev/null' sh '$(ns)'"
 	hold_locks "$OUTSIDER" LOCK_SH "$(ns)"/stats/[!el]*
-	bounded hit "$CJC" --target t "$NVCC" -c k.cu -o hit.o -arch=$ARCH -DV=1
-	assertTrue "with its object" "[ -s hit.o ]"
+	bounded hit "$CJC" --target t "$NVCC" --cubin k.cu -o hit.cubin -arch=$ARCH -DV=1
+	assertTrue "with its cubin" "[ -s hit.cubin ]"
 	assertEquals "served, not compiled" 1 "$(nvcc_compiles)"
 	# the counters cannot be updated: eviction measures the shard instead
 	compile_limited miss 2
@@ -223,7 +224,7 @@ testAnOutsidersLockOnTheCountersHangsNoCompile() {
 	stop_holder
 	local before
 	before=$(($(stat_value hits) + $(stat_value misses)))
-	cjc_nvcc -c k.cu -o again.o -arch=$ARCH -DV=1 || fail
+	cjc_nvcc --cubin k.cu -o again.cubin -arch=$ARCH -DV=1 || fail
 	assertEquals "counting goes on once the lock is let go" $((before + 1)) \
 		$(($(stat_value hits) + $(stat_value misses)))
 }
@@ -239,7 +240,7 @@ testFifosAndDirectoriesAtTheEvictionLocksStopNoEviction() {
 	plant dir
 	compile_limited dir 2
 	assertEquals "directories: the store stays under max_size" 0 "$(entry_count)"
-	cjc_nvcc -c k.cu -o kept.o -arch=$ARCH -DV=3 || fail
+	cjc_nvcc --cubin k.cu -o kept.cubin -arch=$ARCH -DV=3 || fail
 	assertEquals "an entry, without max_size" 1 "$(entry_count)"
 	plant fifo
 	"$CJC" gc --max-size 1K >/dev/null || fail "cjc gc"
@@ -276,9 +277,9 @@ testAPasswordIsNeverShownWhateverItHolds() {
 	local value i=0
 	while IFS= read -r value; do
 		i=$((i + 1))
-		CJC_REMOTE=$value cjc_nvcc -c k.cu -o "k$i.o" -arch=$ARCH 2>"err$i.txt"
+		CJC_REMOTE=$value cjc_nvcc --cubin k.cu -o "k$i.cubin" -arch=$ARCH 2>"err$i.txt"
 		assertEquals "$value: the compile succeeds" 0 $?
-		assertTrue "$value: the object" "[ -s k$i.o ]"
+		assertTrue "$value: the cubin" "[ -s k$i.cubin ]"
 		CJC_REMOTE=$value "$CJC" config >"config$i.txt" 2>&1
 		assertTrue "$value: cjc config names the setting: $(cat "config$i.txt")" \
 			"grep -q 'CJC_REMOTE' 'config$i.txt'"
@@ -308,13 +309,13 @@ WRAP
 	# a well-formed value (nvcc runs for the cache) and a malformed one (nvcc
 	# runs in cjc's place, uncached)
 	CJC_REMOTE='redis://:Secret@127.0.0.1:1|connect-timeout=100ms' \
-		"$CJC" --wrap "$TEST_DIR/bin/launcher" "$TEST_DIR/bin/nvcc-env" -c k.cu -o k.o -arch=$ARCH 2>err.txt ||
+		"$CJC" --wrap "$TEST_DIR/bin/launcher" "$TEST_DIR/bin/nvcc-env" --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt ||
 		fail "the cached compile: $(cat err.txt)"
 	assertEquals "nvcc ran for the cache" 1 "$(nvcc_compiles)"
 	CJC_REMOTE='redis://:Secret|Part2@127.0.0.1:1' \
-		"$CJC" --wrap "$TEST_DIR/bin/launcher" "$TEST_DIR/bin/nvcc-env" -c k.cu -o k2.o -arch=$ARCH 2>err.txt ||
+		"$CJC" --wrap "$TEST_DIR/bin/launcher" "$TEST_DIR/bin/nvcc-env" --cubin k.cu -o k2.cubin -arch=$ARCH 2>err.txt ||
 		fail "the uncached compile: $(cat err.txt)"
-	assertTrue "and uncached: $(cat err.txt)" "grep -q CJC_REMOTE err.txt && [ -s k2.o ]"
+	assertTrue "and uncached: $(cat err.txt)" "grep -q CJC_REMOTE err.txt && [ -s k2.cubin ]"
 	local f
 	for f in nvcc-env launcher-env; do
 		assertTrue "$f: the environment was seen" "grep -q '^PATH=' '$TEST_DIR/$f.txt'"

@@ -12,24 +12,28 @@ compile() {
 	cjc_nvcc $kind k.cu -o "$1" -arch=$ARCH "${@:2}" || fail "compile of $1 failed"
 }
 
-# expect_miss_after ACTION...: compile, do ACTION, compile again: nvcc must run.
+# expect_miss_after ACTION...: compile, do ACTION, compile again: nvcc must
+# run.  Objects, or cubins with EXT=cubin.
 expect_miss_after() {
-	compile before.o
+	local ext=${EXT:-o} kind=-c
+	[ "$ext" = cubin ] && kind=--cubin
+	compile before.$ext
 	"$@"
-	compile after.o
+	compile after.$ext
 	expect_nvcc_runs 2
-	"$REAL_NVCC" -c k.cu -o plain.o -arch=$ARCH
-	assert_same_devcode after.o plain.o
+	"$REAL_NVCC" $kind k.cu -o plain.$ext -arch=$ARCH
+	assert_same_devcode after.$ext plain.$ext
 }
 
+# A header of both passes, in a cubin (the device-only and host-only
+# headers below are the object's).
 testHeaderChangeMisses() {
-	expect_miss_after sed -i 's/2.0f/3.0f/' k.h
-	expect_why after.o "miss: k.h changed"
-	expect_why before.o "miss: no earlier compile of k.cu"
-	"$CJC" why after.o >why.txt
+	EXT=cubin expect_miss_after sed -i 's/2.0f/3.0f/' k.h
+	expect_why after.cubin "miss: k.h changed"
+	expect_why before.cubin "miss: no earlier compile of k.cu"
+	"$CJC" why after.cubin >why.txt
 	assertTrue "old and new hash" "grep -Eq 'k.h changed: sha256 [0-9a-f]{16} -> [0-9a-f]{16}' why.txt"
-	devcode before.o >/dev/null
-	assertFalse "device code should differ" "cmp -s before.o.devcode after.o.devcode"
+	assertFalse "device code should differ" "cmp -s before.cubin after.cubin"
 }
 
 testDeviceOnlyHeaderChangeMisses() {
@@ -161,19 +165,21 @@ testOtherOutputPathAndTargetLabelHit() {
 	assertTrue "label recorded" "\"$CJC\" ls | grep -q ' one '"
 }
 
+# (cubins: -lineinfo is device code's, and where a compile runs is keyed
+# alike for every kind: src/lib/keys/place.h)
 testSameSourceFromAnotherDirectoryHitsUnlessDebugInfo() {
 	local src=$PWD
-	compile a.o
-	compile g.o -lineinfo
+	compile a.cubin
+	compile g.cubin -lineinfo
 	mkdir -p elsewhere && cd elsewhere || fail
-	"$CJC" "$NVCC" -c "$src/k.cu" -o a.o -arch=$ARCH || fail
-	"$CJC" "$NVCC" -c ../k.cu -o b.o -arch=$ARCH -lineinfo || fail
+	"$CJC" "$NVCC" --cubin "$src/k.cu" -o a.cubin -arch=$ARCH || fail
+	"$CJC" "$NVCC" --cubin ../k.cu -o b.cubin -arch=$ARCH -lineinfo || fail
 	cd .. || fail
 	# the absolute path is another argument: one more miss; -lineinfo in another cwd: one more
 	assertEquals "compiles" 4 "$(nvcc_compiles)"
-	"$CJC" "$NVCC" -c "$src/k.cu" -o c.o -arch=$ARCH || fail
+	"$CJC" "$NVCC" --cubin "$src/k.cu" -o c.cubin -arch=$ARCH || fail
 	assertEquals "absolute source path from the first directory hits" 4 "$(nvcc_compiles)"
-	expect_why c.o "hit: served from entry"
+	expect_why c.cubin "hit: served from entry"
 }
 
 testDamagedArtifactIsRecompiledNotServed() {
@@ -278,6 +284,13 @@ like_plain() {
 	"$REAL_NVCC" --cubin a.cu -o plain.cubin -Iinc1 -Iinc2 -arch=$ARCH
 	assert_same_devcode out$BUILT.cubin plain.cubin
 }
+# settle_since T: sleeps until 2.1 s after T, an $EPOCHREALTIME taken just
+# after some files were written: they are then older than the racy window,
+# as after a `sleep 2.1` at T, and the compiles in between count towards it.
+settle_since() {
+	local left=$((${1//[.,]/} + 2100000 - ${EPOCHREALTIME//[.,]/}))
+	[ $left -le 0 ] || sleep "$((left / 1000000)).$(printf %06d $((left % 1000000)))"
+}
 
 # Absent include candidates are known absent by the stamp of their
 # directory (filehash.h); a header planted there, or in a directory made
@@ -290,10 +303,11 @@ testAbsentCandidatesKnownByTheirDirectoryStillSeePlantedHeaders() {
 	assertTrue "the hit knew names absent by their directory: $(grep hit "$CJC_LOG")" \
 		"grep -q 'hit .* [1-9][0-9]* absent names known by their directory' '$CJC_LOG'"
 	mkdir inc1/sub && echo '#define DEEP 2.0f' >inc1/sub/deep.h
+	local written=$EPOCHREALTIME
 	build
 	expect_nvcc_runs 2
 	like_plain
-	sleep 2.1
+	settle_since "$written"
 	build # compiles again when deep.h, just written, kept the last one from publishing
 	local before
 	before=$(nvcc_compiles)
@@ -316,10 +330,11 @@ testDanglingLinksAmongTheCandidatesSeeTheirTargetsAppear() {
 	build && build && build
 	expect_nvcc_runs 1
 	mkdir gen && echo '#define CONF 2.0f' >gen/conf.h
+	local written=$EPOCHREALTIME
 	build
 	expect_nvcc_runs 2
 	like_plain
-	sleep 2.1
+	settle_since "$written"
 	build && build
 	local before
 	before=$(nvcc_compiles)

@@ -2,11 +2,35 @@
 # The subcommands show what the cache did.
 . "$(dirname "$0")/helpers.sh"
 
+# populate: the store of an object compiled twice for target app (a miss,
+# then a hit) and a fatbin.  The tests read that store, and it is the same
+# each time: it is made once a suite (make_populated) and copied into the
+# test's CJC_DIR, with the outputs, cjc's log, and nvcc's log (the two
+# compiles that made it count for expect_nvcc_runs).
 populate() {
-	"$CJC" --target app "$NVCC" -c k.cu -o a.o -arch=$ARCH || fail
-	"$CJC" --target app "$NVCC" -c k.cu -o b.o -arch=$ARCH || fail
-	"$CJC" "$NVCC" --fatbin k.cu -o k.fatbin -arch=$ARCH || fail
+	[ -n "${POPULATED:-}" ] || make_populated || fail "the populated store"
+	mkdir -p "$CJC_DIR" && cp -a "$POPULATED/cache/." "$CJC_DIR/" &&
+		cp -a "$POPULATED"/src/a.o "$POPULATED"/src/b.o "$POPULATED"/src/k.fatbin . &&
+		cat "$POPULATED/cjc.log" >>"$CJC_LOG" && cat "$POPULATED/nvcc.log" >>"$NVCC_LOG" ||
+		fail "the copy of the populated store"
 }
+
+make_populated() {
+	POPULATED=$(mktemp -d "${TMPDIR:-/tmp}/cjc-populated.XXXXXX") &&
+		mkdir -p "$POPULATED/bin" "$POPULATED/src" || return 1
+	(
+		cd "$POPULATED/src" && write_sources || exit 1
+		export CJC_DIR=$POPULATED/cache CJC_LOG=$POPULATED/cjc.log NVCC_LOG=$POPULATED/nvcc.log
+		NVCC=$POPULATED/bin/nvcc
+		make_nvcc_wrapper "$NVCC"
+		sleep 0.02 # past the tick the sources were written in (helpers.sh, setUp)
+		"$CJC" --target app "$NVCC" -c k.cu -o a.o -arch=$ARCH &&
+			"$CJC" --target app "$NVCC" -c k.cu -o b.o -arch=$ARCH &&
+			"$CJC" "$NVCC" --fatbin k.cu -o k.fatbin -arch=$ARCH
+	)
+}
+
+oneTimeTearDown() { [ -z "${POPULATED:-}" ] || rm -rf "$POPULATED"; }
 
 testVersion() {
 	assertTrue "cjc VERSION" "\"$CJC\" --version | grep -Eq '^cjc [0-9]+\.[0-9]+\.[0-9]+$'"
@@ -25,7 +49,9 @@ testStatsCountsAndZero() {
 
 testStatsShowWhatTheCacheIsWorth() {
 	populate
-	echo "int main() { return 0; }" >main.cu && cjc_nvcc main.cu -o prog -arch=$ARCH || fail
+	# an uncacheable link (of a host object: no 2.5 s compile of main.cu with it)
+	echo "int main() { return 0; }" >main.c && gcc -c main.c -o main.o || fail "gcc"
+	cjc_nvcc main.o -o prog -arch=$ARCH || fail
 	cjc_nvcc k.cu other.cu -c 2>/dev/null
 	CJC_MAX_SIZE=1G "$CJC" stats >stats.txt || fail
 	assertTrue "hit rate" "grep -q '^hit rate *33.3 %' stats.txt"
@@ -47,11 +73,11 @@ testStatsShowWhatTheCacheIsWorth() {
 }
 
 testStatsStayRightUnderParallelBuilds() {
-	"$CJC" "$NVCC" -c k.cu -o warm.o -arch=$ARCH || fail
+	"$CJC" "$NVCC" --cubin k.cu -o warm.cubin -arch=$ARCH || fail
 	"$CJC" stats --zero >/dev/null
 	local i
 	for i in $(seq 1 24); do
-		"$CJC" "$NVCC" -c k.cu -o par$i.o -arch=$ARCH &
+		"$CJC" "$NVCC" --cubin k.cu -o par$i.cubin -arch=$ARCH &
 	done
 	wait
 	expect_stat hits 24
@@ -169,8 +195,8 @@ testConfigThatIsADirectory() {
 	CJC_CONFIG=$TEST_DIR "$CJC" config >/dev/null 2>err.txt
 	assertEquals "exit 1" 1 $?
 	assertTrue "names the file: $(cat err.txt)" "grep -q \"$TEST_DIR: cannot read: Is a directory\" err.txt"
-	CJC_CONFIG=$TEST_DIR cjc_nvcc -c k.cu -o a.o -arch=$ARCH 2>/dev/null || fail "the build broke"
-	assertTrue "compiled uncached" "[ -s a.o ]"
+	CJC_CONFIG=$TEST_DIR cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>/dev/null || fail "the build broke"
+	assertTrue "compiled uncached" "[ -s a.cubin ]"
 }
 
 testBadSubcommandUsage() {

@@ -3,7 +3,9 @@
 # from a store's config, memos a member forged (identity, hash and absence
 # records), bytes that are not UTF-8, secrets, symbolic links in the layout
 # and at the output, a store the user cannot write, labels with control
-# characters, and what gc reclaims.
+# characters, and what gc reclaims.  The compiles are --cubin (a third of
+# the CPU of -c, no host compile): what is trusted or not is the store's,
+# whatever kind an entry holds.
 
 . "$(dirname "$0")/helpers.sh"
 command -v setpriv >/dev/null || { echo "setpriv not found: skipping" >&2; exit 125; }
@@ -23,17 +25,17 @@ testStoreConfigOfAnotherUserDirectsNoWrite() {
 	printf 'log = %s/private/x.log\numask = 000\nmax_size = 1G\n' "$PWD" >"$CJC_DIR/cudajitcache.conf"
 	chown nobody "$CJC_DIR/cudajitcache.conf"
 	unset CJC_LOG
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>err.txt || fail "the compile runs"
-	assertTrue "the output" "[ -s k.o ]"
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt || fail "the compile runs"
+	assertTrue "the output" "[ -s k.cubin ]"
 	assertFalse "no log where the file said" "[ -e private/x.log ]"
 	assertTrue "says so: $(cat err.txt)" "grep -q 'cudajitcache.conf:1: ignoring log: the file is not owned by you or root' err.txt"
 	assertTrue "and umask" "grep -q 'cudajitcache.conf:2: ignoring umask' err.txt"
 	assertEquals "other settings still apply" 1073741824 "$("$CJC" config --json 2>/dev/null | jq -r .max_size.value | numfmt --from=iec)"
 	chown root "$CJC_DIR/cudajitcache.conf" && chmod 666 "$CJC_DIR/cudajitcache.conf"
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>err.txt || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt || fail
 	assertTrue "writable by others: ignored too" "grep -q 'ignoring log' err.txt"
 	chmod 644 "$CJC_DIR/cudajitcache.conf"
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>err.txt || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt || fail
 	assertTrue "a trusted file is honoured" "[ -s private/x.log ] && [ ! -s err.txt ]"
 }
 
@@ -133,10 +135,10 @@ testAMembersAbsenceRecordGivesNoWrongHit() {
 }
 
 testMissingConfigFileAndEmptyDirAreErrors() {
-	CJC_CONFIG=$PWD/nonexistent.conf cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>err.txt || fail
+	CJC_CONFIG=$PWD/nonexistent.conf cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt || fail
 	assertTrue "names the file: $(cat err.txt)" "grep -q 'nonexistent.conf: cannot read: No such file' err.txt"
-	assertTrue "compiled uncached" "grep -q 'compiling without the cache' err.txt && [ -s k.o ]"
-	CJC_DIR= cjc_nvcc -c k.cu -o k2.o -arch=$ARCH 2>err.txt || fail
+	assertTrue "compiled uncached" "grep -q 'compiling without the cache' err.txt && [ -s k.cubin ]"
+	CJC_DIR= cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH 2>err.txt || fail
 	assertTrue "an empty CJC_DIR: $(cat err.txt)" "grep -q \"environment variable CJC_DIR: bad value '' for dir\" err.txt"
 }
 
@@ -148,7 +150,7 @@ testDuplicateKeyIsReportedWhereItsValueIs() {
 
 testLogGetsTheUsersUmaskNotTheStores() {
 	export CJC_UMASK=000 CJC_LOG=$PWD/user.log
-	(umask 077 && cjc_nvcc -c k.cu -o k.o -arch=$ARCH) || fail
+	(umask 077 && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH) || fail
 	assertEquals "the log's mode" 600 "$(stat -c %a user.log)"
 	unset CJC_UMASK
 }
@@ -158,8 +160,8 @@ testPathsThatAreNotUtf8RoundTrip() {
 	d=$(printf 'dir\377')
 	mkdir "$d" && cp k.cu k.h dev.h host.h "$d/"
 	touch -d '1 minute ago' "$d"/* # not written just now: else "changed during the compile"
-	cjc_nvcc -c "$d/k.cu" -o k.o -arch=$ARCH 2>/dev/null || fail
-	cjc_nvcc -c "$d/k.cu" -o k2.o -arch=$ARCH 2>/dev/null || fail
+	cjc_nvcc --cubin "$d/k.cu" -o k.cubin -arch=$ARCH 2>/dev/null || fail
+	cjc_nvcc --cubin "$d/k.cu" -o k2.cubin -arch=$ARCH 2>/dev/null || fail
 	expect_nvcc_runs 1
 	assertTrue "verify: the entry is good" "\"$CJC\" verify"
 	"$CJC" show "$("$CJC" ls --json | jq -r '.[0].key')" --json >meta.json
@@ -176,33 +178,33 @@ testPathsThatAreNotUtf8RoundTrip() {
 testSecretsStayOutOfTheStore() {
 	printf -- '-DAPI_TOKEN=hunter2\n' >secret.opts && chmod 600 secret.opts
 	printf -- '-DPUBLIC_FLAG=1\n' >public.opts && chmod 644 public.opts
-	NVCC_APPEND_FLAGS=-DSECRET=swordfish cjc_nvcc -c k.cu -o k.o -arch=$ARCH \
+	NVCC_APPEND_FLAGS=-DSECRET=swordfish cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH \
 		--options-file secret.opts --options-file public.opts || fail
 	assertFalse "no secret in the store" "grep -rqa 'hunter2\|swordfish' '$CJC_DIR'"
 	"$CJC" show "$("$CJC" ls --json | jq -r '.[0].key')" --json >meta.json
 	assertTrue "the variable by its hash" "jq -e '.environment.NVCC_APPEND_FLAGS.sha256 | length == 64' meta.json"
 	assertTrue "the private file by its hash" "jq -e '.options_files[0].private and (.options_files[0].sha256 | length == 64)' meta.json"
 	assertTrue "a public file's options are listed" "jq -e '.options.defines == [\"PUBLIC_FLAG=1\"]' meta.json"
-	NVCC_APPEND_FLAGS=-DSECRET=other cjc_nvcc -c k.cu -o k.o -arch=$ARCH \
+	NVCC_APPEND_FLAGS=-DSECRET=other cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH \
 		--options-file secret.opts --options-file public.opts || fail
-	expect_why k.o "miss: NVCC_APPEND_FLAGS changed"
+	expect_why k.cubin "miss: NVCC_APPEND_FLAGS changed"
 	printf -- '--secret-option=hunter2\n' >secret.opts
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH --options-file secret.opts 2>/dev/null
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH --options-file secret.opts 2>/dev/null
 	assertFalse "not through an uncacheable reason either" "grep -rqa hunter2 '$CJC_DIR' '$CJC_LOG'"
 	CJC_REMOTE='redis://:s3cret@127.0.0.1:6379' "$CJC" config >config.txt 2>&1
 	assertTrue "no password in cjc config: $(grep remote config.txt)" "grep -q 'redis://\*\*\*@127.0.0.1:6379' config.txt && ! grep -q s3cret config.txt"
 }
 
 testSymbolicLinkedHashesAreNotFollowed() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	mkdir elsewhere
 	rm -rf "$(ns)/hashes" && ln -s "$PWD/elsewhere" "$(ns)/hashes"
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH 2>/dev/null || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH 2>/dev/null || fail
 	assertEquals "nothing written through the link" "" "$(ls -A elsewhere)"
 	rm "$(ns)/hashes" && mkdir "$(ns)/hashes" "$(ns)/hashes/$(ls "$(ns)/manifests" | head -1)"
 	local shard
 	for shard in $(seq 0 255); do ln -s "$PWD/elsewhere" "$(ns)/hashes/$(printf %02x "$shard")" 2>/dev/null; done
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	assertEquals "nor through a shard's link" "" "$(ls -A elsewhere)"
 	# gc takes a file named like a dead writer's temporary for its own: not through a link
 	local victim=k.$(hostname | tr ./ __).999999.0badf00d
@@ -212,34 +214,34 @@ testSymbolicLinkedHashesAreNotFollowed() {
 }
 
 testSymbolicLinkedShardServesNothing() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	local shard
 	shard=$(ls "$(ns)/entries")
 	mv "$(ns)/entries/$shard" moved && ln -s "$PWD/moved" "$(ns)/entries/$shard"
-	cjc_nvcc -c k.cu -o k2.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH || fail
 	expect_nvcc_runs 2
 	assertEquals "ls sees what a compile sees" "[]" "$("$CJC" ls --json | jq -c .)"
 }
 
 testOutputThatIsALinkIsWrittenThrough() {
-	ln -s real.o link.o
-	cjc_nvcc -c k.cu -o link.o -arch=$ARCH || fail
-	assertTrue "the link stays" "[ -L link.o ] && [ -s real.o ]"
-	rm real.o
-	cjc_nvcc -c k.cu -o link.o -arch=$ARCH || fail
-	assertTrue "and on a hit" "[ -L link.o ] && [ -s real.o ]"
+	ln -s real.cubin link.cubin
+	cjc_nvcc --cubin k.cu -o link.cubin -arch=$ARCH || fail
+	assertTrue "the link stays" "[ -L link.cubin ] && [ -s real.cubin ]"
+	rm real.cubin
+	cjc_nvcc --cubin k.cu -o link.cubin -arch=$ARCH || fail
+	assertTrue "and on a hit" "[ -L link.cubin ] && [ -s real.cubin ]"
 	expect_stat hits 1
 }
 
 testMissingOutputDirectoryGetsNvccsMessage() {
-	cjc_nvcc -c k.cu -o nodir/k.o -arch=$ARCH 2>err.txt
+	cjc_nvcc --cubin k.cu -o nodir/k.cubin -arch=$ARCH 2>err.txt
 	assertNotEquals "fails" 0 $?
-	assertTrue "nvcc's message: $(cat err.txt)" "grep -q 'nodir/k.o' err.txt"
-	assertFalse "no temporary name" "grep -q 'k.o\.' err.txt"
+	assertTrue "nvcc's message: $(cat err.txt)" "grep -q 'nodir/k.cubin' err.txt"
+	assertFalse "no temporary name" "grep -q 'k.cubin\.' err.txt"
 }
 
 testStoreTheUserCannotWrite() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	chmod 755 "$TEST_DIR"
 	local cmd
 	for cmd in clean gc "stats --zero" "verify --fix"; do
@@ -251,14 +253,14 @@ testStoreTheUserCannotWrite() {
 }
 
 testControlCharactersInALabelAreEscaped() {
-	"$CJC" --target "$(printf 'evil\033]0;x\007')" "$NVCC" -c k.cu -o k.o -arch=$ARCH || fail
-	"$CJC" ls >ls.txt && "$CJC" stats --by-target >stats.txt && "$CJC" why k.o >why.txt
+	"$CJC" --target "$(printf 'evil\033]0;x\007')" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	"$CJC" ls >ls.txt && "$CJC" stats --by-target >stats.txt && "$CJC" why k.cubin >why.txt
 	assertFalse "no escape character printed" "grep -qa $'\033' ls.txt stats.txt why.txt"
 	assertTrue "shown escaped" "grep -q 'evil\\\\x1b' ls.txt && grep -q 'evil\\\\x1b' stats.txt && grep -q 'evil\\\\x1b' why.txt"
 }
 
 testGcReclaimsKilledWritersTemporariesAndOldHashCaches() {
-	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	local m
 	m=$(ls -d "$(ns)"/manifests/*/* | head -1)
 	cp "$m" "$m.$(hostname | tr ./ __).999999.0badf00d"
@@ -271,7 +273,7 @@ testGcReclaimsKilledWritersTemporariesAndOldHashCaches() {
 	"$CJC" gc --older-than 1d >gc.txt || fail
 	assertTrue "old hash caches: $(cat gc.txt)" "grep -q ', $caches unused hash caches' gc.txt"
 	assertEquals "none left" "" "$(find "$(ns)/hashes" -type f)"
-	cjc_nvcc -c k.cu -o k2.o -arch=$ARCH || fail
+	cjc_nvcc --cubin k.cu -o k2.cubin -arch=$ARCH || fail
 	expect_stat hits 1
 	# hash caches count against max_size in gc: entries get what they leave
 	local entries hashes

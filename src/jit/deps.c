@@ -160,7 +160,8 @@ int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t
 	if (stat(path, &s) || (expect != JIT_ANY_SIZE && (uint64_t)s.st_size != expect))
 		return -1;
 	cjc_stamp_of(&s, &now);
-	if (remembered(h, path, &now, size, sha))
+	bool memo = path[0] == '/'; /* a relative path names another file in another directory */
+	if (memo && remembered(h, path, &now, size, sha))
 		return 0;
 	int64_t taken = cjc_wall_ns();
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -174,7 +175,7 @@ int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t
 		return -1;
 	}
 	cjc_stamp_of(&s, &now);
-	if (now.size == *size)
+	if (memo && now.size == *size)
 		remember(h, path, &now, taken, *size, sha);
 	return 0;
 }
@@ -300,7 +301,7 @@ static bool absent(struct cjc_jit *h, const char *path, struct seen_dirs *seen)
 {
 	const char *slash = strrchr(path, '/');
 	struct stat s;
-	if (!slash || !slash[1] || slash == path)
+	if (!slash || !slash[1] || slash == path || path[0] != '/')
 		return stat(path, &s) && (errno == ENOENT || errno == ENOTDIR);
 	const struct seen_dir *l = look_at_dir(seen, path, (size_t)(slash - path));
 	if (l->state)
@@ -318,7 +319,7 @@ static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r, co
 		const struct cjc_dep *d = &r->deps[i];
 		uint64_t size;
 		unsigned char sha[CJC_DIGEST_LEN];
-		if (!strcmp(d->path, source)) {
+		if (source && !strcmp(d->path, source)) {
 			if (memcmp(d->sha, source_sha, CJC_DIGEST_LEN))
 				return false;
 		} else if (jit_deps_hash(h, d->path, d->size, &size, sha) || size != d->size ||

@@ -271,8 +271,12 @@ void cjc_jit_result_free(struct cjc_jit_result *res)
 
 void jit_count(struct jit_job *j, int counter, uint64_t saved_ms)
 {
-	if (jit_store_open(j->h) &&
-	    cjc_stats_bump(&j->h->store, (enum cjc_counter)counter, saved_ms))
+	if (!jit_store_open(j->h))
+		return;
+	/* the NVRTC shim's compiles are also counted as a target of their own */
+	if (cjc_stats_bump(&j->h->store, (enum cjc_counter)counter, saved_ms) ||
+	    (j->compiler && cjc_stats_bump_named(&j->h->store, CJC_STATS_BY_TARGET, j->compiler,
+						 (enum cjc_counter)counter, saved_ms)))
 		jit_note(j->h, "cannot update the counters: %s", strerror(errno));
 }
 

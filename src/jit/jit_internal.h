@@ -186,6 +186,7 @@ struct jit_job {
 	json_t *meta;              /* metadata.json's "jit": name, source, extra_signature, hook */
 	struct cjc_jit_result *out;
 	bool cached;               /* jit_cacheable() said yes */
+	const char *compiler;      /* for the journal, when not the handle's ("nvrtc-shim") */
 	struct jit_why why;
 };
 
@@ -323,5 +324,11 @@ int jit_driver_arch(struct cjc_jit *h, char *arch, size_t len);
 void jit_driver_release(struct driver *d);
 /* nvrtc.c */
 void jit_nvrtc_release(struct nvrtc *n);
+/* The identity of the NVRTC that holds the function version (nvrtcVersion)
+ * and was asked for as path: its version, the library and the
+ * libnvrtc-builtins beside it hashed, remembered in the handle's store when
+ * it is usable (identity.h); -1 with the reason in why. */
+int jit_nvrtc_identify(struct cjc_jit *h, int (*version)(int *, int *), const char *path,
+		       struct cjc_identity *id, struct cjc_buf *why);
 
 #endif

@@ -36,6 +36,8 @@ void jit_journal_facts_nvrtc(struct jit_job *j, const struct cjc_strvec *options
 
 static const char *compiler_of(const struct jit_job *j)
 {
+	if (j->compiler)
+		return j->compiler;
 	return j->h->set.compiler == JIT_NVRTC ? "nvrtc" : "nvcc";
 }
 

@@ -105,19 +105,16 @@ static int load(struct nvrtc *n, const char *path, struct cjc_buf *why)
 	return 0;
 }
 
-/* The loaded library's identity: its version asked of it, the library and
- * the libnvrtc-builtins beside it (its built-in headers) hashed, and all of
- * it remembered in the store (identity.h), under path when given. */
-static int identify_loaded(struct cjc_jit *h, struct nvrtc *n, const char *path,
-			   struct cjc_buf *why)
+int jit_nvrtc_identify(struct cjc_jit *h, int (*version)(int *, int *), const char *path,
+		       struct cjc_identity *id, struct cjc_buf *why)
 {
 	Dl_info info;
 	char real[PATH_MAX];
 	int major = 0, minor = 0;
-	if (!dladdr((void *)n->fn.nvrtcVersion, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+	if (!dladdr((void *)version, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
 		return cjc_buf_addf(why, "cannot tell which file NVRTC was loaded from"), -1;
-	n->fn.nvrtcVersion(&major, &minor);
-	char *version = cjc_xasprintf("NVRTC %d.%d", major, minor);
+	version(&major, &minor);
+	char *text = cjc_xasprintf("NVRTC %d.%d", major, minor);
 	char *dir = cjc_dirname(real);
 	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
 	char *files[] = { real, builtins };
@@ -125,13 +122,20 @@ static int identify_loaded(struct cjc_jit *h, struct nvrtc *n, const char *path,
 	/* a bare name was found on the loader's path, not in the working directory */
 	bool named = path && strchr(path, '/');
 	int rc = cjc_identity_library(identity_store(h), "nvrtc", named ? path : info.dli_fname,
-				      version, files, nfiles, &n->id);
+				      text, files, nfiles, id);
 	if (rc)
 		cjc_buf_addf(why, "cannot identify %s: %s", real, strerror(errno));
-	free(version);
+	free(text);
 	free(dir);
 	free(builtins);
 	return rc;
+}
+
+/* The loaded library's identity (jit_nvrtc_identify), under path when given. */
+static int identify_loaded(struct cjc_jit *h, struct nvrtc *n, const char *path,
+			   struct cjc_buf *why)
+{
+	return jit_nvrtc_identify(h, n->fn.nvrtcVersion, path, &n->id, why);
 }
 
 /* The handle's NVRTC, identified: from the store's record while the

@@ -627,8 +627,10 @@ static int copy_jit_source(struct audit *a)
 		free(id);
 		return -1;
 	}
-	if (!a->jit_name || !cjc_jit_name_ok(a->jit_name) || !a->jit_source ||
-	    !cjc_entry_artifact(&a->entry, a->jit_source)) {
+	/* the NVRTC shim keeps a program's name, whatever it is, and its code as source.cu */
+	bool shim = json_is_true(json_object_get(jit, "shim"));
+	bool named = a->jit_name && (shim ? *a->jit_name != '\0' : cjc_jit_name_ok(a->jit_name));
+	if (!named || !a->jit_source || !cjc_entry_artifact(&a->entry, a->jit_source)) {
 		add_note(a, "details", "its \"jit\" object does not name the request (a file name ending "
 			 "in .cu) and the artifact that holds its code");
 		return -1;
@@ -636,7 +638,7 @@ static int copy_jit_source(struct audit *a)
 	struct cjc_buf why = CJC_BUF_INIT;
 	char *dir = cjc_path_join(a->scratch, "src");
 	a->keyed_source = cjc_xasprintf("%s/%s", CJC_JIT_SOURCE_DIR, a->jit_name);
-	a->source_copy = cjc_path_join(dir, a->jit_name);
+	a->source_copy = cjc_path_join(dir, shim ? a->jit_source : a->jit_name);
 	int rc = cjc_entry_read(&a->entry, a->jit_source, &a->code, &why);
 	if (rc)
 		add_note(a, "details", "cannot read its %s: %s", a->jit_source, why.data);
@@ -716,6 +718,128 @@ static int rebuild_nvrtc(struct audit *a, const char *library, const char *kind)
 	return rc;
 }
 
+/* An NVRTC shim's entry's program: its name expressions (the "jit"
+ * object's) and string headers (headers.json). */
+static int program_of(struct audit *a, struct cjc_audit_program *p)
+{
+	json_t *jit = json_object_get(a->entry.meta, "jit"), *e, *doc = NULL;
+	json_t *exprs = json_object_get(jit, "name_expressions");
+	struct cjc_buf text = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	size_t i;
+	bool ok = json_is_array(exprs);
+	json_array_foreach(exprs, i, e) {
+		ok = ok && json_is_string(e);
+		if (ok)
+			cjc_strvec_push(&p->expressions, json_string_value(e));
+	}
+	const char *headers = json_string_value(json_object_get(jit, "headers"));
+	if (ok && headers) {
+		ok = !cjc_entry_read(&a->entry, headers, &text, &why) &&
+		     (doc = json_loadb(text.data ? text.data : "", text.len, 0, NULL)) &&
+		     json_is_array(doc);
+		json_array_foreach(doc, i, e) {
+			const char *name = json_string_value(json_object_get(e, "name"));
+			const char *code = json_string_value(json_object_get(e, "text"));
+			ok = ok && name && code;
+			if (ok) {
+				cjc_strvec_push(&p->header_names, name);
+				cjc_strvec_push(&p->headers, code);
+			}
+		}
+	}
+	if (!ok)
+		add_note(a, "details", "its name expressions or headers cannot be read%s%s",
+			 why.len ? ": " : "", why.len ? why.data : "");
+	json_decref(doc);
+	cjc_buf_release(&text);
+	cjc_buf_release(&why);
+	return ok ? 0 : -1;
+}
+
+/* NVRTC's compile of an NVRTC shim's program, its outputs written to the
+ * scratch directory under the entry's names. */
+static int rebuild_program(struct audit *a, const char *library, const struct cjc_audit_program *p)
+{
+	json_t *argv = json_object_get(a->entry.meta, "argv");
+	struct cjc_strvec options = CJC_STRVEC_INIT;
+	struct cjc_nvrtc_outputs out = { 0 };
+	struct cjc_buf why = CJC_BUF_INIT, results = CJC_BUF_INIT;
+	for (size_t i = 1; i + 1 < json_array_size(argv); i++)
+		cjc_strvec_push(&options, meta_text(json_array_get(argv, i)));
+	struct cjc_audit_nvrtc in = {
+		.library = library,
+		.version = meta_str(json_object_get(a->entry.meta, "compiler"), "version"),
+		.name = a->jit_name, .code = a->code.data, .options = options.v, .noptions = options.n,
+	};
+	int rc = cjc_audit_nvrtc_program(&in, p, &out, &why);
+	if (rc) {
+		size_t eol = out.log.len ? strcspn(out.log.data, "\n") : 0;
+		add_note(a, "details", "the recorded compile failed: %s%s%.*s", why.data, eol ? ": " : "",
+			 (int)eol, out.log.data ? out.log.data : "");
+	}
+	json_t *doc = rc ? NULL : cjc_nvrtc_outputs_json(&out, &p->expressions);
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	cjc_buf_adds(&results, text ? text : "");
+	rc = rc || scratch_file(a, "nvrtc.json", &results) || scratch_file(a, "stderr", &out.log);
+	for (int k = 0; !rc && k < CJC_NVRTC_KINDS; k++) {
+		char *name = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);
+		if (out.result[k] == CJC_NVRTC_SUCCESS && out.code[k].len)
+			rc = scratch_file(a, name, &out.code[k]);
+		free(name);
+	}
+	free(text);
+	json_decref(doc);
+	cjc_nvrtc_outputs_release(&out);
+	cjc_strvec_clear(&options);
+	cjc_buf_release(&why);
+	cjc_buf_release(&results);
+	return rc ? -1 : 0;
+}
+
+/* Each stored artifact against the rebuild's file of its name. */
+static void compare_program(struct audit *a)
+{
+	for (size_t i = 0; i < a->entry.nfiles; i++) {
+		const char *name = a->entry.files[i].name;
+		if (!strcmp(name, a->jit_source) || !strcmp(name, "headers.json") ||
+		    !strcmp(name, "stderr"))
+			continue; /* what it was made from; the log is compared below */
+		char *rebuilt = cjc_path_join(a->scratch, name);
+		compare_bytes(a, name, rebuilt);
+		free(rebuilt);
+	}
+	compare_stderr(a);
+}
+
+/* An NVRTC shim's entry (docs/nvrtc-shim.md): its program compiled again
+ * by the NVRTC it records, in its working directory, when audit_trust.h
+ * allows that library and every recorded input is unchanged. */
+static void audit_program_entry(struct audit *a)
+{
+	struct cjc_audit_program p = { CJC_STRVEC_INIT, CJC_STRVEC_INIT, CJC_STRVEC_INIT };
+	struct cjc_buf why = CJC_BUF_INIT;
+	char *library = NULL;
+	const char *cwd = meta_str(a->entry.meta, "cwd");
+	int rc = -1;
+	if (program_of(a, &p))
+		;
+	else if (cjc_audit_trust_nvrtc(a->entry.meta, &library, &why))
+		add_note(a, "details", "%s", why.data);
+	else if (chdir(cwd))
+		add_note(a, "details", "the working directory %s is gone: %s", cwd, strerror(errno));
+	else if (!check_inputs(a))
+		rc = rebuild_program(a, library, &p);
+	if (!rc)
+		compare_program(a);
+	set_status(a, rc ? "cannot rebuild" : json_object_get(a->result, "differences") ? "differs"
+							 : "reproducible");
+	cjc_strvec_clear(&p.header_names);
+	cjc_strvec_clear(&p.headers);
+	cjc_strvec_clear(&p.expressions);
+	free(library);
+	cjc_buf_release(&why);
+}
+
 /* An NVRTC entry of the JIT library (docs/jit.md): nothing runs but NVRTC,
  * loaded in this child when audit_trust.h allows that file. */
 static void audit_nvrtc_entry(struct audit *a)
@@ -724,6 +848,10 @@ static void audit_nvrtc_entry(struct audit *a)
 	size_t n = json_array_size(argv);
 	const char *kind = meta_str(json_object_get(meta, "options"), "kind");
 	const char *last = n > 1 ? json_string_value(json_array_get(argv, n - 1)) : NULL;
+	if (last && !strcmp(last, a->keyed_source) && !strcmp(kind, "nvrtc")) {
+		audit_program_entry(a);
+		return;
+	}
 	char *artifact = cjc_xasprintf("output.%s", kind), *library = NULL;
 	struct cjc_buf why = CJC_BUF_INIT;
 	int rc = -1;

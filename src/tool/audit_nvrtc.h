@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "base/util.h"
+#include "compile/nvrtc.h"
 
 struct cjc_audit_nvrtc {
 	const char *library; /* the checked file to load */
@@ -33,5 +34,14 @@ struct cjc_audit_nvrtc {
 
 int cjc_audit_nvrtc_compile(const struct cjc_audit_nvrtc *in, struct cjc_buf *output,
 			    struct cjc_buf *log, struct cjc_buf *why);
+
+/* An NVRTC shim's program (docs/nvrtc-shim.md): the same, with its string
+ * headers (names and texts, n of each) and name expressions, and every
+ * output NVRTC holds for it (compile/nvrtc.h) in out.  0; or -1 with why. */
+struct cjc_audit_program {
+	struct cjc_strvec header_names, headers, expressions;
+};
+int cjc_audit_nvrtc_program(const struct cjc_audit_nvrtc *in, const struct cjc_audit_program *p,
+			    struct cjc_nvrtc_outputs *out, struct cjc_buf *why);
 
 #endif

@@ -479,12 +479,15 @@ static bool nvrtc_name(const char *name)
 	return ok;
 }
 
-/* The options of an NVRTC entry: none that makes NVRTC read a file. */
+/* The options of a JIT library's NVRTC entry: none that makes NVRTC read a
+ * file.  The NVRTC shim's entries record what NVRTC read (their inputs). */
 static int check_nvrtc_options(json_t *meta, struct cjc_buf *why)
 {
 	static const char *const reads[] = { "-I", "--include-path", "-include", "--pre-include" };
 	json_t *argv = json_object_get(meta, "argv"), *w;
 	size_t i;
+	if (json_is_true(json_object_get(json_object_get(meta, "jit"), "shim")))
+		return 0;
 	json_array_foreach(argv, i, w) {
 		const char *word = json_string_value(w) ? json_string_value(w) : "";
 		for (size_t k = 0; i > 0 && k < COUNT(reads); k++)

@@ -75,7 +75,10 @@
  *   arguments      no option names an include directory or a file to
  *                  include (-I, --include-path, -include, --pre-include):
  *                  the library caches no such compile, and they would make
- *                  NVRTC read files the entry does not hold.
+ *                  NVRTC read files the entry does not hold.  The NVRTC
+ *                  shim's entries ("jit": {"shim": true}) may: their
+ *                  inputs are what NVRTC read, each checked before the
+ *                  rebuild.
  *
  * Programs are looked up on PATH as it is when the check runs; the caller
  * drops PATH's relative entries first, since the audit runs in a working

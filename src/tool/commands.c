@@ -18,8 +18,11 @@
 #include "keys/key.h"
 #include "keys/metadata.h"
 #include "keys/nvcc_args.h"
+#include "metrics.h"
 #include "output.h"
 #include "remote_cmd.h"
+#include "report.h"
+#include "run_cmd.h"
 #include "store/evict.h"
 #include "store/index.h"
 #include "store/maintain.h"
@@ -38,10 +41,18 @@ struct session {
 	int64_t age;        /* gc --older-than; -1: none */
 	int jobs;           /* audit --jobs */
 	const char *arg;    /* the one argument of show, why, audit */
+	bool env;           /* run --env */
+	char **rest;        /* run: the program and its arguments */
+	size_t nrest;
+	const char *format; /* stats --format; NULL: text (or json with --json) */
+	bool markdown;      /* report --markdown */
+	struct cjc_strvec merge; /* report --merge DIR... */
 };
 
-/* What a flag sets in the session: one table per subcommand, one parser. */
-enum flag_kind { FLAG_BOOL, FLAG_SIZE, FLAG_AGE, FLAG_JOBS };
+/* What a flag sets in the session: one table per subcommand, one parser.
+ * FLAG_WORD keeps its value (the command checks it); FLAG_LIST takes the
+ * words after it up to the next flag, at least one. */
+enum flag_kind { FLAG_BOOL, FLAG_SIZE, FLAG_AGE, FLAG_JOBS, FLAG_WORD, FLAG_LIST };
 
 struct flag {
 	const char *name;
@@ -61,6 +72,7 @@ struct cjc_command {
 	const struct flag *flags; /* ends with END (a NULL name) */
 	const char *arg;          /* its one required argument, for --help; NULL: none */
 	bool store;               /* opens the settings and the store first */
+	bool rest;                /* after `--` or the first word not a flag: a program (run) */
 };
 
 static int usage_error(const char *cmd, const char *word)
@@ -91,30 +103,74 @@ static int flag_value(const struct flag *f, const char *cmd, const char *v, stru
 			return *(int *)field = (int)n, 0;
 		fprintf(stderr, "cjc %s: %s takes a number from 1 to 256, not '%s'\n", cmd, f->name, v);
 		return 2;
+	case FLAG_WORD:
+		return *(const char **)field = v, 0;
+	case FLAG_LIST:
+		return cjc_strvec_push(field, v), 0;
 	case FLAG_BOOL:
 		break;
 	}
 	return *(bool *)field = true, 0;
 }
 
-static const struct flag *find_flag(const struct flag *f, const char *word)
+/* The flag a word names, as --name or --name=value (*value: after the '='). */
+static const struct flag *find_flag(const struct flag *f, const char *word, const char **value)
 {
+	const char *eq = strchr(word, '=');
+	size_t n = eq ? (size_t)(eq - word) : strlen(word);
+	*value = eq ? eq + 1 : NULL;
 	for (; f && f->name; f++)
-		if (!strcmp(f->name, word))
+		if (strlen(f->name) == n && !strncmp(f->name, word, n))
 			return f;
 	return NULL;
+}
+
+/* The words of a FLAG_LIST from argv[*i + 1] up to the next flag. */
+static int flag_list(const struct flag *f, const char *cmd, int argc, char **argv, int *i,
+		     struct session *s)
+{
+	int first = *i + 1;
+	while (*i + 1 < argc && argv[*i + 1][0] != '-')
+		flag_value(f, cmd, argv[++*i], s);
+	if (*i >= first)
+		return 0;
+	fprintf(stderr, "cjc %s: %s needs at least one %s\n", cmd, f->name, f->value);
+	return 2;
+}
+
+/* One flag's value: after its '=', or the next word (or words, for a list). */
+static int flag_at(const struct flag *f, const char *cmd, const char *inline_value, int argc,
+		   char **argv, int *i, struct session *s)
+{
+	if (inline_value && (f->kind == FLAG_BOOL || f->kind == FLAG_LIST))
+		return usage_error(cmd, argv[*i]);
+	if (f->kind == FLAG_BOOL)
+		return flag_value(f, cmd, NULL, s);
+	if (inline_value)
+		return flag_value(f, cmd, inline_value, s);
+	if (f->kind == FLAG_LIST)
+		return flag_list(f, cmd, argc, argv, i, s);
+	if (*i + 1 < argc)
+		return flag_value(f, cmd, argv[++*i], s);
+	fprintf(stderr, "cjc %s: %s needs a value (see `cjc --help`)\n", cmd, f->name);
+	return 2;
 }
 
 /* Parses the words after the subcommand's name; 0, or an exit status. */
 static int parse_flags(const struct cjc_command *c, int argc, char **argv, struct session *s)
 {
 	for (int i = 1; i < argc; i++) {
-		const struct flag *f = find_flag(c->flags, argv[i]);
+		if (c->rest && (!strcmp(argv[i], "--") || argv[i][0] != '-')) {
+			i += !strcmp(argv[i], "--");
+			s->rest = argv + i;
+			s->nrest = (size_t)(argc - i);
+			break;
+		}
+		const char *inline_value;
+		const struct flag *f = find_flag(c->flags, argv[i], &inline_value);
 		int rc = 0;
-		if (f && f->kind == FLAG_BOOL)
-			rc = flag_value(f, c->name, NULL, s);
-		else if (f && i + 1 < argc)
-			rc = flag_value(f, c->name, argv[++i], s);
+		if (f)
+			rc = flag_at(f, c->name, inline_value, argc, argv, &i, s);
 		else if (c->arg && !s->arg && argv[i][0] != '-')
 			s->arg = argv[i];
 		else
@@ -168,11 +224,12 @@ static double hit_rate(const uint64_t *v)
 	return lookups ? 100.0 * (double)v[CJC_STAT_HITS] / (double)lookups : 0.0;
 }
 
-static json_t *counters_json(const uint64_t *v, bool size)
+/* The counters; store_wide: with those of the whole store (size, evictions). */
+static json_t *counters_json(const uint64_t *v, bool store_wide)
 {
 	json_t *o = json_object();
 	for (int i = 0; i < CJC_STAT_COUNT; i++)
-		if (size || (i != CJC_STAT_BYTES && i != CJC_STAT_ENTRIES))
+		if (store_wide || !cjc_stats_store_wide(i))
 			json_object_set_new(o, cjc_stats_name(i), json_integer((json_int_t)v[i]));
 	json_object_set_new(o, "hit_rate", json_real(hit_rate(v)));
 	return o;
@@ -289,10 +346,30 @@ static int stats_zero(struct session *s)
 	return rc;
 }
 
+/* --format: text, json (as --json) or openmetrics. */
+static int stats_format(struct session *s, bool *openmetrics)
+{
+	const char *f = s->format ? s->format : "text";
+	*openmetrics = !strcmp(f, "openmetrics");
+	if (!strcmp(f, "json"))
+		s->json = true;
+	else if (strcmp(f, "text") && !*openmetrics) {
+		fprintf(stderr, "cjc stats: --format takes text, json or openmetrics, not '%s'\n", f);
+		return 2;
+	}
+	return 0;
+}
+
 static int cmd_stats(struct session *s)
 {
+	bool openmetrics;
+	int rc = stats_format(s, &openmetrics);
+	if (rc)
+		return rc;
 	if (s->zero)
 		return stats_zero(s);
+	if (openmetrics)
+		return cjc_metrics_print(&s->store, s->cfg.max_size);
 	uint64_t v[CJC_STAT_COUNT];
 	struct cjc_stats_row *reasons = NULL, *targets = NULL, *remotes = NULL;
 	size_t nreasons = 0, ntargets = 0, nremotes = 0;
@@ -326,6 +403,26 @@ static int cmd_stats(struct session *s)
 static int cmd_remote(struct session *s)
 {
 	return cjc_remote_command(&s->cfg, &s->store, s->arg, s->json);
+}
+
+static int cmd_report(struct session *s)
+{
+	struct cjc_report_options o = { .dirs = s->merge.v, .ndirs = s->merge.n, .markdown = s->markdown };
+	if (o.ndirs) /* copies of stores: the settings name none of them */
+		return cjc_report(&o);
+	int rc = open_session(s);
+	if (rc)
+		return rc;
+	o.store = &s->store;
+	o.max_size = s->cfg.max_size;
+	rc = cjc_report(&o);
+	close_session(s);
+	return rc;
+}
+
+static int cmd_run(struct session *s)
+{
+	return cjc_run_command(s->rest, s->nrest, s->env);
 }
 
 static int cmd_why(struct session *s)
@@ -652,32 +749,42 @@ static const struct flag gc_flags[] = {
 	FLAG("--max-size", FLAG_SIZE, max_size, "SIZE"), FLAG("--older-than", FLAG_AGE, age, "AGE"), END
 };
 static const struct flag stats_flags[] = {
-	JSON, FLAG("--zero", FLAG_BOOL, zero, NULL), FLAG("--by-target", FLAG_BOOL, by_target, NULL), END
+	JSON, FLAG("--zero", FLAG_BOOL, zero, NULL), FLAG("--by-target", FLAG_BOOL, by_target, NULL),
+	FLAG("--format", FLAG_WORD, format, "text|json|openmetrics"), END
+};
+static const struct flag report_flags[] = {
+	FLAG("--markdown", FLAG_BOOL, markdown, NULL), FLAG("--merge", FLAG_LIST, merge, "DIR..."), END
 };
 static const struct flag verify_flags[] = { FLAG("--fix", FLAG_BOOL, fix, NULL), JSON, END };
+static const struct flag run_flags[] = { FLAG("--env", FLAG_BOOL, env, NULL), END };
 static const struct flag why_flags[] = { FLAG("--jit", FLAG_BOOL, jit, NULL), JSON, END };
 
 static const struct cjc_command commands[] = {
-	{ "--help", cmd_help, NULL, no_flags, NULL, false },
-	{ "--version", cmd_version, NULL, no_flags, NULL, false },
+	{ "--help", cmd_help, NULL, no_flags, NULL, false, false },
+	{ "--version", cmd_version, NULL, no_flags, NULL, false, false },
 	{ "audit", cmd_audit, "rebuild entries from their metadata and compare (a unique key prefix will do)",
-	  audit_flags, "KEY|all", true },
-	{ "clean", cmd_clean, "remove every entry, safely while builds run", json_only, NULL, true },
+	  audit_flags, "KEY|all", true, false },
+	{ "clean", cmd_clean, "remove every entry, safely while builds run", json_only, NULL, true, false },
 	{ "config", cmd_config, "show the effective settings and where each came from", json_only, NULL,
-	  false },
+	  false, false },
 	{ "gc", cmd_gc, "evict least recently used entries; reclaim orphaned staging and old hash "
-	  "caches (other hosts' and unused: older than AGE, default 1d)", gc_flags, NULL, true },
-	{ "help", cmd_help, "show this help", no_flags, NULL, false },
-	{ "ls", cmd_ls, "list the entries", json_only, NULL, true },
+	  "caches (other hosts' and unused: older than AGE, default 1d)", gc_flags, NULL, true, false },
+	{ "help", cmd_help, "show this help", no_flags, NULL, false, false },
+	{ "ls", cmd_ls, "list the entries", json_only, NULL, true, false },
 	{ "remote", cmd_remote, "check the remote stores end to end (reach, read, write, read back), or "
-	  "upload every local entry to them", json_only, "check|upload", true },
+	  "upload every local entry to them", json_only, "check|upload", true, false },
+	{ "report", cmd_report, "one HTML page (or --markdown, a CI job summary) of what the cache did: "
+	  "hit rate over time, time saved by target, why compiles missed; --merge adds up copies of "
+	  "stores", report_flags, NULL, false, false },
+	{ "run", cmd_run, "run PROGRAM with the NVRTC shim in front of its NVRTC (docs/nvrtc-shim.md), "
+	  "or (--env) print the variables that do it", run_flags, NULL, false, true },
 	{ "show", cmd_show, "show an entry's metadata (a unique key prefix will do)", json_only, "KEY",
-	  true },
-	{ "stats", cmd_stats, "show the counters", stats_flags, NULL, true },
-	{ "verify", cmd_verify, "check every entry as a read does", verify_flags, NULL, true },
+	  true, false },
+	{ "stats", cmd_stats, "show the counters", stats_flags, NULL, true, false },
+	{ "verify", cmd_verify, "check every entry as a read does", verify_flags, NULL, true, false },
 	{ "why", cmd_why, "say why the last compile of OUTPUT|SOURCE, or (--jit) of the JIT "
 	  "library's request NAME or PREFIX:NAME, hit or missed", why_flags, "OUTPUT|SOURCE|NAME",
-	  true },
+	  true, false },
 };
 
 static const struct cjc_command *find_command(const char *name)
@@ -700,11 +807,14 @@ int cjc_command_run(int argc, char **argv)
 	int rc = parse_flags(c, argc, argv, &s);
 	if (!rc && c->store)
 		rc = open_session(&s);
-	if (rc)
+	if (rc) {
+		cjc_strvec_clear(&s.merge);
 		return rc;
+	}
 	rc = c->fn(&s);
 	if (c->store)
 		close_session(&s);
+	cjc_strvec_clear(&s.merge);
 	return rc;
 }
 
@@ -717,6 +827,8 @@ static void usage_of(FILE *out, const struct cjc_command *c)
 		cjc_buf_addf(&line, " %s", c->arg);
 	for (const struct flag *f = c->flags; f->name; f++)
 		cjc_buf_addf(&line, " [%s%s%s]", f->name, f->value ? " " : "", f->value ? f->value : "");
+	if (c->rest)
+		cjc_buf_adds(&line, " [--] PROGRAM [ARG...]");
 	while (line.len && line.data[line.len - 1] == ' ')
 		line.data[--line.len] = '\0';
 	fprintf(out, "%s\n           %s\n", line.data, c->help);

@@ -37,6 +37,8 @@ static const char *jit_name(const char *path)
 static const char *compiler_word(json_t *r)
 {
 	const char *c = json_string_value(json_object_get(json_object_get(r, "jit"), "compiler"));
+	if (c && !strcmp(c, "nvrtc-shim"))
+		return "NVRTC";
 	return c && !strcmp(c, "nvrtc") ? "NVRTC" : "nvcc";
 }
 
@@ -49,13 +51,14 @@ static const char *shown(const char *path, const char *cwd)
 	return path;
 }
 
-static void describe_compiler(struct cjc_buf *b, json_t *c)
+static void describe_compiler(struct cjc_buf *b, json_t *c, const char *cwd)
 {
 	json_t *old = json_object_get(c, "old"), *new = json_object_get(c, "new");
 	const char *op = json_string_value(json_object_get(old, "path"));
 	const char *np = json_string_value(json_object_get(new, "path"));
 	const char *ov = json_string_value(json_object_get(old, "version"));
 	const char *nv = json_string_value(json_object_get(new, "version"));
+	(void)cwd;
 	cjc_buf_addf(b, "%s changed", field(c, "which"));
 	if (op && np && strcmp(op, np))
 		cjc_buf_addf(b, " from %s to %s", op, np);
@@ -65,10 +68,11 @@ static void describe_compiler(struct cjc_buf *b, json_t *c)
 		cjc_buf_adds(b, " (its binaries differ)");
 }
 
-static void describe_env(struct cjc_buf *b, json_t *c)
+static void describe_env(struct cjc_buf *b, json_t *c, const char *cwd)
 {
 	const char *name = field(c, "name");
 	json_t *was = json_object_get(c, "old"), *now = json_object_get(c, "new");
+	(void)cwd;
 	if (json_object_get(was, "sha256") || json_object_get(now, "sha256")) {
 		/* recorded by hash only: it may hold a secret */
 		cjc_buf_addf(b, "%s %s", name, json_is_null(now) ? "unset" : json_is_null(was) ? "set" : "changed");
@@ -84,10 +88,11 @@ static void describe_env(struct cjc_buf *b, json_t *c)
 		cjc_buf_addf(b, "%s changed from '%s' to '%s'", name, old, new);
 }
 
-static void describe_base_dir(struct cjc_buf *b, json_t *c)
+static void describe_base_dir(struct cjc_buf *b, json_t *c, const char *cwd)
 {
 	const char *old = json_string_value(json_object_get(c, "old"));
 	const char *new = json_string_value(json_object_get(c, "new"));
+	(void)cwd;
 	if (!old)
 		cjc_buf_addf(b, "base_dir set to %s", new ? new : "?");
 	else if (!new)
@@ -97,47 +102,100 @@ static void describe_base_dir(struct cjc_buf *b, json_t *c)
 }
 
 /* "-DFOO=1 added"; the diagnostics settings in the key (diagnostics.h) by name. */
-static void describe_argument(struct cjc_buf *b, const char *arg, bool added)
+static void describe_argument(struct cjc_buf *b, json_t *c, bool added)
 {
+	const char *arg = field(c, "argument");
 	if (cjc_starts_with(arg, "cjc:"))
 		cjc_buf_addf(b, "%s turned %s", arg + 4, added ? "on" : "off");
 	else
 		cjc_buf_addf(b, "%s %s", arg, added ? "added" : "removed");
 }
 
-/* A dependency as the user knows it: a JIT request's code, or a path. */
-static void describe_path(struct cjc_buf *b, const char *path, const char *cwd, const char *what)
+static void describe_added(struct cjc_buf *b, json_t *c, const char *cwd)
 {
-	const char *name = jit_name(path);
+	(void)cwd;
+	describe_argument(b, c, true);
+}
+
+static void describe_removed(struct cjc_buf *b, json_t *c, const char *cwd)
+{
+	(void)cwd;
+	describe_argument(b, c, false);
+}
+
+/* A dependency as the user knows it: a JIT request's code, or a path. */
+static void describe_path(struct cjc_buf *b, json_t *c, const char *cwd, const char *what)
+{
+	const char *path = field(c, "path"), *name = jit_name(path);
 	if (name)
 		cjc_buf_addf(b, "the code of %s %s", name, what);
 	else
 		cjc_buf_addf(b, "%s %s", shown(path, cwd), what);
 }
 
+static void describe_dependency(struct cjc_buf *b, json_t *c, const char *cwd)
+{
+	describe_path(b, c, cwd, "changed");
+}
+
+static void describe_dependency_added(struct cjc_buf *b, json_t *c, const char *cwd)
+{
+	describe_path(b, c, cwd, "is now read");
+}
+
+static void describe_dependency_removed(struct cjc_buf *b, json_t *c, const char *cwd)
+{
+	describe_path(b, c, cwd, "is no longer read");
+}
+
+static void describe_working_directory(struct cjc_buf *b, json_t *c, const char *cwd)
+{
+	(void)cwd;
+	cjc_buf_addf(b, "working directory changed from %s (%s records it in the output)",
+		     field(c, "old"), field(c, "recorded_by"));
+}
+
+static void describe_resolution(struct cjc_buf *b, json_t *c, const char *cwd)
+{
+	(void)cwd;
+	cjc_buf_addf(b, "%s now resolves to %s (was %s)", field(c, "argument"), field(c, "new"),
+		     field(c, "old"));
+}
+
+/* Each kind of change a miss records (compile/why.h): its words, and the
+ * cause it names in a report. */
+static const struct change_kind {
+	const char *kind;
+	const char *cause;
+	void (*describe)(struct cjc_buf *b, json_t *change, const char *cwd);
+} change_kinds[] = {
+	{ "argument_added", "an argument was added", describe_added },
+	{ "argument_removed", "an argument was removed", describe_removed },
+	{ "base_dir", "base_dir changed", describe_base_dir },
+	{ "compiler", "the compiler changed", describe_compiler },
+	{ "dependency", "a source or header changed", describe_dependency },
+	{ "dependency_added", "a file is now read", describe_dependency_added },
+	{ "dependency_removed", "a file is no longer read", describe_dependency_removed },
+	{ "environment", "the environment changed", describe_env },
+	{ "resolution", "a relative path resolves elsewhere", describe_resolution },
+	{ "working_directory", "the working directory changed", describe_working_directory },
+};
+
+static const struct change_kind *change_kind_of(json_t *c)
+{
+	const char *kind = field(c, "kind");
+	for (size_t i = 0; i < sizeof change_kinds / sizeof *change_kinds; i++)
+		if (!strcmp(change_kinds[i].kind, kind))
+			return &change_kinds[i];
+	return NULL;
+}
+
 /* One change in plain words. */
 static void describe(struct cjc_buf *b, json_t *c, const char *cwd)
 {
-	const char *kind = field(c, "kind"), *path = field(c, "path"), *arg = field(c, "argument");
-	if (!strcmp(kind, "dependency"))
-		describe_path(b, path, cwd, "changed");
-	else if (!strcmp(kind, "dependency_added"))
-		describe_path(b, path, cwd, "is now read");
-	else if (!strcmp(kind, "dependency_removed"))
-		describe_path(b, path, cwd, "is no longer read");
-	else if (!strcmp(kind, "argument_added") || !strcmp(kind, "argument_removed"))
-		describe_argument(b, arg, !strcmp(kind, "argument_added"));
-	else if (!strcmp(kind, "environment"))
-		describe_env(b, c);
-	else if (!strcmp(kind, "compiler"))
-		describe_compiler(b, c);
-	else if (!strcmp(kind, "working_directory"))
-		cjc_buf_addf(b, "working directory changed from %s (%s records it in the output)",
-			     field(c, "old"), field(c, "recorded_by"));
-	else if (!strcmp(kind, "resolution"))
-		cjc_buf_addf(b, "%s now resolves to %s (was %s)", arg, field(c, "new"), field(c, "old"));
-	else if (!strcmp(kind, "base_dir"))
-		describe_base_dir(b, c);
+	const struct change_kind *k = change_kind_of(c);
+	if (k)
+		k->describe(b, c, cwd);
 }
 
 #define SUMMARY_CHANGES 6
@@ -169,8 +227,7 @@ static void miss_summary(struct cjc_buf *b, json_t *r)
 		cjc_buf_adds(b, reason ? reason : "nothing recorded differs");
 }
 
-/* The plain words of a record, derived from its fields when it is shown. */
-static void set_summary(json_t *r)
+char *cjc_why_summary(json_t *r)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	const char *result = field(r, "result");
@@ -186,8 +243,54 @@ static void set_summary(json_t *r)
 		cjc_buf_addf(&b, "%s failed; nothing was cached", compiler_word(r));
 	else
 		cjc_buf_adds(&b, reason ? reason : "?");
-	json_object_set_new(r, "summary", cjc_json_bytes(b.data));
-	cjc_buf_release(&b);
+	return cjc_buf_detach(&b);
+}
+
+/* What a miss's note or lookup says (launcher.c, compile/why.c), as a cause. */
+static const struct {
+	const char *words;
+	const char *cause;
+} lookup_causes[] = {
+	{ "no longer had it", "the entry was evicted or cleaned" },
+	{ "evicted", "the entry was evicted or cleaned" },
+	{ "no longer in the store", "the entry was evicted or cleaned" },
+	{ "was damaged", "the entry was damaged" },
+	{ "not trusted", "the entry is not trusted" },
+	{ "could not be served", "the entry could not be served" },
+};
+
+static const char *lookup_cause(const char *words)
+{
+	for (size_t i = 0; words && i < sizeof lookup_causes / sizeof *lookup_causes; i++)
+		if (strstr(words, lookup_causes[i].words))
+			return lookup_causes[i].cause;
+	return NULL;
+}
+
+/* The same choice as miss_summary()'s: the first change, else what the
+ * lookup found. */
+const char *cjc_why_cause(json_t *r)
+{
+	json_t *changes = json_object_get(r, "changes");
+	const char *found;
+	if (json_array_size(changes)) {
+		const struct change_kind *k = change_kind_of(json_array_get(changes, 0));
+		return k ? k->cause : "something else changed";
+	}
+	if (json_is_null(json_object_get(r, "compared_with")))
+		return "no earlier compile is recorded";
+	if ((found = lookup_cause(json_string_value(json_object_get(r, "note")))) ||
+	    (found = lookup_cause(json_string_value(json_object_get(r, "reason")))))
+		return found;
+	return "nothing recorded differs";
+}
+
+/* The plain words of a record, derived from its fields when it is shown. */
+static void set_summary(json_t *r)
+{
+	char *words = cjc_why_summary(r);
+	json_object_set_new(r, "summary", cjc_json_bytes(words));
+	free(words);
 }
 
 /* The last record of an output or source, or of a JIT request. */
@@ -245,9 +348,17 @@ static void print_output_line(json_t *r, const char *target)
 	free(label);
 }
 
-/* "compiled k.cu by the JIT library (prefix MYLIB, nvcc) at ..." */
+/* "compiled k.cu by the JIT library (prefix MYLIB, nvcc) at ...", or
+ * "compiled saxpy through the NVRTC shim at ..." */
 static void print_jit_line(json_t *r)
 {
+	const char *c = json_string_value(json_object_get(json_object_get(r, "jit"), "compiler"));
+	if (c && !strcmp(c, "nvrtc-shim")) {
+		char *program = cjc_json_shown(json_object_get(json_object_get(r, "jit"), "name"), "?");
+		printf("  compiled %s through the NVRTC shim at %s\n", program, field(r, "time"));
+		free(program);
+		return;
+	}
 	json_t *jit = json_object_get(r, "jit"), *prefix = json_object_get(jit, "prefix");
 	char *name = cjc_json_shown(json_object_get(jit, "name"), "?");
 	char *shown_prefix = json_is_null(prefix) ? NULL : cjc_json_shown(prefix, "?");

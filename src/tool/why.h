@@ -15,6 +15,7 @@
 #ifndef CJC_WHY_H
 #define CJC_WHY_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "store/store.h"
@@ -23,5 +24,14 @@
  * request named NAME or PREFIX:NAME (":NAME": the library opened without a
  * prefix); 0, or 1 when none is recorded. */
 int cjc_why_print(const struct cjc_store *s, const char *what, bool jit, bool json);
+
+/* The first line `cjc why` prints of a record ("miss: k.h changed; -DFOO=1
+ * added"), in a new allocation. */
+char *cjc_why_summary(json_t *record);
+/* What a report groups a miss under, chosen as the words are: the first
+ * change's kind ("a source or header changed", "an argument was added",
+ * ...), else what the lookup found ("no earlier compile is recorded", "the
+ * entry was evicted or cleaned", ...).  A static string. */
+const char *cjc_why_cause(json_t *record);
 
 #endif

@@ -1,13 +1,17 @@
 /* fuzz_journal.c - libFuzzer: what reads the journal and the named counters
- * (journal.h, compile/why.h, the tool's why.h, stats.h).  The input becomes the journal
- * and then a named-counter file framed with a valid CRC, so the records are
- * what gets fuzzed; `cjc why` and the explanation of a miss read them. */
+ * (journal.h, compile/why.h, the tool's why.h and report.h, stats.h, metrics.h).
+ * The input becomes the journal and then a named-counter file framed with a
+ * valid CRC, so the records are what gets fuzzed; `cjc why`, the explanation
+ * of a miss, `cjc report` (skimming each line) and the OpenMetrics text read
+ * them. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "cudajitcache.h"
+#include "metrics.h"
+#include "report.h"
 #include "why.h"
 
 static struct cjc_store store;
@@ -48,6 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)cjc_why_print(&store, "/x/k.o", false, false);
 	(void)cjc_why_print(&store, "/x/k.cu", false, true);
 	(void)cjc_why_print(&store, "P:k.cu", true, false);
+	struct cjc_report_options report = { .store = &store, .markdown = size & 1 };
+	(void)cjc_report(&report);
 	dup2(stderr_fd, 2);
 	explain_a_miss();
 	cjc_blob_encode(&framed, "CJCN", data, size);
@@ -58,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)cjc_stats_read_named(&store, CJC_STATS_BY_TARGET, &rows, &n);
 	cjc_stats_rows_free(rows, n);
 	(void)cjc_stats_bump_named(&store, CJC_STATS_BY_TARGET, "app", CJC_STAT_HITS, 5);
+	(void)cjc_metrics_print(&store, 0);
 	cjc_buf_release(&framed);
 	free(journal);
 	free(targets);

@@ -1,5 +1,23 @@
-/* fuzz_metadata.c - libFuzzer: the strict metadata.json reader. */
+/* fuzz_metadata.c - libFuzzer: the strict metadata.json reader, and the
+ * NVRTC shim's nvrtc.json reader (compile/nvrtc.h), JSON of an entry too. */
+#include "compile/nvrtc.h"
 #include "cudajitcache.h"
+
+/* An nvrtc.json for two name expressions: read, or refused; never more. */
+static void nvrtc_outputs(const uint8_t *data, size_t size)
+{
+	char *names[] = { "scale<float>", "scale<double>", NULL };
+	struct cjc_strvec expressions = { names, 2, 2 };
+	struct cjc_nvrtc_outputs o = { 0 };
+	if (!cjc_nvrtc_outputs_parse((const char *)data, size, &expressions, &o)) {
+		for (int k = 0; k < CJC_NVRTC_KINDS; k++)
+			if (o.result[k] < 0 || o.result[k] > CJC_NVRTC_LAST_RESULT)
+				__builtin_trap(); /* a result out of bounds got through */
+		if (o.lowered.n != 2)
+			__builtin_trap(); /* a lowered name per expression */
+	}
+	cjc_nvrtc_outputs_release(&o);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -17,5 +35,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap(); /* a rejection must say why */
 	}
 	cjc_buf_release(&why);
+	nvrtc_outputs(data, size);
 	return 0;
 }

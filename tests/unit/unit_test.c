@@ -1,7 +1,8 @@
 /*
  * unit_test.c - C unit tests: the nvcc option table and parser, key
  * derivation, the metadata validator, dependency files, manifests, sizes,
- * the spill detector of check_spills, named counters, where paths resolve.
+ * the spill detector of check_spills, named counters, where paths resolve,
+ * the journal's reader for reports (bounded lines, skimmed records).
  * Prints one line per failed check and "N passed, N failed" at the end.
  */
 #include <stdio.h>
@@ -298,6 +299,77 @@ static void test_named_counters(void)
 	cjc_store_close(&s);
 }
 
+/* A record's members found without parsing the rest; whatever is not one
+ * object of members is refused, and nothing is read past its end. */
+static void test_journal_skim(void)
+{
+	const char *line = "{\"time\": \"t\\\"x\", \"facts\": {\"a\": [1, {\"b\": \"}]\"}]},"
+			   " \"result\":\"hit\",\"n\":-12e3 , \"result\": \"miss\"}";
+	struct cjc_journal_member m[] = { { .name = "result" }, { .name = "n" }, { .name = "time" },
+					  { .name = "absent" } };
+	CHECK(!cjc_journal_skim(line, strlen(line), m, 4));
+	CHECK(m[0].value && m[0].len == 5 && !memcmp(m[0].value, "\"hit\"", 5)); /* the first */
+	CHECK(m[1].value && m[1].len == 5 && !memcmp(m[1].value, "-12e3", 5));
+	CHECK(m[2].value && m[2].len == 6);
+	CHECK(!m[3].value);
+	static const char *const bad[] = { "", "[]", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}",
+					   "{\"a\":\"1}", "{\"a\":{\"b\":[}", "{\"a\":1} x", "{\"a\":1 \"b\":2}" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		CHECK(cjc_journal_skim(bad[i], strlen(bad[i]), m, 4) == -1);
+	CHECK(!cjc_journal_skim("{ }", 3, m, 4) && !m[0].value);
+	const char *array = "[{\"kind\": \"x]\"}, 2] tail";
+	CHECK(cjc_journal_value_len(array, strlen(array)) == strlen(array) - 5);
+	CHECK(cjc_journal_value_len(array, 8) == 0 && cjc_journal_value_len("", 0) == 0);
+	/* a line cut anywhere is refused, never read past */
+	for (size_t n = 0; n < strlen(line); n++) {
+		char *cut = cjc_xstrndup(line, n);
+		CHECK(cjc_journal_skim(cut, n, m, 4) == -1);
+		free(cut);
+	}
+}
+
+static int count_lines(const char *line, size_t n, void *ctx)
+{
+	size_t *seen = ctx;
+	(void)line;
+	seen[0]++;
+	seen[1] += n;
+	return 0;
+}
+
+/* Every user's journal, whatever its size; a line past the bound skipped and
+ * counted; a file others can write ignored; the last line without its newline. */
+static void test_journal_scan(void)
+{
+	char dir[] = "/tmp/cjc-unit.XXXXXX";
+	struct cjc_store s;
+	CHECK(mkdtemp(dir) && !cjc_store_open(&s, dir));
+	struct cjc_buf big = CJC_BUF_INIT;
+	cjc_buf_adds(&big, "{}\n");
+	for (size_t i = 0; i <= CJC_JOURNAL_MAX_LINE; i += 4096) {
+		char chunk[4096];
+		memset(chunk, 'x', sizeof chunk);
+		cjc_buf_add(&big, chunk, sizeof chunk);
+	}
+	cjc_buf_adds(&big, "\n{\"a\":1}\n{}");
+	CHECK(!cjc_store_replace(&s, "journal-123", big.data, big.len));
+	CHECK(!cjc_store_replace(&s, "journal-7.1", "{}\n", 3));
+	CHECK(!cjc_store_replace(&s, "journal-8", "{}\n", 3));
+	CHECK(!cjc_store_replace(&s, "journalx", "{}\n", 3)); /* not a journal's name */
+	char *others = cjc_store_path(&s, "journal-8");
+	CHECK(!chmod(others, 0666));
+	struct cjc_journal_counts counts = { 0 };
+	size_t seen[2] = { 0 };
+	CHECK(!cjc_journal_scan(&s, count_lines, seen, &counts));
+	CHECK(counts.files == 2 && counts.ignored == 1 && counts.skipped == 1);
+	CHECK(seen[0] == 4 && counts.lines == 4 && seen[1] == 2 + 7 + 2 + 2);
+	CHECK(counts.bytes == big.len + 3);
+	free(others);
+	cjc_buf_release(&big);
+	cjc_remove_tree(dir);
+	cjc_store_close(&s);
+}
+
 static bool str_is(char *got, const char *want)
 {
 	bool same = got && want ? !strcmp(got, want) : got == want;
@@ -448,6 +520,8 @@ int main(void)
 	test_sizes();
 	test_spill_detector();
 	test_named_counters();
+	test_journal_skim();
+	test_journal_scan();
 	test_place();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

@@ -30,13 +30,22 @@ static int shard_of(const char *key)
 	return c >= 'a' ? c - 'a' + 10 : c - '0';
 }
 
-/* Adds bytes and entries (two's complement for a removal) to a key's shard. */
-static int account(const struct cjc_store *s, int shard, uint64_t bytes, uint64_t entries)
+/* Adds bytes and entries (two's complement for a removal) to a key's shard,
+ * and counts the entries evicted, in the same update. */
+static int account_evicted(const struct cjc_store *s, int shard, uint64_t bytes, uint64_t entries,
+			   uint64_t evicted, uint64_t evicted_bytes)
 {
 	uint64_t delta[CJC_STAT_COUNT] = { 0 };
 	delta[CJC_STAT_BYTES] = bytes;
 	delta[CJC_STAT_ENTRIES] = entries;
+	delta[CJC_STAT_EVICTED] = evicted;
+	delta[CJC_STAT_EVICTED_BYTES] = evicted_bytes;
 	return cjc_stats_add_shard(s, shard, delta);
+}
+
+static int account(const struct cjc_store *s, int shard, uint64_t bytes, uint64_t entries)
+{
+	return account_evicted(s, shard, bytes, entries, 0, 0);
 }
 
 int cjc_evict_account(const struct cjc_store *s, const char *key, uint64_t bytes)
@@ -234,7 +243,7 @@ static void evict_oldest(const struct cjc_store *s, struct candidates *c, uint64
 	free(removed);
 	for (int i = 0; i < 16; i++)
 		if (gone[i])
-			account(s, i, -gone_bytes[i], -gone[i]);
+			account_evicted(s, i, -gone_bytes[i], -gone[i], gone[i], gone_bytes[i]);
 }
 
 /* Makes a shard's size counters say what was measured. */

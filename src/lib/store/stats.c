@@ -30,6 +30,8 @@ static const char *const names[CJC_STAT_COUNT] = {
 	[CJC_STAT_UNTRUSTED] = "untrusted",
 	[CJC_STAT_REMOTE_READ] = "remote_bytes_read",
 	[CJC_STAT_REMOTE_WRITTEN] = "remote_bytes_written",
+	[CJC_STAT_EVICTED] = "evicted",
+	[CJC_STAT_EVICTED_BYTES] = "evicted_bytes",
 	[CJC_STAT_LEASE_WAITS] = "lease_waits",
 	[CJC_STAT_LEASE_TIMEOUTS] = "lease_timeouts",
 };
@@ -42,6 +44,11 @@ static bool is_size(int i)
 const char *cjc_stats_name(enum cjc_counter c)
 {
 	return names[c];
+}
+
+bool cjc_stats_store_wide(enum cjc_counter c)
+{
+	return is_size(c) || c == CJC_STAT_EVICTED || c == CJC_STAT_EVICTED_BYTES;
 }
 
 static void decode(const struct cjc_buf *raw, uint64_t v[CJC_STAT_COUNT])

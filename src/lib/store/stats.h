@@ -36,6 +36,7 @@
 #ifndef CJC_STATS_H
 #define CJC_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "store/store.h"
@@ -59,6 +60,10 @@ enum cjc_counter {
 	CJC_STAT_UNTRUSTED,     /* fetched, but not signed by a trusted key */
 	CJC_STAT_REMOTE_READ,   /* bytes fetched */
 	CJC_STAT_REMOTE_WRITTEN, /* bytes sent */
+	/* The store's eviction (evict.h): entries and bytes removed to keep it
+	 * under max_size or --older-than; store-wide, in no breakdown. */
+	CJC_STAT_EVICTED,
+	CJC_STAT_EVICTED_BYTES,
 	/* Leases (lease.h): a miss that waited for another compile of its key;
 	 * one that waited its whole bound and then compiled itself. */
 	CJC_STAT_LEASE_WAITS,
@@ -69,6 +74,9 @@ enum cjc_counter {
 #define CJC_STATS_SHARDS 16
 
 const char *cjc_stats_name(enum cjc_counter c);
+/* Whether a counter is of the store as a whole (its size, its evictions):
+ * kept in no breakdown. */
+bool cjc_stats_store_wide(enum cjc_counter c);
 /* Adds one to a counter (and saved_ms to the time saved, on a hit). */
 int cjc_stats_bump(const struct cjc_store *s, enum cjc_counter c, uint64_t saved_ms);
 int cjc_stats_add(const struct cjc_store *s, const uint64_t delta[CJC_STAT_COUNT]);

@@ -71,12 +71,15 @@ static const char *const subdirs[] = { "entries", "manifests", "staging", "ids",
 #define NSUBDIRS (sizeof subdirs / sizeof *subdirs)
 
 /* 0 when each subdirectory of the namespace is a real directory (made when
- * missing); -1 with errno (ELOOP: a link) otherwise. */
-static int check_subdirs(const struct cjc_store *s)
+ * missing; with make false, missing is allowed); -1 with errno (ELOOP: a
+ * link) otherwise. */
+static int check_subdirs(const struct cjc_store *s, bool make)
 {
 	for (size_t i = 0; i < NSUBDIRS; i++) {
 		struct stat st;
 		int rc = fstatat(s->fd, subdirs[i], &st, AT_SYMLINK_NOFOLLOW);
+		if (rc && errno == ENOENT && !make)
+			continue;
 		if (rc && errno == ENOENT && (!mkdirat(s->fd, subdirs[i], 0777) || errno == EEXIST))
 			rc = fstatat(s->fd, subdirs[i], &st, AT_SYMLINK_NOFOLLOW);
 		if (rc)
@@ -95,7 +98,7 @@ static int check_subdirs(const struct cjc_store *s)
  * without following links, and every later access relative to that fd.  On
  * a hit this is three opens and six fstatat calls, nothing more.
  */
-int cjc_store_open(struct cjc_store *s, const char *cache_dir)
+static int open_store(struct cjc_store *s, const char *cache_dir, bool make)
 {
 	struct utsname u;
 	if (uname(&u))
@@ -104,12 +107,12 @@ int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 	s->dir = cjc_path_join(cache_dir, ns);
 	s->fd = -1;
 	int top = open(cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (top < 0 && errno == ENOENT && !cjc_mkdirs(cache_dir, 0777))
+	if (make && top < 0 && errno == ENOENT && !cjc_mkdirs(cache_dir, 0777))
 		top = open(cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (top >= 0 && (s->fd = walk_from(top, ns, false, O_PATH | O_DIRECTORY, 0)) < 0 &&
-	    errno == ENOENT)
+	    errno == ENOENT && make)
 		s->fd = walk_from(top, ns, true, O_PATH | O_DIRECTORY, 0);
-	int rc = s->fd < 0 || check_subdirs(s) ? -1 : 0;
+	int rc = s->fd < 0 || check_subdirs(s, make) ? -1 : 0;
 	int e = errno;
 	if (top >= 0)
 		close(top);
@@ -122,6 +125,16 @@ int cjc_store_open(struct cjc_store *s, const char *cache_dir)
 	}
 	errno = e;
 	return rc;
+}
+
+int cjc_store_open(struct cjc_store *s, const char *cache_dir)
+{
+	return open_store(s, cache_dir, true);
+}
+
+int cjc_store_open_existing(struct cjc_store *s, const char *cache_dir)
+{
+	return open_store(s, cache_dir, false);
 }
 
 void cjc_store_close(struct cjc_store *s)

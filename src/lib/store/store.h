@@ -81,6 +81,9 @@ struct cjc_store {
 };
 
 int cjc_store_open(struct cjc_store *s, const char *cache_dir);
+/* The same for a store that must be there already (one to read, such as a
+ * copy to report on): creates nothing; ENOENT when it has no namespace. */
+int cjc_store_open_existing(struct cjc_store *s, const char *cache_dir);
 void cjc_store_close(struct cjc_store *s);
 /* A path inside the namespace, in a new allocation. */
 char *cjc_store_path(const struct cjc_store *s, const char *sub);

@@ -1,0 +1,482 @@
+/*
+ * A compile through the cache (shim.h, "cache.c"), with the JIT library's
+ * handle (src/jit): its store, opened on first use, its remote stores, its
+ * hash memo, counters and journal.  The handle is the process's, opened at
+ * the first compile with the CJC_JIT_* and cjc settings and never closed.
+ *
+ * The direct key: NVRTC's identity (its realpath, version and the SHA-256
+ * of the library and its builtins, remembered in the store: identity.h),
+ * the program's name and source, each header given as a string (name and
+ * SHA-256), every option, and the name expressions, each list framed by its
+ * count.  It names a manifest (manifest.h) whose records list what the
+ * compile read, as the shim watched it (watch.c): the source, each file found,
+ * by content, and each name looked up and not found, paths as NVRTC gave
+ * them (a relative one is checked against the working directory of the
+ * lookup, as NVRTC resolves it).  A record whose files are unchanged names
+ * the entry.
+ *
+ * An entry (kind "nvrtc"): nvrtc.json (what each nvrtcGet<KIND>Size
+ * answered, and each name expression with its lowered name), output.<kind>
+ * for each kind NVRTC made (none when it made that kind empty), stderr (the program log), source.cu and, when
+ * the program had any, headers.json (each header's name and text).
+ *
+ * Not cached, with the reason in the log and the journal: a compile NVRTC
+ * failed (its result is passed through), options that read or write files
+ * besides the compile's own (precompiled headers, --time, timing traces),
+ * a source or header that names __DATE__, __TIME__ or __TIMESTAMP__, and a
+ * compile the watch could not key (watch.c); without the audit module
+ * (nothing watched), any compile that could read a file.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jit_internal.h"
+#include "keys/key.h"
+#include "shim.h"
+#include "store/evict.h"
+#include "store/records.h"
+#include "store/sign.h"
+#include "store/stats.h"
+
+#define NVRTC_JSON "nvrtc.json"
+#define HEADERS_JSON "headers.json"
+#define MAX_NVRTC_JSON (16u << 20)
+
+/* ---- the process's handle and NVRTC's identity ---- */
+
+static pthread_once_t handle_once = PTHREAD_ONCE_INIT;
+static cjc_jit *handle;
+
+static void open_handle(void)
+{
+	char err[512];
+	handle = cjc_jit_open(NULL, err, sizeof err);
+	if (!handle)
+		fprintf(stderr, "cjc nvrtc shim: %s; NVRTC runs uncached\n", err);
+}
+
+static pthread_mutex_t identity_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cjc_identity identity;
+static int identified; /* 0: not yet; 1: in identity; -1: cannot be */
+
+/* NVRTC's identity: remembered in the store while its files keep their
+ * stamps, else taken now (jit_nvrtc_identify). */
+static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct shim_nvrtc *n)
+{
+	pthread_mutex_lock(&identity_lock);
+	if (!identified) {
+		Dl_info info;
+		char real[PATH_MAX];
+		struct cjc_buf why = CJC_BUF_INIT;
+		identified = -1;
+		if (!dladdr((void *)n->version, &info) || !info.dli_fname ||
+		    !realpath(info.dli_fname, real))
+			jit_note(h, "nvrtc shim: cannot tell which file NVRTC was loaded from");
+		else if (!cjc_identity_library(&h->store, "nvrtc", real, NULL, NULL, 0, &identity) ||
+			 !jit_nvrtc_identify(h, n->version, real, &identity, &why))
+			identified = 1;
+		else
+			jit_note(h, "nvrtc shim: %s", why.data);
+		cjc_buf_release(&why);
+	}
+	pthread_mutex_unlock(&identity_lock);
+	return identified > 0 ? &identity : NULL;
+}
+
+/* ---- one compile ---- */
+
+struct shim_job {
+	struct jit_job j;
+	struct cjc_jit_request req;
+	const struct shim_nvrtc *n;
+	struct shim_program *p;
+	int noptions;
+	const char *const *options;
+	const struct cjc_identity *id;
+	struct cjc_strvec words;      /* the key's arguments (facts for the journal) */
+	char direct[CJC_HEX_LEN + 1];
+	struct cjc_remotes *remotes;
+	struct cjc_manifest_record rec;
+	int64_t duration_ms;
+};
+
+static bool names_clock(const char *text)
+{
+	return strstr(text, "__DATE__") || strstr(text, "__TIME__") || strstr(text, "__TIMESTAMP__");
+}
+
+/* Why a request cannot be cached, before anything is looked up; or NULL. */
+static const char *unkeyable_request(const struct shim_job *s)
+{
+	static const char *const writers[] = { "-pch", "--pch", "--create-pch", "--use-pch",
+					       "--pch-dir", "-time", "--time", "--fdevice-time-trace",
+					       "-fdevice-time-trace" };
+	for (int i = 0; i < s->noptions; i++) {
+		const char *o = s->options[i];
+		if (!o)
+			return "an option is NULL";
+		for (size_t k = 0; k < sizeof writers / sizeof *writers; k++)
+			if (cjc_starts_with(o, writers[k]))
+				return "an option reads or writes files of its own (precompiled headers, "
+				       "timings)";
+		if (!strcmp(o, "native") || cjc_ends_with(o, "=native"))
+			return "an option names the GPU of this machine (native)";
+	}
+	if (names_clock(s->p->source))
+		return "the source names __DATE__, __TIME__ or __TIMESTAMP__";
+	for (size_t i = 0; i < s->p->headers.n; i++)
+		if (names_clock(s->p->headers.v[i]))
+			return "a header names __DATE__, __TIME__ or __TIMESTAMP__";
+	if (!shim_watch_available() && (s->noptions || strstr(s->p->source, "include")))
+		return "the shim's audit module is not loaded, so the files NVRTC reads cannot be "
+		       "watched (run the program with `cjc run`)";
+	return NULL;
+}
+
+static void push_count(struct cjc_strvec *v, const char *what, size_t n)
+{
+	char *w = cjc_xasprintf("%s:%zu", what, n); /* framed: no word reads as one of the next list */
+	cjc_strvec_push(v, w);
+	free(w);
+}
+
+/* The direct key, and the words it binds (for the journal). */
+static void direct_key(struct shim_job *s)
+{
+	struct shim_program *p = s->p;
+	cjc_strvec_push(&s->words, "nvrtc-shim");
+	cjc_strvec_push(&s->words, p->name);
+	push_count(&s->words, "options", (size_t)s->noptions);
+	for (int i = 0; i < s->noptions; i++)
+		cjc_strvec_push(&s->words, s->options[i]);
+	push_count(&s->words, "headers", p->headers.n);
+	for (size_t i = 0; i < p->headers.n; i++) {
+		char hex[CJC_HEX_LEN + 1];
+		cjc_hash_buf_hex(p->headers.v[i], strlen(p->headers.v[i]), hex);
+		cjc_strvec_push(&s->words, p->header_names.v[i]);
+		cjc_strvec_push(&s->words, hex);
+	}
+	push_count(&s->words, "names", p->expressions.n);
+	cjc_strvec_pushv(&s->words, p->expressions.v, p->expressions.n);
+	struct cjc_key_input in = {
+		.kind = "nvrtc",
+		.nvcc_digest = s->id->digest,
+		.host_digest = "nvrtc",
+		.args = s->words.v,
+		.nargs = s->words.n,
+		.cwd = "",
+	};
+	memcpy(in.source_sha, s->j.code_sha, CJC_DIGEST_LEN);
+	cjc_key_direct(&in, s->direct);
+	jit_journal_facts_nvrtc(&s->j, &s->words, s->id->realpath, s->id->version, s->id->digest);
+}
+
+/* ---- an entry to and from the outputs ---- */
+
+static int read_outputs(struct shim_job *s, const struct cjc_entry *e, struct cjc_buf *why)
+{
+	struct cjc_nvrtc_outputs *o = &s->p->out;
+	struct cjc_buf text = CJC_BUF_INIT;
+	int rc = cjc_entry_read(e, NVRTC_JSON, &text, why);
+	if (!rc && (text.len > MAX_NVRTC_JSON ||
+		    cjc_nvrtc_outputs_parse(text.data, text.len, &s->p->expressions, o)))
+		rc = -1, cjc_buf_adds(why, NVRTC_JSON " is not what this program asks for");
+	for (int k = 0; !rc && k < CJC_NVRTC_KINDS; k++) {
+		char *name = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);
+		if (o->result[k] == NVRTC_SUCCESS && cjc_entry_artifact(e, name)) /* else empty */
+			rc = cjc_entry_read(e, name, &o->code[k], why);
+		free(name);
+	}
+	if (!rc && cjc_entry_artifact(e, "stderr"))
+		rc = cjc_entry_read(e, "stderr", &o->log, why);
+	cjc_buf_release(&text);
+	if (rc)
+		cjc_nvrtc_outputs_release(o);
+	return rc;
+}
+
+/* Serves the entry rec names: 1; 0 when it is not there (or not to be served). */
+static int serve_record(struct shim_job *s, const struct cjc_manifest_record *rec)
+{
+	struct cjc_jit *h = s->j.h;
+	const char *key = rec->entry_key;
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	int served = 0;
+	enum cjc_lookup r = cjc_store_open_entry(&h->store, key, &e, &why);
+	if (r == CJC_ENTRY_FOUND && cjc_sign_check_local_entry(&e, h->cfg.trusted_keys, &why)) {
+		jit_note(h, "entry %s not served: %s", key, why.data); /* docs/trust.md */
+		jit_count(&s->j, CJC_STAT_UNTRUSTED, 0);
+	} else if (r == CJC_ENTRY_FOUND && !read_outputs(s, &e, &why)) {
+		if (!h->cfg.readonly)
+			cjc_evict_touch(&e);
+		jit_count(&s->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
+		jit_journal_hit(&s->j, key, e.duration_ms);
+		served = 1;
+	} else if (r != CJC_ENTRY_ABSENT) {
+		jit_note(h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", key,
+			 why.data ? why.data : "");
+		jit_count(&s->j, CJC_STAT_DAMAGED, 0);
+	}
+	if (r == CJC_ENTRY_FOUND)
+		cjc_entry_release(&e);
+	cjc_buf_release(&why);
+	return served;
+}
+
+static long remote_match(void *ctx, const struct cjc_manifest *m)
+{
+	struct shim_job *s = ctx;
+	return jit_deps_match(s->j.h, m, s->direct, NULL, s->j.source, s->j.code_sha);
+}
+
+/* 1: served from the store, or from a remote store and published here; 0: a miss. */
+static int lookup(struct shim_job *s)
+{
+	struct cjc_jit *h = s->j.h;
+	struct cjc_manifest m;
+	char *mname = cjc_store_manifest_name(s->direct);
+	int served = 0;
+	if (!cjc_manifest_read(&h->store, mname, &m)) {
+		long i = jit_deps_match(h, &m, s->direct, NULL, s->j.source, s->j.code_sha);
+		served = i >= 0 && serve_record(s, &m.recs[i]);
+		cjc_manifest_release(&m);
+	} else if (errno != ENOENT) {
+		jit_note(h, "unusable manifest %s: %s; ignored", mname,
+			 errno == EBADMSG ? "damaged" : cjc_untrusted_error(errno));
+	}
+	free(mname);
+	if (served)
+		return 1;
+	struct cjc_manifest_record rec = { 0 };
+	uint64_t bytes = 0;
+	s->remotes = jit_remote_open(h);
+	if (s->remotes && !cjc_remote_fetch(s->remotes, s->direct, remote_match, s, &rec, &bytes)) {
+		jit_keep_within_limit(h, rec.entry_key, bytes);
+		served = serve_record(s, &rec);
+	}
+	cjc_manifest_record_release(&rec);
+	return served;
+}
+
+/* ---- a miss ---- */
+
+/* The record of what the compile read: the source (as the JIT library's
+ * NVRTC records name it, at a path where no file can be), each file found,
+ * hashed now (its stamp held through the compile: watch.c), and each name
+ * not found. */
+static int record_reads(struct shim_job *s, struct shim_watch *w, struct cjc_buf *why)
+{
+	struct cjc_manifest_record *rec = &s->rec;
+	shim_watch_settle(w);
+	if (w->unkeyable)
+		return cjc_buf_adds(why, w->unkeyable), -1;
+	rec->deps = cjc_xcalloc(w->found.n + 1, sizeof *rec->deps);
+	rec->deps[rec->ndeps++] = (struct cjc_dep){ cjc_xstrdup(s->j.source), strlen(s->p->source), { 0 } };
+	memcpy(rec->deps[0].sha, s->j.code_sha, CJC_DIGEST_LEN);
+	for (size_t i = 0; i < w->found.n; i++) {
+		struct cjc_dep *d = &rec->deps[rec->ndeps];
+		if (jit_deps_hash(s->j.h, w->found.v[i], JIT_ANY_SIZE, &d->size, d->sha))
+			return cjc_buf_addf(why, "cannot read %s: %s", w->found.v[i], strerror(errno)), -1;
+		d->path = cjc_xstrdup(w->found.v[i]);
+		rec->ndeps++;
+	}
+	cjc_strvec_pushv(&rec->absent, w->absent.v, w->absent.n);
+	cjc_key_entry(s->direct, rec, NULL, rec->entry_key);
+	return 0;
+}
+
+static json_t *headers_json(const struct shim_program *p)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < p->headers.n; i++)
+		json_array_append_new(a, json_pack("{s:o, s:o}", "name",
+						   cjc_json_bytes(p->header_names.v[i]), "text",
+						   cjc_json_bytes(p->headers.v[i])));
+	return a;
+}
+
+static json_t *options_json(const struct shim_job *s)
+{
+	json_t *extra = json_array();
+	for (int i = 0; i < s->noptions; i++)
+		json_array_append_new(extra, cjc_json_bytes(s->options[i]));
+	return json_pack("{s:s, s:[], s:[], s:[], s:n, s:n, s:b, s:b, s:b, s:b, s:o}", "kind",
+			 "nvrtc", "archs", "defines", "include_dirs", "std", "optimize", "debug",
+			 false, "line_info", false, "fast_math", false, "rdc", false, "extra", extra);
+}
+
+/* The entry's files: source.cu, output.<kind> for each kind made, headers.json. */
+static size_t entry_files(const struct shim_job *s, struct cjc_publish_file *f, char **names,
+			  char **headers_text)
+{
+	const struct shim_program *p = s->p;
+	size_t n = 0;
+	f[n++] = (struct cjc_publish_file){ JIT_SOURCE_FILE, p->source, strlen(p->source) };
+	for (int k = 0; k < CJC_NVRTC_KINDS; k++)
+		if (p->out.result[k] == NVRTC_SUCCESS && p->out.code[k].len) { /* none: empty */
+			names[k] = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);
+			f[n++] = (struct cjc_publish_file){ names[k], p->out.code[k].data,
+							    p->out.code[k].len };
+		}
+	if (p->headers.n) {
+		json_t *h = headers_json(p);
+		*headers_text = json_dumps(h, JSON_COMPACT);
+		json_decref(h);
+		f[n++] = (struct cjc_publish_file){ HEADERS_JSON, *headers_text, strlen(*headers_text) };
+	}
+	return n;
+}
+
+static bool publish(struct shim_job *s)
+{
+	struct cjc_jit *h = s->j.h;
+	struct shim_program *p = s->p;
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	cjc_strvec_push(&argv, "nvrtc");
+	for (int i = 0; i < s->noptions; i++)
+		cjc_strvec_push(&argv, s->options[i]);
+	cjc_strvec_push(&argv, s->j.source);
+	char cwd[PATH_MAX];
+	json_t *options = options_json(s);
+	json_t *results = cjc_nvrtc_outputs_json(&p->out, &p->expressions);
+	char *results_text = json_dumps(results, JSON_COMPACT), *headers_text = NULL;
+	char *names[CJC_NVRTC_KINDS] = { 0 };
+	struct cjc_publish_file files[CJC_NVRTC_KINDS + 2];
+	struct cjc_metadata md = {
+		.argv = argv.v, .argc = argv.n,
+		.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/",
+		.compiler_path = s->id->path, .compiler_realpath = s->id->realpath,
+		.compiler_version = s->id->version,
+		.host_path = "none", .host_version = "NVRTC runs no host compiler",
+		.options = options, .inputs = s->rec.deps, .ninputs = s->rec.ndeps,
+		.target = "nvrtc", .duration_ms = s->duration_ms, .jit = s->j.meta,
+	};
+	struct cjc_publish pub = jit_publish_of(h, s->rec.entry_key, p->name, &md);
+	pub.direct_key = s->direct;
+	pub.rec = &s->rec;
+	pub.artifact = NVRTC_JSON;
+	pub.artifact_data = results_text;
+	pub.artifact_size = strlen(results_text);
+	pub.err = &p->out.log;
+	pub.extra = files;
+	pub.nextra = entry_files(s, files, names, &headers_text);
+	bool won;
+	enum cjc_published rc = cjc_publish(&pub, &won);
+	if (rc != CJC_PUBLISHED)
+		jit_count(&s->j, CJC_STAT_ERRORS, 0);
+	if (rc != CJC_PUBLISH_FAILED)
+		(void)cjc_remote_publish(s->remotes, s->rec.entry_key, s->direct, &s->rec);
+	for (int k = 0; k < CJC_NVRTC_KINDS; k++)
+		free(names[k]);
+	free(headers_text);
+	free(results_text);
+	json_decref(results);
+	json_decref(options);
+	cjc_strvec_clear(&argv);
+	return rc != CJC_PUBLISH_FAILED;
+}
+
+/* Compiles with NVRTC, watched; publishes what it made when it can be keyed. */
+static nvrtcResult compile_miss(struct shim_job *s)
+{
+	struct cjc_jit *h = s->j.h;
+	struct shim_watch w;
+	struct cjc_buf why = CJC_BUF_INIT;
+	cjc_remote_hang_up(s->remotes); /* no connection idles through the compile */
+	int64_t t0 = cjc_now_ms();
+	shim_watch_begin(&w);
+	nvrtcResult rc = s->n->compile(s->p->real, s->noptions, s->options);
+	shim_watch_end(&w);
+	s->duration_ms = cjc_now_ms() - t0;
+	if (rc != NVRTC_SUCCESS) {
+		jit_count(&s->j, CJC_STAT_COMPILE_FAILED, 0);
+		jit_fail(h, "NVRTC failed (%d)", rc);
+		jit_journal_compiled(&s->j, -1, NULL, false, s->duration_ms, NULL);
+		shim_watch_release(&w);
+		return rc;
+	}
+	bool keyed = !record_reads(s, &w, &why);
+	bool published = false;
+	if (keyed) {
+		cjc_nvrtc_outputs_take(&s->n->q, s->p->real, &s->p->expressions, &s->p->out);
+		published = !h->cfg.readonly && publish(s);
+		cjc_nvrtc_outputs_release(&s->p->out); /* NVRTC answers for its program */
+	} else {
+		jit_note(h, "%s: miss, not published: %s", s->j.name, why.data);
+	}
+	jit_count(&s->j, CJC_STAT_MISSES, 0);
+	jit_journal_compiled(&s->j, 0, keyed ? &s->rec : NULL, published, s->duration_ms, why.data);
+	jit_deps_save(h);
+	shim_watch_release(&w);
+	cjc_buf_release(&why);
+	return rc;
+}
+
+/* ---- the compile ---- */
+
+static void job_release(struct shim_job *s)
+{
+	cjc_remote_close(s->remotes);
+	cjc_manifest_record_release(&s->rec);
+	cjc_strvec_clear(&s->words);
+	free(s->j.source);
+	json_decref(s->j.meta);
+}
+
+static void job_start(struct shim_job *s)
+{
+	struct shim_program *p = s->p;
+	s->req = (struct cjc_jit_request){ .name = p->name, .code = p->source,
+					   .options = s->options, .noptions = (size_t)s->noptions };
+	s->j = (struct jit_job){ .h = handle, .req = &s->req, .name = p->name, .arch = "",
+				 .ext = "nvrtc", .compiler = "nvrtc-shim" };
+	s->j.source = cjc_xasprintf("%s/%s", JIT_KEYED_SOURCE_DIR, p->name);
+	cjc_hash_buf(p->source, strlen(p->source), s->j.code_sha);
+	json_t *exprs = json_array();
+	for (size_t i = 0; i < p->expressions.n; i++)
+		json_array_append_new(exprs, cjc_json_bytes(p->expressions.v[i]));
+	s->j.meta = json_pack("{s:o, s:s, s:b, s:o}", "name", cjc_json_bytes(p->name), "source",
+			      JIT_SOURCE_FILE, "shim", true, "name_expressions", exprs);
+	if (p->headers.n)
+		json_object_set_new(s->j.meta, "headers", json_string(HEADERS_JSON));
+}
+
+nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
+			 const char *const *options)
+{
+	cjc_nvrtc_outputs_release(&p->out);
+	p->served = false;
+	pthread_once(&handle_once, open_handle);
+	if (!handle || noptions < 0 || (noptions && !options))
+		return shim_compile_uncached(n, p->real, noptions, options);
+	struct shim_job s = { .n = n, .p = p, .noptions = noptions, .options = options };
+	job_start(&s);
+	const char *reason = unkeyable_request(&s);
+	nvrtcResult rc;
+	if (reason) {
+		jit_note(handle, "%s: not cached: %s", p->name, reason);
+		if (jit_store_ready(handle))
+			jit_count(&s.j, CJC_STAT_UNCACHEABLE, 0);
+		jit_journal_uncacheable(&s.j, reason);
+		rc = shim_compile_uncached(n, p->real, noptions, options);
+	} else if (!jit_cacheable(&s.j) || !(s.id = identity_of(handle, n))) {
+		rc = shim_compile_uncached(n, p->real, noptions, options);
+	} else {
+		direct_key(&s);
+		if (lookup(&s)) {
+			p->served = true;
+			rc = NVRTC_SUCCESS;
+		} else {
+			rc = compile_miss(&s);
+		}
+	}
+	job_release(&s);
+	return rc;
+}
