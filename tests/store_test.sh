@@ -93,8 +93,10 @@ testGroupSharedStore() {
 	assertTrue "quarantine made" "[ -d '$(ns)/quarantine' ]"
 	assertEquals "every directory keeps the group and setgid" 0 \
 		"$(find "$CJC_DIR" -type d \( ! -group "$group" -o ! -perm -2070 \) | wc -l)"
+	# but the user's lease file (compile/lease.h): the user's alone by design
 	assertEquals "every file is readable by the group" 0 \
-		"$(find "$CJC_DIR" -type f ! -perm -040 | wc -l)"
+		"$(find "$CJC_DIR" -type f ! -perm -040 ! -name "lease.$(id -u)" | wc -l)"
+	assertEquals "the lease file is the user's alone" 600 "$(stat -c %a "$(ns)/stats/lease.$(id -u)")"
 	assertEquals "the user's outputs keep the user's umask" "600 600 600" \
 		"$(stat -c %a a.cubin b.cubin a.d | xargs)"
 	CJC_UMASK=8 cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH 2>err.txt || fail "a bad umask broke the build"
