@@ -49,6 +49,20 @@ same_as() {
 	assertTrue "$2 differs from $1: $(diff -r "$1" "$2" | head -5)" "diff -r '$1' '$2' >/dev/null"
 }
 
+# Counter updates lost to a lock held too long (stats.h: bounded, then
+# skipped, and logged): a busy machine may lose some, never add any.
+lost_counts() {
+	grep -c 'cannot update the counters' "$CJC_LOG" || true
+}
+
+# expect_counted N: N compiles were each counted a hit or a miss, as far as
+# no update was lost.
+expect_counted() {
+	local counted=$(($(stat_value hits) + $(stat_value misses)))
+	assertTrue "counted $counted of $1 ($(lost_counts) updates lost)" \
+		"[ $counted -le $1 ] && [ $((counted + $(lost_counts))) -ge $1 ]"
+}
+
 write_disk_header() {
 	mkdir -p inc
 	echo "#define DISK_VALUE $1" >inc/disk.h
@@ -172,16 +186,18 @@ testEightProcessesAndSixteenThreadsAtOnce() {
 	for i in "${pids[@]}"; do wait "$i" || fail "a process failed"; done
 	for i in 1 2 3 4 5 6 7 8; do same_as ref "p$i"; done
 	assertEquals "one entry per program" 4 "$(entry_count)"
-	assertEquals "each compile a hit or a miss" 32 $(($(stat_value hits) + $(stat_value misses)))
+	expect_counted 32
 	prog tref --threads 16 saxpy
 	shimmed linked t1 --threads 16 saxpy
-	local hits
-	hits=$(stat_value hits)
+	local hits lost
+	hits=$(stat_value hits) lost=$(lost_counts)
 	shimmed linked t2 --threads 16 saxpy
 	same_as tref t1
 	same_as tref t2
 	assertEquals "one entry per variant besides" 7 "$(entry_count)"
-	assertEquals "the second run's sixteen all hits" $((hits + 16)) "$(stat_value hits)"
+	lost=$(($(lost_counts) - lost))
+	assertTrue "the second run's sixteen all hits: $hits, then $(stat_value hits) ($lost lost)" \
+		"[ $(stat_value hits) -le $((hits + 16)) ] && [ $(($(stat_value hits) + lost)) -ge $((hits + 16)) ]"
 	assertEquals "nothing unpublished: $(cat "$CJC_LOG")" "" "$(grep -i 'not published\|unusable' "$CJC_LOG")"
 	"$CJC" verify >/dev/null || fail "cjc verify"
 }
@@ -244,9 +260,12 @@ testCjcRunEnvAndItsMistakes() {
 	assertEquals "cjc run without a program" 2 "$("$CJC" run >/dev/null 2>&1; echo $?)"
 	assertEquals "a program that is not there" 127 "$("$CJC" run -- ./nothing 2>/dev/null; echo $?)"
 	assertEquals "a program that never calls NVRTC" "hello" "$("$CJC" run -- echo hello)"
+	local env
+	env=$("$CJC" run --env)
+	assertContains "cjc run --env" "$env" "export LD_AUDIT="
+	assertContains "cjc run --env" "$env" "libcudajitcache-audit.so"
 	(
-		eval "$("$CJC" run --env)"
-		assertContains "cjc run --env" "$LD_AUDIT" "libcudajitcache-audit.so"
+		eval "$env"
 		mkdir -p a b && "$CJC_NVRTC_PROG_LINKED" linked a saxpy && "$CJC_NVRTC_PROG_LINKED" linked b saxpy
 	)
 	same_as ref a

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/stamp.h"
 #include "base/util.h"
 #include "compile/nvrtc.h"
 
@@ -72,7 +73,7 @@ nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog,
  */
 struct shim_watch {
 	struct cjc_strvec found, absent;
-	struct shim_stamped *stamps; /* one per found, in order */
+	struct cjc_stamp *stamps;    /* one per found, in order */
 	char *unkeyable;             /* the first reason, or NULL */
 	struct shim_watch *next;     /* the compiles being watched (watch.c) */
 };

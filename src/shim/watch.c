@@ -25,10 +25,6 @@
 #include "shim.h"
 #include "watch.h"
 
-struct shim_stamped {
-	struct cjc_stamp st;
-};
-
 static __thread struct shim_watch *current;
 static __thread bool ignored;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,7 +63,7 @@ static void found(struct shim_watch *w, const char *path, const struct stat *st)
 		return;
 	}
 	w->stamps = cjc_xrealloc(w->stamps, (w->found.n + 1) * sizeof *w->stamps);
-	cjc_stamp_of(st, &w->stamps[w->found.n].st);
+	cjc_stamp_of(st, &w->stamps[w->found.n]);
 	cjc_strvec_push(&w->found, path);
 }
 
@@ -319,7 +315,7 @@ void shim_watch_settle(struct shim_watch *w)
 			break;
 		}
 		cjc_stamp_of(&st, &now);
-		if (memcmp(&now, &w->stamps[i].st, sizeof now))
+		if (memcmp(&now, &w->stamps[i], sizeof now))
 			unkeyable(w, "%s changed during the compile", w->found.v[i]);
 	}
 	free(w->stamps);
