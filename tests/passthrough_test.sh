@@ -76,6 +76,26 @@ testHitIntoMissingDirectoryFailsLikeNvccAndIsNoDamage() {
 	assertTrue "run as nvcc would: $(cat "$CJC_LOG")" "grep -q \"running uncached: uncacheable: the output's directory does not exist\" \"$CJC_LOG\""
 }
 
+# A hit renames a new file into place: over /dev/null (as root), a FIFO or
+# a device it would put a regular file, so nvcc writes into them, uncached.
+testOutputThatIsNotARegularFileIsLeftToNvcc() {
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	mkfifo f.cubin && ln -s f.cubin link.cubin
+	for out in f.cubin link.cubin; do
+		timeout 120 cat f.cubin >"got-$out" &
+		cjc_nvcc --cubin k.cu -o "$out" -arch=$ARCH || fail "compile into $out"
+		wait $!
+		assertTrue "the FIFO is still a FIFO" "[ -p f.cubin ]"
+		assertTrue "its reader got nvcc's cubin" "cmp -s a.cubin got-$out"
+	done
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH -MD -MF /dev/null || fail
+	assertTrue "/dev/null is still a device" "[ -c /dev/null ]"
+	expect_stat hits 0
+	expect_stat uncacheable 3
+	assertEquals "said why" 2 "$(grep -c 'uncacheable: the output is not a regular file' "$CJC_LOG")"
+	assertTrue "said why" "grep -q 'uncacheable: the dependency file is not a regular file' '$CJC_LOG'"
+}
+
 testDebugLogsToStderr() {
 	CJC_DEBUG=1 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail
 	assertTrue "miss explained on stderr" "grep -q 'miss for k.cu' err.txt"

@@ -687,17 +687,27 @@ static char *through_links(const char *path)
 	return at;
 }
 
-/* nvcc's own message is better than ours naming a temporary file. */
-static const char *missing_directory(const struct job *j)
+/* Why the output or dependency file cannot be served from an entry, or
+ * NULL.  A missing directory: nvcc's own message is better than ours
+ * naming a temporary file.  Not a regular file (/dev/null, a FIFO, a
+ * device): a hit renames a new file into place, which would replace it, so
+ * nvcc writes into it itself, uncached. */
+static const char *output_trouble(const struct job *j)
 {
 	const char *files[] = { j->deliver, j->c.dep_requested ? j->c.dep_file : NULL };
+	static const char *const missing[] = { "the output's directory does not exist",
+					       "the dependency file's directory does not exist" };
+	static const char *const special[] = { "the output is not a regular file",
+					       "the dependency file is not a regular file" };
 	for (size_t i = 0; i < 2; i++) {
+		struct stat st;
 		char *dir = files[i] ? cjc_dirname(files[i]) : NULL;
-		bool missing = dir && !cjc_is_dir(dir);
+		bool is_missing = dir && !cjc_is_dir(dir);
 		free(dir);
-		if (missing)
-			return i ? "the dependency file's directory does not exist"
-				 : "the output's directory does not exist";
+		if (is_missing)
+			return missing[i];
+		if (files[i] && !stat(files[i], &st) && !S_ISREG(st.st_mode))
+			return special[i];
 	}
 	return NULL;
 }
@@ -731,8 +741,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	cjc_compile_resolve_native(&j->c, j->argv[0]);
 	if (!j->c.uncacheable) {
 		j->deliver = through_links(j->c.output);
-		if (missing_directory(j))
-			j->c.uncacheable = cjc_xstrdup(missing_directory(j));
+		if (output_trouble(j))
+			j->c.uncacheable = cjc_xstrdup(output_trouble(j));
 	}
 	if (j->c.uncacheable) {
 		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);
