@@ -3,8 +3,8 @@
 # someone else.  At every path of the layout in turn, a symbolic link (to
 # /dev/zero, to a directory outside the store), a FIFO, a huge sparse file
 # or a directory where a file belongs is planted; then a compile, ls,
-# verify, gc, stats (and its OpenMetrics), why, report and audit run under a
-# 1 GB address-space limit.
+# verify, gc, stats, why and audit run under a 1 GB address-space limit, and
+# report and stats' OpenMetrics where they read (the counters, the journals).
 # None may crash, hang, write outside the store, or fail a compile that
 # plain nvcc completes; the compile's output is nvcc's.
 #
@@ -102,8 +102,12 @@ check_case() {
 	run_bounded gc 1 "$CJC" gc
 	run_bounded stats 1 "$CJC" stats
 	run_bounded why 1 "$CJC" why out.cubin
-	run_bounded report 1 "$CJC" report
-	run_bounded metrics 1 "$CJC" stats --format=openmetrics
+	# report and the OpenMetrics writer read the counters (stats/) and the
+	# journals (at the top): only a case there can reach them
+	if [[ $1 != */* || $1 == stats/* ]]; then
+		run_bounded report 1 "$CJC" report
+		run_bounded metrics 1 "$CJC" stats --format=openmetrics
+	fi
 	run_bounded audit 1 "$CJC" audit all
 	assertEquals "$CASE: nothing written or removed outside the store" "$SENTINEL" "$(ls -A "$OUTSIDE")"
 	unset CJC_DIR
