@@ -27,7 +27,7 @@ static int publish_one(const struct cjc_store *s, unsigned long i, size_t bytes)
 	char *argv[] = { "nvcc", "-c", "synthetic.cu", NULL };
 	json_t *options = json_pack("{s:s}", "kind", "object");
 	bool won = false;
-	int rc = cjc_staging_begin(s, &st, false);
+	int rc = cjc_staging_begin(s, &st);
 	if (!rc)
 		rc = cjc_staging_add_data(&st, "output.o", data, bytes);
 	struct cjc_metadata md = {

@@ -36,7 +36,7 @@ static void publish(const char *key, const char *bytes, atomic_int *wins)
 	struct cjc_buf meta = CJC_BUF_INIT;
 	char *argv[] = { "nvcc", "-c", "k.cu", NULL };
 	bool won = false;
-	if (cjc_staging_begin(&store, &st, false) ||
+	if (cjc_staging_begin(&store, &st) ||
 	    cjc_staging_add_data(&st, "output.o", bytes, strlen(bytes))) {
 		atomic_fetch_add(&errors, 1);
 		return;

@@ -795,7 +795,7 @@ static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct
 	const char *key = i >= 0 ? m.recs[i].entry_key : NULL;
 	rc = key ? fetch_record(r, g, key, &f) : -1;
 	if (!rc)
-		rc = cjc_staging_begin(r->local, &st, true);
+		rc = cjc_staging_begin(r->local, &st);
 	if (!rc)
 		rc = fetch_artifacts(r, g, key, &f, &st);
 	st.index_doc = f.doc;

@@ -576,10 +576,9 @@ static int own_dir(int fd)
  * ELOOP or EPERM here (the compile goes on, unpublished), or, later, has
  * moved a directory that only this writer writes into.
  */
-int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st, bool copy)
+int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 {
 	memset(st, 0, sizeof *st);
-	st->copy = copy;
 	st->dfd = -1;
 	int parent = cjc_store_openat(s, "staging", O_PATH | O_DIRECTORY, 0);
 	if (parent < 0)
@@ -622,7 +621,7 @@ static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, co
 		rc = -1, errno = ENODATA; /* an empty artifact is never published */
 	if (!rc)
 		rc = cjc_write_all(fd, p, n);
-	if (!rc && !st->copy)
+	if (!rc)
 		rc = fsync(fd);
 	int e = errno;
 	if (close(fd) && !rc)
@@ -658,7 +657,7 @@ int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p
 /* Writes one file of the staging that is not an artifact. */
 static int write_staged(const struct cjc_staging *st, const char *name, const struct cjc_buf *data)
 {
-	return cjc_write_new_file_at(st->dfd, name, data->data, data->len, 0444, !st->copy);
+	return cjc_write_new_file_at(st->dfd, name, data->data, data->len, 0444, true);
 }
 
 /* Whether the writer's directory is still at its name in staging/ (ESTALE
@@ -700,7 +699,7 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 	int rc = signature && signature->len ? write_staged(st, CJC_SIGN_FILE, signature) : 0;
 	if (!rc)
 		rc = write_staged(st, "metadata.json", metadata);
-	if (!rc && !st->copy)
+	if (!rc)
 		rc = fsync(st->dfd);
 	char *name = cjc_store_entry_name(key);
 	char *shard_name = cjc_dirname(name);
@@ -711,8 +710,7 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 		if (!renameat(st->parent, st->name, shard, key)) {
 			*won = true;
 			cjc_tempfile_forget_at(st->parent, st->name);
-			if (!st->copy)
-				sync_dir(shard);
+			sync_dir(shard);
 			index_entry(s, st, key);
 		} else if (errno != EEXIST && errno != ENOTEMPTY) {
 			rc = -1;

@@ -178,17 +178,12 @@ struct cjc_staging {
 	struct cjc_artifact files[16];
 	size_t nfiles;
 	json_t *index_doc; /* borrowed: the metadata as a document, for the index (index.h); or NULL */
-	/* A copy of an entry that a remote store holds: nothing is fsynced.  A
-	 * copy a crash tore fails its check on read (a miss, never served) and
-	 * is fetched again; an entry only this machine has is made durable. */
-	bool copy;
 };
 
 /* Makes and opens this writer's directory in staging/ (registered as a
- * temporary, fs.h); copy: see struct cjc_staging.  -1 with ELOOP or EPERM
- * when what was made is not there as this user's directory by the time it
- * is opened. */
-int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st, bool copy);
+ * temporary, fs.h).  -1 with ELOOP or EPERM when what was made is not
+ * there as this user's directory by the time it is opened. */
+int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st);
 /* Adds an artifact from the current contents of a file / from memory. */
 int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *src);
 int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n);
