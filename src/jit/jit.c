@@ -34,6 +34,7 @@
 #include "jit_internal.h"
 #include "keys/metadata.h"
 #include "store/evict.h"
+#include "store/sign.h"
 #include "store/stats.h"
 
 #define MAX_ERROR 4096
@@ -278,6 +279,35 @@ void jit_count(struct jit_job *j, int counter, uint64_t saved_ms)
 	    (j->compiler && cjc_stats_bump_named(&j->h->store, CJC_STATS_BY_TARGET, j->compiler,
 						 (enum cjc_counter)counter, saved_ms)))
 		jit_note(j->h, "cannot update the counters: %s", strerror(errno));
+}
+
+int jit_serve_entry(struct jit_job *j, const char *key, jit_entry_reader read, void *ctx,
+		    int64_t *duration_ms)
+{
+	struct cjc_jit *h = j->h;
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	int served = 0;
+	enum cjc_lookup r = cjc_store_open_entry(&h->store, key, &e, &why);
+	if (r == CJC_ENTRY_FOUND && cjc_sign_check_local_entry(&e, h->cfg.trusted_keys, &why)) {
+		jit_note(h, "entry %s not served: %s", key, why.data);
+		jit_count(j, CJC_STAT_UNTRUSTED, 0);
+	} else if (r == CJC_ENTRY_FOUND && !read(ctx, &e, &why)) {
+		if (!h->cfg.readonly)
+			cjc_evict_touch(&e);
+		jit_count(j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
+		jit_journal_hit(j, key, e.duration_ms);
+		*duration_ms = e.duration_ms;
+		served = 1;
+	} else if (r != CJC_ENTRY_ABSENT) {
+		jit_note(h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", key,
+			 why.data ? why.data : "");
+		jit_count(j, CJC_STAT_DAMAGED, 0);
+	}
+	if (r == CJC_ENTRY_FOUND)
+		cjc_entry_release(&e);
+	cjc_buf_release(&why);
+	return served;
 }
 
 static void publish_note(void *ctx, const char *line)

@@ -242,6 +242,16 @@ int jit_workdir_make(struct jit_job *j, struct jit_workdir *w);
 void jit_workdir_remove(struct jit_workdir *w);
 /* Counts a hit or a miss in the store (stats.h). */
 void jit_count(struct jit_job *j, int counter, uint64_t saved_ms);
+/* Reads what a request gets from an entry; -1 (with why) when the entry
+ * does not hold it as it should: damaged. */
+typedef int (*jit_entry_reader)(void *ctx, const struct cjc_entry *e, struct cjc_buf *why);
+/* Serves the entry key names from the handle's store: opened, its
+ * signature checked (trusted_keys, docs/trust.md), read by read, touched
+ * for eviction, counted and journaled as a hit: 1, with *duration_ms the
+ * compile it saved.  0: absent, untrusted or damaged (the last two noted
+ * and counted; a damaged entry is not touched). */
+int jit_serve_entry(struct jit_job *j, const char *key, jit_entry_reader read, void *ctx,
+		    int64_t *duration_ms);
 /* What a miss says, as settings ask: the compiler's messages (err:
  * PTXAS_VERBOSE), the PTX and SASS (DUMP_PTX, DUMP_SASS: the published
  * entry's, key, else from the output, data, where that can be), and a note

@@ -48,10 +48,8 @@
 #include "keys/metadata.h"
 #include "keys/nvcc_args.h"
 #include "keys/place.h"
-#include "store/evict.h"
 #include "store/identity.h"
 #include "store/records.h"
-#include "store/sign.h"
 #include "store/stats.h"
 
 struct nvcc_job {
@@ -178,10 +176,10 @@ static char *log_of(const struct cjc_buf *out, const struct cjc_buf *err)
 	return cjc_buf_detach(&b);
 }
 
-/* Serves an entry into the result; -1 when it is damaged (not touched). */
-static int serve(struct nvcc_job *n, const struct cjc_entry *e, const char *key,
-		 struct cjc_buf *why)
+/* jit_entry_reader: the entry's output and messages into the result. */
+static int read_result(void *ctx, const struct cjc_entry *e, struct cjc_buf *why)
 {
+	struct nvcc_job *n = ctx;
 	struct cjc_buf data = CJC_BUF_INIT, out = CJC_BUF_INIT, err = CJC_BUF_INIT;
 	char *name = artifact_name(n);
 	int rc = cjc_entry_read(e, name, &data, why);
@@ -195,7 +193,6 @@ static int serve(struct nvcc_job *n, const struct cjc_entry *e, const char *key,
 		r->data = cjc_buf_detach(&data);
 		r->log = log_of(&out, &err);
 		r->hit = 1;
-		memcpy(r->key, key, CJC_HEX_LEN + 1);
 	}
 	free(name);
 	cjc_buf_release(&data);
@@ -232,30 +229,12 @@ static void remember(struct nvcc_job *n, struct cjc_manifest_record *rec, int64_
  * moved into the memory tier); 1: served; 0: not (untrusted, damaged, gone). */
 static int serve_record(struct nvcc_job *n, struct cjc_manifest_record *rec)
 {
-	const char *key = rec->entry_key;
-	struct cjc_entry e;
-	struct cjc_buf why = CJC_BUF_INIT;
-	int rc = 0;
-	enum cjc_lookup r = cjc_store_open_entry(&n->h->store, key, &e, &why);
-	if (r == CJC_ENTRY_FOUND && cjc_sign_check_local_entry(&e, n->h->cfg.trusted_keys, &why)) {
-		jit_note(n->h, "entry %s not served: %s", key, why.data); /* docs/trust.md */
-		jit_count(n->j, CJC_STAT_UNTRUSTED, 0);
-	} else if (r == CJC_ENTRY_FOUND && !serve(n, &e, key, &why)) {
-		if (!n->h->cfg.readonly)
-			cjc_evict_touch(&e);
-		jit_count(n->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
-		jit_journal_hit(n->j, key, e.duration_ms);
-		remember(n, rec, e.duration_ms);
-		rc = 1;
-	} else if (r != CJC_ENTRY_ABSENT) {
-		jit_note(n->h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", key,
-			 why.data ? why.data : "");
-		jit_count(n->j, CJC_STAT_DAMAGED, 0);
-	}
-	if (r == CJC_ENTRY_FOUND)
-		cjc_entry_release(&e);
-	cjc_buf_release(&why);
-	return rc;
+	int64_t duration_ms;
+	if (!jit_serve_entry(n->j, rec->entry_key, read_result, n, &duration_ms))
+		return 0;
+	memcpy(n->j->out->key, rec->entry_key, CJC_HEX_LEN + 1);
+	remember(n, rec, duration_ms);
+	return 1;
 }
 
 /* The record of a remote store's manifest whose files are unchanged here. */

@@ -35,9 +35,7 @@
 #include "jit_internal.h"
 #include "keys/key.h"
 #include "keys/metadata.h"
-#include "store/evict.h"
 #include "store/identity.h"
-#include "store/sign.h"
 #include "store/stats.h"
 
 struct nvrtc {
@@ -305,38 +303,22 @@ static void entry_key(struct nvrtc_job *r)
 	cjc_strvec_clear(&args);
 }
 
-static int serve(struct nvrtc_job *r)
+/* jit_entry_reader: the entry's code and log. */
+static int read_entry(void *ctx, const struct cjc_entry *e, struct cjc_buf *why)
 {
-	struct cjc_jit *h = r->j->h;
-	struct cjc_entry e;
-	struct cjc_buf why = CJC_BUF_INIT;
+	struct nvrtc_job *r = ctx;
 	char *name = cjc_xasprintf("output.%s", r->j->ext);
-	enum cjc_lookup found = cjc_store_open_entry(&h->store, r->key, &e, &why);
-	bool untrusted = found == CJC_ENTRY_FOUND &&
-			 cjc_sign_check_local_entry(&e, h->cfg.trusted_keys, &why);
-	int rc = found == CJC_ENTRY_FOUND && !untrusted ? cjc_entry_read(&e, name, &r->data, &why)
-							 : -1;
-	if (!rc && cjc_entry_artifact(&e, "stderr"))
-		rc = cjc_entry_read(&e, "stderr", &r->log, &why);
-	if (untrusted) {
-		jit_note(h, "entry %s not served: %s", r->key, why.data); /* docs/trust.md */
-		jit_count(r->j, CJC_STAT_UNTRUSTED, 0);
-	} else if (!rc) {
-		if (!h->cfg.readonly)
-			cjc_evict_touch(&e);
-		jit_count(r->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
-		jit_journal_hit(r->j, r->key, e.duration_ms);
-		r->duration_ms = e.duration_ms;
-	} else if (found != CJC_ENTRY_ABSENT) {
-		jit_note(h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", r->key,
-			 why.data ? why.data : "");
-		jit_count(r->j, CJC_STAT_DAMAGED, 0);
-	}
-	if (found == CJC_ENTRY_FOUND)
-		cjc_entry_release(&e);
-	cjc_buf_release(&why);
+	int rc = cjc_entry_read(e, name, &r->data, why);
+	if (!rc && cjc_entry_artifact(e, "stderr"))
+		rc = cjc_entry_read(e, "stderr", &r->log, why);
 	free(name);
 	return rc;
+}
+
+/* 0: served from the store; -1: not. */
+static int serve(struct nvrtc_job *r)
+{
+	return jit_serve_entry(r->j, r->key, read_entry, r, &r->duration_ms) ? 0 : -1;
 }
 
 static int run_nvrtc(struct nvrtc_job *r)

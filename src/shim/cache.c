@@ -39,9 +39,7 @@
 #include "jit_internal.h"
 #include "keys/key.h"
 #include "shim.h"
-#include "store/evict.h"
 #include "store/records.h"
-#include "store/sign.h"
 #include "store/stats.h"
 
 #define NVRTC_JSON "nvrtc.json"
@@ -179,8 +177,10 @@ static void direct_key(struct shim_job *s)
 
 /* ---- an entry to and from the outputs ---- */
 
-static int read_outputs(struct shim_job *s, const struct cjc_entry *e, struct cjc_buf *why)
+/* jit_entry_reader: what NVRTC gave, as nvrtc.json and the outputs hold it. */
+static int read_outputs(void *ctx, const struct cjc_entry *e, struct cjc_buf *why)
 {
+	struct shim_job *s = ctx;
 	struct cjc_nvrtc_outputs *o = &s->p->out;
 	struct cjc_buf text = CJC_BUF_INIT;
 	int rc = cjc_entry_read(e, NVRTC_JSON, &text, why);
@@ -204,30 +204,8 @@ static int read_outputs(struct shim_job *s, const struct cjc_entry *e, struct cj
 /* Serves the entry rec names: 1; 0 when it is not there (or not to be served). */
 static int serve_record(struct shim_job *s, const struct cjc_manifest_record *rec)
 {
-	struct cjc_jit *h = s->j.h;
-	const char *key = rec->entry_key;
-	struct cjc_entry e;
-	struct cjc_buf why = CJC_BUF_INIT;
-	int served = 0;
-	enum cjc_lookup r = cjc_store_open_entry(&h->store, key, &e, &why);
-	if (r == CJC_ENTRY_FOUND && cjc_sign_check_local_entry(&e, h->cfg.trusted_keys, &why)) {
-		jit_note(h, "entry %s not served: %s", key, why.data); /* docs/trust.md */
-		jit_count(&s->j, CJC_STAT_UNTRUSTED, 0);
-	} else if (r == CJC_ENTRY_FOUND && !read_outputs(s, &e, &why)) {
-		if (!h->cfg.readonly)
-			cjc_evict_touch(&e);
-		jit_count(&s->j, CJC_STAT_HITS, (uint64_t)e.duration_ms);
-		jit_journal_hit(&s->j, key, e.duration_ms);
-		served = 1;
-	} else if (r != CJC_ENTRY_ABSENT) {
-		jit_note(h, "damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", key,
-			 why.data ? why.data : "");
-		jit_count(&s->j, CJC_STAT_DAMAGED, 0);
-	}
-	if (r == CJC_ENTRY_FOUND)
-		cjc_entry_release(&e);
-	cjc_buf_release(&why);
-	return served;
+	int64_t duration_ms;
+	return jit_serve_entry(&s->j, rec->entry_key, read_outputs, s, &duration_ms);
 }
 
 static long remote_match(void *ctx, const struct cjc_manifest *m)
