@@ -741,8 +741,9 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	cjc_compile_resolve_native(&j->c, j->argv[0]);
 	if (!j->c.uncacheable) {
 		j->deliver = through_links(j->c.output);
-		if (output_trouble(j))
-			j->c.uncacheable = cjc_xstrdup(output_trouble(j));
+		const char *trouble = output_trouble(j);
+		if (trouble)
+			j->c.uncacheable = cjc_xstrdup(trouble);
 	}
 	if (j->c.uncacheable) {
 		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);

@@ -748,7 +748,7 @@ static int fetch_artifacts(struct cjc_remotes *r, struct group *g, const char *k
 		cjc_hash_buf_hex(data.data, data.len, sha);
 		if (data.len != a->size || strcmp(sha, a->sha256))
 			rc = bad_data(r, g, "artifact", key, "size or SHA-256 differs from the metadata");
-		else if (cjc_staging_add_data(st, a->name, data.data, data.len))
+		else if (cjc_staging_add_checked(st, a->name, data.data, data.len, sha))
 			rc = -1, cjc_log("cannot stage %s: %s", a->name, strerror(errno));
 	}
 	cjc_buf_release(&data);

@@ -600,8 +600,9 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 	return 0;
 }
 
+/* sha: the bytes' SHA-256 (hex), when the caller computed it from them; else NULL. */
 static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, const void *p,
-			size_t n)
+			size_t n, const char *sha)
 {
 	if (st->nfiles == sizeof st->files / sizeof *st->files || !cjc_artifact_name_ok(name)) {
 		errno = EINVAL;
@@ -630,7 +631,10 @@ static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, co
 		struct cjc_artifact *a = &st->files[st->nfiles++];
 		a->name = cjc_xstrdup(name);
 		a->size = n;
-		cjc_hash_buf_hex(p, n, a->sha256);
+		if (sha)
+			memcpy(a->sha256, sha, CJC_HEX_LEN + 1);
+		else
+			cjc_hash_buf_hex(p, n, a->sha256);
 	}
 	cjc_buf_release(&copy);
 	errno = e;
@@ -642,7 +646,7 @@ int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *s
 	int fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	int rc = add_artifact(st, name, fd, NULL, 0);
+	int rc = add_artifact(st, name, fd, NULL, 0, NULL);
 	int e = errno;
 	close(fd);
 	errno = e;
@@ -651,7 +655,13 @@ int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *s
 
 int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n)
 {
-	return add_artifact(st, name, -1, p, n);
+	return add_artifact(st, name, -1, p, n, NULL);
+}
+
+int cjc_staging_add_checked(struct cjc_staging *st, const char *name, const void *p, size_t n,
+			    const char *sha)
+{
+	return add_artifact(st, name, -1, p, n, sha);
 }
 
 /* Writes one file of the staging that is not an artifact. */

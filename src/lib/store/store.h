@@ -187,6 +187,10 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st);
 /* Adds an artifact from the current contents of a file / from memory. */
 int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *src);
 int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n);
+/* The same, for bytes whose SHA-256 (hex) the caller has just computed
+ * from them (a remote store's artifact, checked): not hashed again. */
+int cjc_staging_add_checked(struct cjc_staging *st, const char *name, const void *p, size_t n,
+			    const char *sha);
 /* Writes the signature (sign.h; NULL or empty: unsigned), then
  * metadata.json, and renames the staging into place.  *won is false when an
  * entry with that key was already there (not an error). */
