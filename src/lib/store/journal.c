@@ -117,16 +117,19 @@ static void make_room(struct reader *r, size_t *len, bool *skipping)
 	r->buf = cjc_xrealloc(r->buf, r->cap);
 }
 
-/* Every line of the file open at fd (which it closes); fn returns non-zero
- * to stop.  The last line may lack its newline. */
-static int read_lines(struct reader *r, int fd)
+/* Every line of the first size bytes of the file open at fd (which it
+ * closes): what it held when it was opened; a journal that grows meanwhile
+ * is not followed.  fn returns non-zero to stop.  The last line may lack
+ * its newline. */
+static int read_lines(struct reader *r, int fd, uint64_t size)
 {
 	size_t len = 0;
 	bool skipping = false;
 	int stop = 0, rc = 0;
-	for (;;) {
+	for (uint64_t left = size; left;) {
 		make_room(r, &len, &skipping);
-		ssize_t got = read(fd, r->buf + len, r->cap - len);
+		size_t room = r->cap - len;
+		ssize_t got = read(fd, r->buf + len, room < left ? room : (size_t)left);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
@@ -134,6 +137,7 @@ static int read_lines(struct reader *r, int fd)
 			break;
 		}
 		r->counts->bytes += (uint64_t)got;
+		left -= (uint64_t)got;
 		size_t used = hand_lines(r, len + (size_t)got, &skipping, &stop);
 		len += (size_t)got - used;
 		memmove(r->buf, r->buf + used, len);
@@ -174,7 +178,7 @@ static int read_file(const struct cjc_store *s, const char *name, struct reader 
 		return r->lenient ? 0 : -1;
 	}
 	r->counts->files++;
-	return read_lines(r, fd);
+	return read_lines(r, fd, (uint64_t)st.st_size);
 }
 
 /* The records of the lines of one file (optionally those holding needle). */
