@@ -48,7 +48,7 @@ oneTimeSetUp() {
 	"$CJC" --target app "$NVCC" --cubin k.cu -o app.cubin -arch=$ARCH &&
 		"$CJC" --target app "$NVCC" --cubin k.cu -o app.cubin -arch=$ARCH || exit 1
 	sed -i 's/2.0f/3.0f/' k.h && past_a_tick k.h
-	CJC_REMOTE="$REFUSING|connect-timeout=100ms" \
+	CJC_REMOTE="$REFUSING|connect-timeout=30s" \
 		"$CJC" --target app "$NVCC" --cubin k.cu -o app.cubin -arch=$ARCH &&
 		"$CJC" --target lib "$NVCC" --cubin k.cu -o lib.cubin -arch=$ARCH &&
 		"$CJC" "$NVCC" --version >/dev/null || exit 1
@@ -218,11 +218,12 @@ testJournalLinesThatAreNotRecordsAreCounted() {
 		printf '[%.0s' $(seq 5000) && echo
 		echo '{"result":"hit","time":"yesterday"}'
 		printf '\377\376{"result":"miss"}\n'
+		head -c 17000000 /dev/zero | tr '\0' x && echo # over CJC_JOURNAL_MAX_LINE (16 MiB)
 	} >>"$ns/journal-4244"
 	"$CJC" report >page.html
 	assertEquals "exit status" 0 $?
 	$PY "$TESTS_DIR/report_check.py" page page.html >page.json
-	assertTrue "4 skipped" "grep -q '(4 damaged lines skipped)' page.html"
+	assertTrue "5 skipped, the line too long among them" "grep -q '(5 damaged lines skipped)' page.html"
 	assertEquals "the hit without a time is counted, not plotted" 5 \
 		"$(number page.json section:over-time journal_records)"
 }

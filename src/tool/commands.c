@@ -220,8 +220,7 @@ static int require_writable(const struct session *s, const char *cmd)
 
 static double hit_rate(const uint64_t *v)
 {
-	uint64_t lookups = v[CJC_STAT_HITS] + v[CJC_STAT_MISSES];
-	return lookups ? 100.0 * (double)v[CJC_STAT_HITS] / (double)lookups : 0.0;
+	return report_hit_rate(v[CJC_STAT_HITS], v[CJC_STAT_MISSES]);
 }
 
 /* The counters; store_wide: with those of the whole store (size, evictions). */

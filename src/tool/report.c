@@ -19,8 +19,8 @@ double report_hit_rate(uint64_t hits, uint64_t misses)
 	return hits + misses ? 100.0 * (double)hits / (double)(hits + misses) : 0.0;
 }
 
-/* Adds rows into a breakdown by name (each store's file is in name order,
- * but two stores hold different names: a linear merge of at most 257 each). */
+/* Adds rows into a breakdown by name: a search of the rows so far for each
+ * (at most 257 a store: quadratic, and small). */
 static void merge_rows(struct cjc_stats_row **into, size_t *n, const struct cjc_stats_row *rows,
 		       size_t nrows)
 {
@@ -287,6 +287,7 @@ static int add_store(struct report *r, const struct cjc_store *s)
 			strerror(errno));
 		return -1;
 	}
+	r->skipped += one->journal.skipped; /* lines over CJC_JOURNAL_MAX_LINE */
 	return 0;
 }
 
