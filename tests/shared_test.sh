@@ -67,36 +67,6 @@ group_store() {
 	"$CJC" stats --zero >/dev/null || fail "cjc stats --zero"
 }
 
-# hold_locks USER OP FILE...: USER opens each FILE for reading and holds
-# flock(OP) (LOCK_SH or LOCK_EX) on it until stop_holder.  Returns once
-# every lock is held: the holder says so on a pipe.
-hold_locks() {
-	local user=$1 op=$2 said=
-	shift 2
-	exec {HOLDER_FD}< <(exec setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups \
-		perl -MFcntl=:flock -e '
-			my $op = shift eq "LOCK_SH" ? LOCK_SH : LOCK_EX;
-			my @held;
-			for my $f (@ARGV) {
-				open(my $h, "<", $f) or die "$f: $!\n";
-				flock($h, $op) or die "flock $f: $!\n";
-				push @held, $h;
-			}
-			$| = 1;
-			print "held\n";
-			sleep;' "$op" "$@")
-	HOLDER=$!
-	read -r -t 60 -u "$HOLDER_FD" said
-	assertEquals "$user holds the locks" held "$said"
-}
-
-stop_holder() {
-	[ -n "${HOLDER:-}" ] || return 0
-	kill "$HOLDER" 2>/dev/null
-	exec {HOLDER_FD}<&-
-	HOLDER=
-}
-
 # plant KIND: the member puts a KIND (fifo, dir, file) at every eviction
 # lock's name, the old shared one and this user's own, and at this user's
 # lease file (docs/store.md): no compile may wait on it, fail, or write

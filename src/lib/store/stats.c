@@ -78,15 +78,15 @@ static int rewrite(int fd, int read_rc, const struct cjc_buf *framed)
 
 /* Opens a counter file of the store, locks it and lets update() rewrite it.
  * Anyone who can read the file can hold a lock on it, so the lock is never
- * waited for beyond a few milliseconds (fs.h): then the update is skipped,
- * -1 with EWOULDBLOCK, and the compile goes on. */
-static int with_locked(const struct cjc_store *s, const char *sub,
+ * waited for beyond a few milliseconds (fs.h), and not at all unless wait:
+ * then the update is skipped, -1 with EWOULDBLOCK, and the compile goes on. */
+static int with_locked(const struct cjc_store *s, const char *sub, bool wait,
 		       int (*update)(int fd, const void *ctx), const void *ctx)
 {
 	int fd = cjc_store_open_regular(s, sub, O_RDWR | O_CREAT, 0666);
 	if (fd < 0)
 		return -1;
-	int rc = cjc_lock_bounded(fd, LOCK_EX);
+	int rc = wait ? cjc_lock_bounded(fd, LOCK_EX) : flock(fd, LOCK_EX | LOCK_NB);
 	if (!rc)
 		rc = update(fd, ctx);
 	int e = errno;
@@ -121,22 +121,36 @@ static int update_shard(int fd, const void *ctx)
 	return rc;
 }
 
-static int with_shard(const struct cjc_store *s, int shard, const uint64_t *delta, bool zero)
+static int with_shard(const struct cjc_store *s, int shard, bool wait, const uint64_t *delta,
+		      bool zero)
 {
 	char name[32];
 	struct shard_change ch = { delta, zero };
 	snprintf(name, sizeof name, "stats/%d", shard);
-	return with_locked(s, name, update_shard, &ch);
+	return with_locked(s, name, wait, update_shard, &ch);
 }
 
+static bool holds_size(const uint64_t delta[CJC_STAT_COUNT])
+{
+	return delta[CJC_STAT_BYTES] || delta[CJC_STAT_ENTRIES];
+}
+
+/* Events may go to any shard: the pid's first, else the first other one free
+ * at once, so a holder descheduled on a busy machine loses no count; only
+ * when none is free is the pid's shard waited for (bounded).  Sizes stay in
+ * their own shard (cjc_stats_add_shard). */
 int cjc_stats_add(const struct cjc_store *s, const uint64_t delta[CJC_STAT_COUNT])
 {
-	return with_shard(s, (int)(getpid() % CJC_STATS_SHARDS), delta, false);
+	int first = (int)(getpid() % CJC_STATS_SHARDS);
+	for (int i = 0; i < CJC_STATS_SHARDS && !holds_size(delta); i++)
+		if (!with_shard(s, (first + i) % CJC_STATS_SHARDS, false, delta, false))
+			return 0;
+	return with_shard(s, first, true, delta, false);
 }
 
 int cjc_stats_add_shard(const struct cjc_store *s, int shard, const uint64_t delta[CJC_STAT_COUNT])
 {
-	return with_shard(s, shard, delta, false);
+	return with_shard(s, shard, true, delta, false);
 }
 
 int cjc_stats_bump(const struct cjc_store *s, enum cjc_counter c, uint64_t saved_ms)
@@ -292,7 +306,7 @@ int cjc_stats_add_named(const struct cjc_store *s, enum cjc_stats_breakdown b, c
 			const uint64_t delta[CJC_STAT_COUNT])
 {
 	struct named_change ch = { name, delta };
-	return with_locked(s, breakdown_files[b], update_named, &ch);
+	return with_locked(s, breakdown_files[b], true, update_named, &ch);
 }
 
 int cjc_stats_read_named(const struct cjc_store *s, enum cjc_stats_breakdown b,
@@ -313,7 +327,7 @@ int cjc_stats_zero(const struct cjc_store *s)
 {
 	int rc = 0, e = 0;
 	for (int shard = 0; shard < CJC_STATS_SHARDS; shard++)
-		if (with_shard(s, shard, NULL, true) && !rc)
+		if (with_shard(s, shard, true, NULL, true) && !rc)
 			rc = -1, e = errno;
 	for (size_t b = 0; b < sizeof breakdown_files / sizeof *breakdown_files; b++)
 		if (cjc_store_remove(s, breakdown_files[b]) && !rc)

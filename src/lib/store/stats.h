@@ -4,7 +4,8 @@
  *
  * The counters live in CJC_STATS_SHARDS files stats/<n> of the store; a
  * process adds to the shard of its pid under flock(2) on that shard alone,
- * so parallel compiles rarely wait on each other and no update is lost.
+ * or, when that one is locked, to the first other shard free at once, so
+ * parallel compiles rarely wait on each other and no update is lost.
  *
  * No compile waits on anyone else: whoever can read a counter file (another
  * member of a group store, or a user who may only read it) can hold a lock
