@@ -23,6 +23,19 @@ ARCH=${CJC_TEST_ARCH:-sm_80}
 SANITIZED=
 grep -q 'CJC_SANITIZE:BOOL=ON' "${CJC_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2>/dev/null && SANITIZED=1
 
+# half_here plain|sanitized: whether this build runs that half of a pair of
+# tests that prove the same thing two ways (two generators, two errnos of
+# one code path).  CI runs the README's tests on both builds, so each half
+# runs there once (HACKING.md, the budget); CJC_ALL_HALVES=1 runs both
+# halves in any build.  A half left out says where it runs.
+half_here() {
+	[ -n "${CJC_ALL_HALVES:-}" ] && return 0
+	[ "$1" = sanitized ] && [ -n "$SANITIZED" ] && return 0
+	[ "$1" = plain ] && [ -z "$SANITIZED" ] && return 0
+	echo "${FUNCNAME[1]}: runs in the $1 build (CJC_ALL_HALVES=1 runs it here)"
+	return 1
+}
+
 # The key-relevant environment and our own settings must not leak in.
 unset CJC_DISABLE CJC_READONLY CJC_CONFIG CJC_DEBUG CJC_MAX_SIZE CJC_REMOTE CJC_UMASK CJC_BASE_DIR
 unset CJC_PRINT_COMMANDS CJC_KEEP_PTX CJC_KEEP_SASS CJC_CHECK_SPILLS CJC_HASH_DIR CJC_LEASE_WAIT

@@ -16,8 +16,8 @@
 # (testTheUndamagedStoreAuditsReproducible) and in the cases at ids/, whose
 # records could name the program an audit runs.  CJC_SHARD=I/N runs the
 # I-th of N shares of the cases (ctest runs hostile_1 and hostile_2 side by
-# side); under the sanitizers each path gets one kind, in turn, and the
-# plain build the other kinds: CI runs both, so every case once.
+# side); CI's plain and sanitized builds take every other case each
+# (half_here), so CI plants every case once.
 
 . "$(dirname "$0")/helpers.sh"
 
@@ -113,33 +113,27 @@ check_case() {
 	unset CJC_DIR
 }
 
-# layout_cases [sample|rest]: "PATH KIND" a line, every kind at every path;
-# with sample, one kind a path, the next kind at the next path; with rest,
-# the others.  Directories get links, FIFOs and files; files get links,
-# FIFOs, huge files and directories.
+# layout_cases: "PATH KIND" a line, every kind at every path.  Directories
+# get links, FIFOs and files; files get links, FIFOs, huge files and
+# directories.
 layout_cases() {
-	local p kinds n=0 k
+	local p k kinds
 	for p in $PATHS; do
-		if [ -d "$NS/$p" ]; then kinds=(outside fifo huge); else kinds=(devzero outside fifo huge dir); fi
-		for k in "${!kinds[@]}"; do
-			case ${1:-all} in
-			sample) [ "$k" = $((n % ${#kinds[@]})) ] || continue ;;
-			rest) [ "$k" != $((n % ${#kinds[@]})) ] || continue ;;
-			esac
-			echo "$p ${kinds[k]}"
-		done
-		n=$((n + 1))
+		if [ -d "$NS/$p" ]; then kinds="outside fifo huge"; else kinds="devzero outside fifo huge dir"; fi
+		for k in $kinds; do echo "$p $k"; done
 	done
 }
 
-# The cases this run takes: under the sanitizers the sample, in the plain
-# build the rest (CI runs both: every case once; HACKING.md, the budget),
-# then every N-th from the I-th (CJC_SHARD=I/N).  CJC_HOSTILE_ALL=1: all.
+# The cases this run takes: every other one in each of CI's two builds
+# (half_here: the first, third, ... in the plain build; the second, fourth,
+# ... under the sanitizers; so every path gets kinds in both), then every
+# N-th of those from the I-th (CJC_SHARD=I/N).
 my_cases() {
-	local shard=${CJC_SHARD:-1/1} which=rest
-	[ -n "$SANITIZED" ] && which=sample
-	[ -n "${CJC_HOSTILE_ALL:-}" ] && which=all
-	layout_cases $which | awk -v i="${shard%/*}" -v n="${shard#*/}" 'NR % n == i % n'
+	local shard=${CJC_SHARD:-1/1} plain=0 sanitized=0
+	half_here plain >/dev/null && plain=1
+	half_here sanitized >/dev/null && sanitized=1
+	layout_cases | awk -v p=$plain -v s=$sanitized '(NR % 2 ? p : s)' |
+		awk -v i="${shard%/*}" -v n="${shard#*/}" 'NR % n == i % n'
 }
 
 # first_share: whether this run is the first share (cases outside the

@@ -206,9 +206,14 @@ int cjc_mkdirs(const char *path, mode_t mode)
 	return cjc_is_dir(path) ? 0 : (errno = ENOTDIR, -1);
 }
 
-int cjc_fsync_path(const char *path)
+void cjc_start_writeback(int fd)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
+static int fsync_opened(int dirfd, const char *name, int flags)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | flags);
 	if (fd < 0)
 		return -1;
 	int rc = fsync(fd);
@@ -216,6 +221,16 @@ int cjc_fsync_path(const char *path)
 	close(fd);
 	errno = e;
 	return rc;
+}
+
+int cjc_fsync_at(int dirfd, const char *name)
+{
+	return fsync_opened(dirfd, name, O_NOFOLLOW);
+}
+
+int cjc_fsync_path(const char *path)
+{
+	return fsync_opened(AT_FDCWD, path, 0);
 }
 
 int cjc_remove_tree_at(int parent, const char *name)

@@ -82,6 +82,11 @@ int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, 
 int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);
 int cjc_mkdirs(const char *path, mode_t mode);
 int cjc_fsync_path(const char *path);
+/* Starts writing a file's dirty pages back, without waiting (several files
+ * then reach the disk together; fsync them after).  Errors are ignored. */
+void cjc_start_writeback(int fd);
+/* fsyncs the file name in dirfd (not followed when a link). */
+int cjc_fsync_at(int dirfd, const char *name);
 int cjc_remove_tree(const char *path);
 /* The same for name in the directory open at parent (never following a link). */
 int cjc_remove_tree_at(int parent, const char *name);

@@ -600,6 +600,37 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 	return 0;
 }
 
+/* Writes a new file of the staging and starts writing it back to disk;
+ * sync_staged() waits for all of them at once before the rename: one
+ * journal commit, not one a file. */
+static int write_staged(const struct cjc_staging *st, const char *name, const void *p, size_t n)
+{
+	int fd = openat(st->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return -1;
+	int rc = cjc_write_all(fd, p, n);
+	if (!rc)
+		cjc_start_writeback(fd);
+	int e = errno;
+	if (close(fd) && !rc)
+		rc = -1, e = errno;
+	errno = e;
+	return rc;
+}
+
+/* fsyncs every file written into the staging, then the directory. */
+static int sync_staged(const struct cjc_staging *st, bool signed_)
+{
+	int rc = 0;
+	for (size_t i = 0; i < st->nfiles && !rc; i++)
+		rc = cjc_fsync_at(st->dfd, st->files[i].name);
+	if (!rc && signed_)
+		rc = cjc_fsync_at(st->dfd, CJC_SIGN_FILE);
+	if (!rc)
+		rc = cjc_fsync_at(st->dfd, "metadata.json");
+	return rc ? rc : fsync(st->dfd);
+}
+
 /* sha: the bytes' SHA-256 (hex), when the caller computed it from them; else NULL. */
 static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, const void *p,
 			size_t n, const char *sha)
@@ -608,9 +639,6 @@ static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, co
 		errno = EINVAL;
 		return -1;
 	}
-	int fd = openat(st->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-	if (fd < 0)
-		return -1;
 	struct cjc_buf copy = CJC_BUF_INIT;
 	int rc = 0;
 	if (src_fd >= 0) {
@@ -621,12 +649,8 @@ static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, co
 	if (!rc && n == 0)
 		rc = -1, errno = ENODATA; /* an empty artifact is never published */
 	if (!rc)
-		rc = cjc_write_all(fd, p, n);
-	if (!rc)
-		rc = fsync(fd);
+		rc = write_staged(st, name, p, n);
 	int e = errno;
-	if (close(fd) && !rc)
-		rc = -1, e = errno;
 	if (!rc) {
 		struct cjc_artifact *a = &st->files[st->nfiles++];
 		a->name = cjc_xstrdup(name);
@@ -664,11 +688,6 @@ int cjc_staging_add_checked(struct cjc_staging *st, const char *name, const void
 	return add_artifact(st, name, -1, p, n, sha);
 }
 
-/* Writes one file of the staging that is not an artifact. */
-static int write_staged(const struct cjc_staging *st, const char *name, const struct cjc_buf *data)
-{
-	return cjc_write_new_file_at(st->dfd, name, data->data, data->len, 0444, true);
-}
 
 /* Whether the writer's directory is still at its name in staging/ (ESTALE
  * when someone renamed it away): what the rename would publish. */
@@ -706,11 +725,12 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 			const struct cjc_buf *metadata, const struct cjc_buf *signature, bool *won)
 {
 	*won = false;
-	int rc = signature && signature->len ? write_staged(st, CJC_SIGN_FILE, signature) : 0;
+	bool signed_ = signature && signature->len;
+	int rc = signed_ ? write_staged(st, CJC_SIGN_FILE, signature->data, signature->len) : 0;
 	if (!rc)
-		rc = write_staged(st, "metadata.json", metadata);
+		rc = write_staged(st, "metadata.json", metadata->data, metadata->len);
 	if (!rc)
-		rc = fsync(st->dfd);
+		rc = sync_staged(st, signed_);
 	char *name = cjc_store_entry_name(key);
 	char *shard_name = cjc_dirname(name);
 	int shard = rc ? -1 : walk(s, shard_name, true, O_PATH | O_DIRECTORY, 0);
