@@ -113,14 +113,15 @@ tearDown() {
 	cd / && rm -rf "$TEST_DIR"
 }
 
-# hold_locks USER OP FILE...: USER opens each FILE for reading and holds
+# hold_locks USER OP FILE...: USER (this one, or another when run as root)
+# opens each FILE for reading and holds
 # flock(OP) (LOCK_SH or LOCK_EX) on it until stop_holder.  Returns once
 # every lock is held: the holder says so on a pipe.
 hold_locks() {
-	local user=$1 op=$2 said=
+	local user=$1 op=$2 said= as=()
 	shift 2
-	exec {HOLDER_FD}< <(exec setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups \
-		perl -MFcntl=:flock -e '
+	[ "$user" = "$(id -un)" ] || as=(setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups)
+	exec {HOLDER_FD}< <(exec "${as[@]}" perl -MFcntl=:flock -e '
 			my $op = shift eq "LOCK_SH" ? LOCK_SH : LOCK_EX;
 			my @held;
 			for my $f (@ARGV) {

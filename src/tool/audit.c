@@ -643,7 +643,7 @@ static int copy_jit_source(struct audit *a)
 	if (rc)
 		add_note(a, "details", "cannot read its %s: %s", a->jit_source, why.data);
 	else if ((rc = mkdir(dir, 0700) ||
-		       cjc_write_new_file(a->source_copy, a->code.data, a->code.len, 0600, false)))
+		       cjc_write_new_file(a->source_copy, a->code.data, a->code.len, 0600)))
 		add_note(a, "details", "cannot write %s: %s", a->source_copy, strerror(errno));
 	else if ((rc = memchr(a->code.data, '\0', a->code.len) != NULL))
 		add_note(a, "details", "its %s holds a NUL byte, which no request's code does",
@@ -678,7 +678,7 @@ static int recorded_words(struct audit *a, struct cjc_strvec *words)
 static int scratch_file(struct audit *a, const char *name, const struct cjc_buf *b)
 {
 	char *path = cjc_path_join(a->scratch, name);
-	int rc = cjc_write_new_file(path, b->data ? b->data : "", b->len, 0600, false);
+	int rc = cjc_write_new_file(path, b->data ? b->data : "", b->len, 0600);
 	if (rc)
 		add_note(a, "details", "cannot write %s: %s", path, strerror(errno));
 	free(path);

@@ -203,7 +203,7 @@ static int write_depfile(const struct job *j, const struct cjc_dep *deps, size_t
 			cjc_strvec_push(&names, deps[i].path);
 	struct cjc_buf text = CJC_BUF_INIT;
 	cjc_depfile_format(&text, j->c.dep_target, names.v, names.n, j->c.dep_phony);
-	int rc = cjc_replace_file(j->c.dep_file, text.data, text.len, false);
+	int rc = cjc_replace_file(j->c.dep_file, text.data, text.len);
 	int e = errno;
 	cjc_buf_release(&text);
 	cjc_strvec_clear(&names);

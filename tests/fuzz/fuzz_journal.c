@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *journal = cjc_store_path(&store, "journal");
 	char *targets = cjc_store_path(&store, "stats/targets");
 	struct cjc_buf framed = CJC_BUF_INIT;
-	if (cjc_replace_file(journal, data, size, false))
+	if (cjc_replace_file(journal, data, size))
 		__builtin_trap();
 	dup2(quiet_fd, 2);
 	(void)cjc_why_print(&store, "/x/k.o", false, false);
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dup2(stderr_fd, 2);
 	explain_a_miss();
 	cjc_blob_encode(&framed, "CJCN", data, size);
-	if (cjc_replace_file(targets, framed.data, framed.len, false))
+	if (cjc_replace_file(targets, framed.data, framed.len))
 		__builtin_trap();
 	struct cjc_stats_row *rows;
 	size_t n;

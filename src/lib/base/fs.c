@@ -168,14 +168,14 @@ int cjc_write_all(int fd, const void *p, size_t n)
 }
 
 int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
-			  bool sync)
+			  bool writeback)
 {
 	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -1;
 	int rc = cjc_write_all(fd, p, n);
-	if (!rc && sync)
-		rc = fsync(fd);
+	if (!rc && writeback)
+		(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	int e = errno;
 	if (close(fd) && !rc) {
 		rc = -1;
@@ -185,9 +185,9 @@ int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, 
 	return rc;
 }
 
-int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync)
+int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode)
 {
-	return cjc_write_new_file_at(AT_FDCWD, path, p, n, mode, sync);
+	return cjc_write_new_file_at(AT_FDCWD, path, p, n, mode, false);
 }
 
 int cjc_mkdirs(const char *path, mode_t mode)
@@ -206,14 +206,9 @@ int cjc_mkdirs(const char *path, mode_t mode)
 	return cjc_is_dir(path) ? 0 : (errno = ENOTDIR, -1);
 }
 
-void cjc_start_writeback(int fd)
+int cjc_fsync_at(int dirfd, const char *name)
 {
-	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-}
-
-static int fsync_opened(int dirfd, const char *name, int flags)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | flags);
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -1;
 	int rc = fsync(fd);
@@ -221,16 +216,6 @@ static int fsync_opened(int dirfd, const char *name, int flags)
 	close(fd);
 	errno = e;
 	return rc;
-}
-
-int cjc_fsync_at(int dirfd, const char *name)
-{
-	return fsync_opened(dirfd, name, O_NOFOLLOW);
-}
-
-int cjc_fsync_path(const char *path)
-{
-	return fsync_opened(AT_FDCWD, path, 0);
 }
 
 int cjc_remove_tree_at(int parent, const char *name)
@@ -266,12 +251,11 @@ int cjc_remove_tree(const char *path)
 	return cjc_remove_tree_at(AT_FDCWD, path);
 }
 
-int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
-			bool sync)
+int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode)
 {
 	char *tmp = cjc_unique_name(name);
 	cjc_tempfile_add_at(dirfd, tmp);
-	int rc = cjc_write_new_file_at(dirfd, tmp, p, n, mode, sync);
+	int rc = cjc_write_new_file_at(dirfd, tmp, p, n, mode, false);
 	if (!rc)
 		rc = renameat(dirfd, tmp, dirfd, name);
 	int e = errno;
@@ -284,9 +268,9 @@ int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mo
 	return rc;
 }
 
-int cjc_replace_file(const char *path, const void *p, size_t n, bool sync)
+int cjc_replace_file(const char *path, const void *p, size_t n)
 {
-	return cjc_replace_file_at(AT_FDCWD, path, p, n, 0666, sync);
+	return cjc_replace_file_at(AT_FDCWD, path, p, n, 0666);
 }
 
 static char host[HOST_NAME_MAX + 1];

@@ -75,16 +75,15 @@ int cjc_write_all(int fd, const void *p, size_t n);
  * EWOULDBLOCK.  Other failures: -1 with flock's errno. */
 #define CJC_LOCK_BUDGET_US 4000
 int cjc_lock_bounded(int fd, int op);
-/* Creates a new file name in dirfd (O_EXCL, O_NOFOLLOW) with the bytes,
- * fsynced when asked; the path form is openat(AT_FDCWD, ...). */
+/* Creates a new file name in dirfd (O_EXCL, O_NOFOLLOW) with the bytes;
+ * with writeback, its write-back to disk is started without waiting
+ * (sync_file_range), so that several files reach the disk together when the
+ * caller fsyncs them after (cjc_fsync_at).  The path form is
+ * openat(AT_FDCWD, ...), without write-back. */
 int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
-			  bool sync);
-int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode, bool sync);
+			  bool writeback);
+int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode);
 int cjc_mkdirs(const char *path, mode_t mode);
-int cjc_fsync_path(const char *path);
-/* Starts writing a file's dirty pages back, without waiting (several files
- * then reach the disk together; fsync them after).  Errors are ignored. */
-void cjc_start_writeback(int fd);
 /* fsyncs the file name in dirfd (not followed when a link). */
 int cjc_fsync_at(int dirfd, const char *name);
 int cjc_remove_tree(const char *path);
@@ -93,10 +92,9 @@ int cjc_remove_tree_at(int parent, const char *name);
 /* Writes the bytes to a temporary file beside name in dirfd (registered as
  * a temporary; created with mode, less the umask), then renames it over
  * name, both relative to dirfd. */
-int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode,
-			bool sync);
+int cjc_replace_file_at(int dirfd, const char *name, const void *p, size_t n, mode_t mode);
 /* The same by path (AT_FDCWD), for files outside any store. */
-int cjc_replace_file(const char *path, const void *p, size_t n, bool sync);
+int cjc_replace_file(const char *path, const void *p, size_t n);
 
 /* "<prefix>.<host>.<pid>.<random>" in a new allocation: unique across hosts. */
 char *cjc_unique_name(const char *prefix);

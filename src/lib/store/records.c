@@ -134,7 +134,7 @@ int cjc_blob_memo_replace(const struct cjc_store *s, const char *sub, const void
 			  : cjc_store_openat(s, name, O_PATH | O_DIRECTORY, 0);
 		/* never group-writable (0644, less the umask): a memo others
 		 * could write is no memo of yours */
-		rc = dfd < 0 ? -1 : cjc_replace_file_at(dfd, slash + 1, p, n, 0644, false);
+		rc = dfd < 0 ? -1 : cjc_replace_file_at(dfd, slash + 1, p, n, 0644);
 		e = errno;
 		if (dfd >= 0)
 			close(dfd);

@@ -130,19 +130,13 @@ static int with_shard(const struct cjc_store *s, int shard, bool wait, const uin
 	return with_locked(s, name, wait, update_shard, &ch);
 }
 
-static bool holds_size(const uint64_t delta[CJC_STAT_COUNT])
-{
-	return delta[CJC_STAT_BYTES] || delta[CJC_STAT_ENTRIES];
-}
-
 /* Events may go to any shard: the pid's first, else the first other one free
  * at once, so a holder descheduled on a busy machine loses no count; only
- * when none is free is the pid's shard waited for (bounded).  Sizes stay in
- * their own shard (cjc_stats_add_shard). */
+ * when none is free is the pid's shard waited for (bounded). */
 int cjc_stats_add(const struct cjc_store *s, const uint64_t delta[CJC_STAT_COUNT])
 {
 	int first = (int)(getpid() % CJC_STATS_SHARDS);
-	for (int i = 0; i < CJC_STATS_SHARDS && !holds_size(delta); i++)
+	for (int i = 0; i < CJC_STATS_SHARDS; i++)
 		if (!with_shard(s, (first + i) % CJC_STATS_SHARDS, false, delta, false))
 			return 0;
 	return with_shard(s, first, true, delta, false);

@@ -80,8 +80,11 @@ const char *cjc_stats_name(enum cjc_counter c);
 bool cjc_stats_store_wide(enum cjc_counter c);
 /* Adds one to a counter (and saved_ms to the time saved, on a hit). */
 int cjc_stats_bump(const struct cjc_store *s, enum cjc_counter c, uint64_t saved_ms);
+/* Adds events to whichever shard is free first (no sizes: those go to their
+ * own shard, below). */
 int cjc_stats_add(const struct cjc_store *s, const uint64_t delta[CJC_STAT_COUNT]);
-/* The same on a given shard (deltas are modulo 2^64: add -x to subtract). */
+/* The same on a given shard, as sizes must be (deltas are modulo 2^64: add
+ * -x to subtract). */
 int cjc_stats_add_shard(const struct cjc_store *s, int shard, const uint64_t delta[CJC_STAT_COUNT]);
 int cjc_stats_read(const struct cjc_store *s, uint64_t out[CJC_STAT_COUNT]);
 int cjc_stats_read_shard(const struct cjc_store *s, int shard, uint64_t out[CJC_STAT_COUNT]);

@@ -296,7 +296,7 @@ int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p,
 	const char *slash = strrchr(sub, '/');
 	char *dir = cjc_dirname(sub);
 	int dfd = walk(s, dir, true, O_PATH | O_DIRECTORY, 0);
-	int rc = dfd < 0 ? -1 : cjc_replace_file_at(dfd, slash ? slash + 1 : sub, p, n, 0666, false);
+	int rc = dfd < 0 ? -1 : cjc_replace_file_at(dfd, slash ? slash + 1 : sub, p, n, 0666);
 	int e = errno;
 	if (dfd >= 0)
 		close(dfd);
@@ -601,21 +601,11 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 }
 
 /* Writes a new file of the staging and starts writing it back to disk;
- * sync_staged() waits for all of them at once before the rename: one
- * journal commit, not one a file. */
+ * sync_staged() waits for all of them before the rename, when their
+ * write-backs are under way together. */
 static int write_staged(const struct cjc_staging *st, const char *name, const void *p, size_t n)
 {
-	int fd = openat(st->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-	if (fd < 0)
-		return -1;
-	int rc = cjc_write_all(fd, p, n);
-	if (!rc)
-		cjc_start_writeback(fd);
-	int e = errno;
-	if (close(fd) && !rc)
-		rc = -1, e = errno;
-	errno = e;
-	return rc;
+	return cjc_write_new_file_at(st->dfd, name, p, n, 0444, true);
 }
 
 /* fsyncs every file written into the staging, then the directory. */
@@ -687,7 +677,6 @@ int cjc_staging_add_checked(struct cjc_staging *st, const char *name, const void
 {
 	return add_artifact(st, name, -1, p, n, sha);
 }
-
 
 /* Whether the writer's directory is still at its name in staging/ (ESTALE
  * when someone renamed it away): what the rename would publish. */
