@@ -20,6 +20,10 @@ PORTFILE.requests ("METHOD PATH").  MODE:
                    zeros, as long as the client reads.
   redis-drip       RESP: every command is answered "$64\\r\\n" and 64 bytes,
                    one byte a second.
+  redis-badend     RESP: every command is answered at once with a bulk of 64
+                   bytes that ends in "XY", not "\\r\\n".
+  redis-cut        RESP: the first command is answered "$65536\\r\\n" and 100
+                   bytes, then the connection is closed.
   http-slow        HTTP: every request is answered after FAKE_DELAY seconds
                    (0.9): GET and HEAD 404, PUT 201.
   http-oracle      HTTP: a server that probes the client's files (issue 22,
@@ -186,6 +190,15 @@ class Resp(socketserver.StreamRequestHandler):
                 if MODE == "redis-huge":
                     sent += stream_zeros(self.wfile, b"$%d\r\n" % HUGE)
                     break
+                if MODE in ("redis-badend", "redis-cut"):
+                    reply = (b"$64\r\n" + b"x" * 64 + b"XY" if MODE == "redis-badend"
+                             else b"$65536\r\n" + b"x" * 100)
+                    self.wfile.write(reply)
+                    self.wfile.flush()
+                    sent += len(reply)
+                    if MODE == "redis-cut":
+                        break
+                    continue
                 for byte in b"$64\r\n" + b"x" * 64 + b"\r\n":
                     self.wfile.write(bytes([byte]))
                     self.wfile.flush()

@@ -398,6 +398,19 @@ testHugeRedisReplyIsRefusedByItsLength() {
 	assertTrue "the server sent $(fake_sent) bytes" "[ $(fake_sent) -lt $((256 << 20)) ]"
 }
 
+# A value is read straight into its buffer once its length line came
+# (remote_redis.c): a value that does not end in "\r\n", or a connection
+# closed before all of it came, is an error, and the compile goes on.
+testRedisValueWithABadEndIsAnError() {
+	compile_against_fake redis-badend "redis://127.0.0.1:PORT|operation-timeout=2s" remote_errors
+	assertContains "$(cat "$CJC_LOG")" "a malformed reply"
+}
+
+testRedisValueCutShortIsAnError() {
+	compile_against_fake redis-cut "redis://127.0.0.1:PORT|operation-timeout=2s" remote_errors
+	assertContains "$(cat "$CJC_LOG")" "connection lost"
+}
+
 # A Redis server dripping its reply a byte a second: cut at the deadline,
 # one second, so it gets out a few bytes (the last into a closed
 # connection; 10 leaves room for a client descheduled on a busy machine),

@@ -82,14 +82,19 @@ int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out)
 	return rc;
 }
 
-int cjc_keep_regular(int fd)
+int cjc_keep_regular_stat(int fd, struct stat *st)
 {
-	struct stat st;
-	if (fd < 0 || (!fstat(fd, &st) && S_ISREG(st.st_mode)))
+	if (fd < 0 || (!fstat(fd, st) && S_ISREG(st->st_mode)))
 		return fd;
 	close(fd);
 	errno = EINVAL;
 	return -1;
+}
+
+int cjc_keep_regular(int fd)
+{
+	struct stat st;
+	return cjc_keep_regular_stat(fd, &st);
 }
 
 int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode)

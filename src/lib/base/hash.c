@@ -66,13 +66,15 @@ void cjc_hash_buf_hex(const void *p, size_t n, char out[CJC_HEX_LEN + 1])
 	cjc_hash_final_hex(&h, out);
 }
 
-int cjc_hash_fd(int fd, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread)
+/* The loop of cjc_hash_fd and cjc_hash_regular: up to the end, or to size
+ * bytes (UINT64_MAX: no bound). */
+static int hash_reads(int fd, uint64_t size, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread)
 {
 	char chunk[1 << 16];
 	struct cjc_hash h;
 	uint64_t total = 0;
 	cjc_hash_init(&h);
-	for (;;) {
+	while (total < size) {
 		ssize_t n = read(fd, chunk, sizeof chunk);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -91,6 +93,16 @@ int cjc_hash_fd(int fd, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread)
 	if (nread)
 		*nread = total;
 	return 0;
+}
+
+int cjc_hash_fd(int fd, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread)
+{
+	return hash_reads(fd, UINT64_MAX, out, nread);
+}
+
+int cjc_hash_regular(int fd, uint64_t size, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread)
+{
+	return hash_reads(fd, size, out, nread);
 }
 
 int cjc_hash_file(const char *path, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread)

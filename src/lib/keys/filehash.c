@@ -177,13 +177,25 @@ static int stat_in(struct dir_memo *d, const char *path, const char *base, struc
 	return fd < 0 ? -1 : fstatat(fd, base, st, 0);
 }
 
-static int stat_fast(const char *path, struct stat *st)
+/* dir_fd() under the lock. */
+static int dir_fd_locked(const char *path, const char **base)
 {
-	const char *base;
 	pthread_mutex_lock(&memo_lock);
-	struct dir_memo *d = dir_of(path, &base);
+	int fd = dir_fd(path, base);
+	int e = errno;
 	pthread_mutex_unlock(&memo_lock);
-	return stat_in(d, path, base, st);
+	errno = e;
+	return fd;
+}
+
+/* stat(2) of base in dirfd (dir_fd), or of path where that is not open. */
+static int stat_at(int dirfd, const char *base, const char *path, struct stat *st)
+{
+	if (dirfd >= 0 && base && *base)
+		return fstatat(dirfd, base, st, 0);
+	if (dirfd < 0 && base) /* the directory cannot be opened: nor can the file */
+		return -1;
+	return stat(path, st);
 }
 
 static void forget_dirs(void)
@@ -218,16 +230,20 @@ struct fresh {
 };
 
 /* Reads and hashes a file, noting its stamp from the descriptor it read
- * (no lock held). */
-static void hash_now(const char *path, struct fresh *out)
+ * (no lock held): by its last name in its directory (dirfd, from
+ * dir_fd) where that is open, which spares walking the whole path again;
+ * else by path. */
+static void hash_now(int dirfd, const char *base, const char *path, struct fresh *out)
 {
 	out->stamped = false;
 	out->taken_ns = cjc_wall_ns();
+	bool in_dir = dirfd >= 0 && base && *base;
 	/* a path may come from a manifest someone else wrote: never block on a
-	 * FIFO or read a device (cjc_open_regular) */
-	int fd = cjc_open_regular(AT_FDCWD, path, O_RDONLY, 0);
+	 * FIFO or read a device (cjc_keep_regular_stat) */
 	struct stat s;
-	if (fd < 0 || fstat(fd, &s) || cjc_hash_fd(fd, out->sha, &out->size)) {
+	int fd = cjc_keep_regular_stat(openat(in_dir ? dirfd : AT_FDCWD, in_dir ? base : path,
+					      O_RDONLY | O_NONBLOCK | O_CLOEXEC), &s);
+	if (fd < 0 || cjc_hash_regular(fd, (uint64_t)s.st_size, out->sha, &out->size)) {
 		out->err = errno ? errno : EIO;
 	} else {
 		out->err = 0;
@@ -274,16 +290,18 @@ int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIG
 	pthread_mutex_unlock(&memo_lock);
 	bool holds = false;
 	struct fresh fresh = { 0 };
+	const char *base = NULL;
+	int dirfd = seen.known ? -1 : dir_fd_locked(path, &base);
 	if (!seen.known && seen.stamped) {
 		struct stat s;
 		struct cjc_stamp now;
-		if (!stat_fast(path, &s)) {
+		if (!stat_at(dirfd, base, path, &s)) {
 			cjc_stamp_of(&s, &now);
 			holds = cjc_stamp_holds(&seen.st, &now, seen.taken_ns);
 		}
 	}
 	if (!seen.known && !holds)
-		hash_now(path, &fresh);
+		hash_now(dirfd, base, path, &fresh);
 	pthread_mutex_lock(&memo_lock);
 	settle(m, holds, &fresh);
 	int err = m->err;
@@ -334,13 +352,12 @@ static void *prefetch_some(void *arg)
 		struct cjc_stamp now;
 		if (w[k].seen.known)
 			continue;
-		if (w[k].seen.stamped && w[k].dirfd >= 0 && w[k].base && *w[k].base &&
-		    !fstatat(w[k].dirfd, w[k].base, &s, 0)) {
+		if (w[k].seen.stamped && !stat_at(w[k].dirfd, w[k].base, w[k].m->path, &s)) {
 			cjc_stamp_of(&s, &now);
 			w[k].holds = cjc_stamp_holds(&w[k].seen.st, &now, w[k].seen.taken_ns);
 		}
-		if (!w[k].holds)
-			hash_now(w[k].m->path, &w[k].fresh); /* the path never changes */
+		if (!w[k].holds) /* the path never changes */
+			hash_now(w[k].dirfd, w[k].base, w[k].m->path, &w[k].fresh);
 	}
 	pthread_mutex_lock(&memo_lock);
 	for (size_t k = 0; k < n; k++)

@@ -213,35 +213,94 @@ static int check_head(const char *head, size_t n, size_t max)
 	return end != eol || len < -1 || (unsigned long long)(len < 0 ? 0 : len) > max ? -1 : 0;
 }
 
-/* Reads one reply, up to the deadline and max bytes (the head comment):
- * CJC_REMOTE_OK with *reply, or a result with why. */
-static int receive(redisContext *c, size_t max, int64_t deadline, redisReply **reply,
-		   struct cjc_buf *why)
+/* Waits until the deadline for bytes from c and reads up to cap of them
+ * into dst: CJC_REMOTE_OK with *n > 0, or a result with why. */
+static int read_some(redisContext *c, int64_t deadline, char *dst, size_t cap, size_t *n,
+		     struct cjc_buf *why)
 {
-	char buf[16384], head[FRAMING];
-	size_t seen = 0, nhead = 0;
-	void *got = NULL;
-	while (!got) {
+	for (;;) {
 		int64_t left = deadline - cjc_now_ms();
 		if (left <= 0)
 			return timed_out(why);
 		struct pollfd p = { .fd = c->fd, .events = POLLIN };
 		int ready = poll(&p, 1, (int)left);
-		ssize_t n = ready > 0 ? read(c->fd, buf, sizeof buf) : 0;
-		if (!ready || ((ready < 0 || n < 0) && errno == EINTR))
+		ssize_t got = ready > 0 ? read(c->fd, dst, cap) : 0;
+		if (!ready || ((ready < 0 || got < 0) && errno == EINTR))
 			continue;
-		if (ready < 0 || n <= 0) {
-			cjc_buf_adds(why, n < 0 || ready < 0 ? strerror(errno) : "connection lost");
+		if (ready < 0 || got <= 0) {
+			cjc_buf_adds(why, got < 0 || ready < 0 ? strerror(errno) : "connection lost");
 			errno = EIO;
 			return CJC_REMOTE_ERROR;
 		}
-		size_t take = (size_t)n < FRAMING - nhead ? (size_t)n : FRAMING - nhead;
+		*n = (size_t)got;
+		return CJC_REMOTE_OK;
+	}
+}
+
+/* The length of the bulk reply whose first n bytes are at p, when its
+ * length line ends within them (*line: that line's size); else -1. */
+static long long bulk_length(const char *p, size_t n, size_t *line)
+{
+	const char *eol = n && p[0] == '$' ? memchr(p, '\r', n) : NULL;
+	if (!eol || (size_t)(eol - p) + 2 > n || eol[1] != '\n')
+		return -1;
+	*line = (size_t)(eol - p) + 2;
+	return strtoll(p + 1, NULL, 10); /* its digits were checked (check_head) */
+}
+
+/* A bulk reply's value (len bytes, within the bound), whose length line and
+ * first bytes came in buf (n bytes, the line's size line): the rest is read
+ * straight into out, up to the "\r\n" that ends it, so a large value is
+ * copied once, not three times (hiredis's buffer, its reply, ours). */
+static int receive_value(redisContext *c, const char *buf, size_t n, size_t line, size_t len,
+			 int64_t deadline, struct cjc_buf *out, struct cjc_buf *why)
+{
+	size_t want = len + 2, got = n - line;
+	if (got > want)
+		return bad_reply(why, "a reply larger than asked for, or of another kind");
+	cjc_buf_grow(out, want);
+	char *dst = out->data + out->len;
+	memcpy(dst, buf + line, got);
+	while (got < want) {
+		size_t more;
+		int rc = read_some(c, deadline, dst + got, want - got, &more, why);
+		if (rc)
+			return rc;
+		got += more;
+	}
+	if (memcmp(dst + len, "\r\n", 2))
+		return bad_reply(why, "a malformed reply");
+	out->len += len;
+	out->data[out->len] = '\0';
+	return CJC_REMOTE_OK;
+}
+
+/* Reads one reply, up to the deadline and max bytes (the head comment):
+ * CJC_REMOTE_OK with *reply, or a result with why.  With value, a bulk
+ * reply whose length line comes whole in the first read is read into value
+ * instead (receive_value), and *reply is NULL. */
+static int receive(redisContext *c, size_t max, int64_t deadline, struct cjc_buf *value,
+		   redisReply **reply, struct cjc_buf *why)
+{
+	char buf[16384], head[FRAMING];
+	size_t seen = 0, nhead = 0, line;
+	void *got = NULL;
+	*reply = NULL;
+	while (!got) {
+		size_t n;
+		int rc = read_some(c, deadline, buf, sizeof buf, &n, why);
+		if (rc)
+			return rc;
+		size_t take = n < FRAMING - nhead ? n : FRAMING - nhead;
 		memcpy(head + nhead, buf, take);
 		nhead += take;
-		seen += (size_t)n;
+		seen += n;
 		if (check_head(head, nhead, max) || seen > max + FRAMING)
 			return bad_reply(why, "a reply larger than asked for, or of another kind");
-		if (api.reader_feed(c->reader, buf, (size_t)n) != REDIS_OK ||
+		long long len = value && seen == n ? bulk_length(buf, n, &line) : -1;
+		if (len > 0)
+			return receive_value(c, buf, n, line, (size_t)len, deadline, value, why);
+		if (api.reader_feed(c->reader, buf, n) != REDIS_OK ||
 		    api.reader_get(c->reader, &got) != REDIS_OK)
 			return bad_reply(why, "a malformed reply");
 	}
@@ -250,9 +309,11 @@ static int receive(redisContext *c, size_t max, int64_t deadline, redisReply **r
 }
 
 /* Runs a command (argv form) whose reply may hold max bytes; the reply, or
- * NULL with why and errno set. */
+ * NULL with why and errno set, or NULL with *result CJC_REMOTE_OK when a
+ * bulk reply went into value (receive). */
 static redisReply *command(struct cjc_remote_backend *b, int argc, const char **argv,
-			   const size_t *lens, size_t max, int *result, struct cjc_buf *why)
+			   const size_t *lens, size_t max, struct cjc_buf *value, int *result,
+			   struct cjc_buf *why)
 {
 	int64_t deadline = cjc_now_ms() + cjc_remote_time_left(b->u);
 	redisReply *reply = NULL;
@@ -260,8 +321,8 @@ static redisReply *command(struct cjc_remote_backend *b, int argc, const char **
 	if (api.append_argv(b->c, argc, argv, lens) != REDIS_OK)
 		*result = io_failure(b->c, errno, why);
 	else if (!(*result = send_all(b->c, deadline, why)))
-		*result = receive(b->c, max, deadline, &reply, why);
-	if (*result)
+		*result = receive(b->c, max, deadline, value, &reply, why);
+	if (*result || !reply)
 		return NULL;
 	if (reply->type == REDIS_REPLY_ERROR) {
 		bool auth = !strncmp(reply->str, "NOAUTH", 6) || !strncmp(reply->str, "WRONGPASS", 9) ||
@@ -280,7 +341,7 @@ static redisReply *command(struct cjc_remote_backend *b, int argc, const char **
 static int simple(struct cjc_remote_backend *b, int argc, const char **argv, struct cjc_buf *why)
 {
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b, argc, argv, NULL, SHORT_REPLY, &result, why);
+	redisReply *reply = command(b, argc, argv, NULL, SHORT_REPLY, NULL, &result, why);
 	api.free_reply(reply);
 	return result;
 }
@@ -348,8 +409,14 @@ static int redis_get(struct cjc_remote_backend *b, const char *name, size_t max,
 	snprintf(end, sizeof end, "%zu", max);
 	const char *argv[] = { "GETRANGE", key, "0", end };
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b, 4, argv, NULL, max + 1, &result, why); /* 0..max: max + 1 bytes */
+	size_t had = out->len;
+	/* 0..max: max + 1 bytes */
+	redisReply *reply = command(b, 4, argv, NULL, max + 1, out, &result, why);
 	free(key);
+	if (!reply && !result && out->len - had > max) {
+		out->len = had;
+		result = CJC_REMOTE_ERROR, cjc_buf_addf(why, "value %s is larger than %zu bytes", name, max);
+	}
 	if (!reply)
 		return result;
 	if (reply->type != REDIS_REPLY_STRING)
@@ -371,7 +438,7 @@ static int redis_put(struct cjc_remote_backend *b, const char *name, const void 
 	const char *argv[] = { "SET", key, p, "NX" };
 	size_t lens[] = { 3, strlen(key), n, 2 };
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b, only_if_absent ? 4 : 3, argv, lens, SHORT_REPLY, &result, why);
+	redisReply *reply = command(b, only_if_absent ? 4 : 3, argv, lens, SHORT_REPLY, NULL, &result, why);
 	free(key);
 	api.free_reply(reply);
 	return result; /* a nil reply: the value was there already */
@@ -382,7 +449,7 @@ static int redis_exists(struct cjc_remote_backend *b, const char *name, struct c
 	char *key = key_of(name);
 	const char *argv[] = { "EXISTS", key };
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b, 2, argv, NULL, SHORT_REPLY, &result, why);
+	redisReply *reply = command(b, 2, argv, NULL, SHORT_REPLY, NULL, &result, why);
 	free(key);
 	if (reply && reply->type != REDIS_REPLY_INTEGER)
 		result = CJC_REMOTE_ERROR, cjc_buf_adds(why, "unexpected reply to EXISTS");
@@ -400,7 +467,7 @@ static int redis_lease(struct cjc_remote_backend *b, const char *name, const cha
 	snprintf(px, sizeof px, "%ld", ttl_ms);
 	const char *argv[] = { "SET", key, value, "NX", "PX", px };
 	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b, 6, argv, NULL, SHORT_REPLY, &result, why);
+	redisReply *reply = command(b, 6, argv, NULL, SHORT_REPLY, NULL, &result, why);
 	free(key);
 	if (reply && reply->type == REDIS_REPLY_NIL)
 		result = CJC_REMOTE_ABSENT;
@@ -422,7 +489,7 @@ static int redis_unlease(struct cjc_remote_backend *b, const char *name, const c
 	if (result == CJC_REMOTE_OK && held.len == strlen(value) && !memcmp(held.data, value, held.len)) {
 		char *key = key_of(name);
 		const char *argv[] = { "SET", key, value, "XX", "PX", "1" };
-		redisReply *reply = command(b, 6, argv, NULL, SHORT_REPLY, &result, why);
+		redisReply *reply = command(b, 6, argv, NULL, SHORT_REPLY, NULL, &result, why);
 		free(key);
 		api.free_reply(reply);
 	}
