@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,12 +316,7 @@ int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIG
 	return 0;
 }
 
-struct prefetch {
-	char *const *paths;
-	size_t n, first, step;
-};
-
-/* One item of a thread's share: the memo, what it held, what was found. */
+/* One file of a prefetch: its memo, what it held, what was found. */
 struct work {
 	struct memo *m;
 	struct seen seen;
@@ -330,42 +326,47 @@ struct work {
 	struct fresh fresh;
 };
 
-/* A thread's share of the files: the memos are taken under the lock once,
- * the files stat'ed or hashed without it, the results put back under it
- * once (a lock per file made the threads queue on it). */
+/* The files of a prefetch, which its threads take one at a time (next),
+ * so that all of them stay busy to the end, whatever each file's size. */
+struct prefetch {
+	struct work *w;
+	size_t n;
+	atomic_size_t next;
+};
+
+/* A thread's part of the files: stat'ed or hashed without the lock (the
+ * memos are taken before and settled after, under it, by the caller). */
 static void *prefetch_some(void *arg)
 {
-	const struct prefetch *p = arg;
-	size_t n = p->first < p->n ? (p->n - p->first + p->step - 1) / p->step : 0;
+	struct prefetch *p = arg;
+	for (size_t k; (k = atomic_fetch_add(&p->next, 1)) < p->n;) {
+		struct work *w = &p->w[k];
+		struct stat s;
+		struct cjc_stamp now;
+		if (w->seen.known)
+			continue;
+		if (w->seen.stamped && !stat_at(w->dirfd, w->base, w->m->path, &s)) {
+			cjc_stamp_of(&s, &now);
+			w->holds = cjc_stamp_holds(&w->seen.st, &now, w->seen.taken_ns);
+		}
+		if (!w->holds) /* the path never changes */
+			hash_now(w->dirfd, w->base, w->m->path, &w->fresh);
+	}
+	return NULL;
+}
+
+/* The work of a prefetch of paths: each file's memo, as it is now, and its
+ * directory (lock held). */
+static struct work *work_of(char *const *paths, size_t n)
+{
 	struct work *w = cjc_xcalloc(n + 1, sizeof *w);
-	pthread_mutex_lock(&memo_lock);
 	for (size_t k = 0; k < n; k++) {
-		const char *path = p->paths[p->first + k * p->step];
-		struct memo *m = memo_of(path);
+		struct memo *m = memo_of(paths[k]);
 		w[k].m = m;
 		w[k].seen = (struct seen){ m->known, m->stamped, m->st, m->taken_ns };
 		w[k].dirfd = m->known ? -1 : dir_fd(m->path, &w[k].base);
 	}
-	pthread_mutex_unlock(&memo_lock);
-	for (size_t k = 0; k < n; k++) {
-		struct stat s;
-		struct cjc_stamp now;
-		if (w[k].seen.known)
-			continue;
-		if (w[k].seen.stamped && !stat_at(w[k].dirfd, w[k].base, w[k].m->path, &s)) {
-			cjc_stamp_of(&s, &now);
-			w[k].holds = cjc_stamp_holds(&w[k].seen.st, &now, w[k].seen.taken_ns);
-		}
-		if (!w[k].holds) /* the path never changes */
-			hash_now(w[k].dirfd, w[k].base, w[k].m->path, &w[k].fresh);
-	}
-	pthread_mutex_lock(&memo_lock);
-	for (size_t k = 0; k < n; k++)
-		if (!w[k].seen.known)
-			settle(w[k].m, w[k].holds, &w[k].fresh);
-	pthread_mutex_unlock(&memo_lock);
-	free(w);
-	return NULL;
+	return w;
 }
 
 /* Whether most of a sample of the files have no remembered hash: the files
@@ -390,19 +391,22 @@ void cjc_filehash_prefetch(char *const *paths, size_t n)
 	size_t threads = cpus < 2 ? 1 : cpus > PREFETCH_THREADS ? PREFETCH_THREADS : (size_t)cpus;
 	if (n < PREFETCH_MIN || threads < 2 || !mostly_unhashed(paths, n))
 		return; /* a stat each is not worth a thread: measured slower */
+	pthread_mutex_lock(&memo_lock);
+	struct prefetch p = { .w = work_of(paths, n), .n = n };
+	pthread_mutex_unlock(&memo_lock);
 	pthread_t t[PREFETCH_THREADS];
-	struct prefetch p[PREFETCH_THREADS];
-	size_t started = 1;
-	for (size_t k = 0; k < threads; k++)
-		p[k] = (struct prefetch){ paths, n, k, threads };
-	for (size_t k = 1; k < threads; k++)
-		if (!pthread_create(&t[started], NULL, prefetch_some, &p[k]))
-			started++;
-		else
-			break; /* no thread: the caller does the rest as it goes */
-	prefetch_some(&p[0]);
-	for (size_t k = 1; k < started; k++)
+	size_t started = 0;
+	while (started < threads - 1 && !pthread_create(&t[started], NULL, prefetch_some, &p))
+		started++; /* with no thread at all, this one does all of it */
+	prefetch_some(&p);
+	for (size_t k = 0; k < started; k++)
 		pthread_join(t[k], NULL);
+	pthread_mutex_lock(&memo_lock);
+	for (size_t k = 0; k < n; k++)
+		if (!p.w[k].seen.known)
+			settle(p.w[k].m, p.w[k].holds, &p.w[k].fresh);
+	pthread_mutex_unlock(&memo_lock);
+	free(p.w);
 }
 
 void cjc_filehash_forget(void)
