@@ -90,6 +90,38 @@ testRedisSharesBetweenMachines() {
 	assertEquals "B's store holds the entry" 1 "$(on B "$CJC" ls --json | grep -c '"key"')"
 }
 
+# A remote manifest's newest record's entry is fetched while this machine's
+# files are matched (remote.c: fetch_ahead).  Where an older record is the
+# one that matches here, that fetch is dropped and the older entry served:
+# B reads every value the server holds (both entries), is served A's bytes,
+# compiles nothing, and leaves nothing in its staging directory.
+testOlderRecordIsServedWhenTheNewestDoesNotMatch() {
+	export CJC_REMOTE=$REDIS_URL
+	local header
+	header=$(cat k.h)
+	compile_on A
+	echo '#define SCALE 3.0f' >k.h
+	compile_on C
+	printf '%s\n' "$header" >k.h
+	compile_on B
+	assertEquals "A and C compiled, B did not" 2 "$(nvcc_compiles)"
+	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
+	assertTrue "B was served A's cubin" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+	assertFalse "C's cubin differs" "cmp -s '$CASE/A.cubin' '$CASE/C.cubin'"
+	assertEquals "B read both entries and the manifest" "$(redis_values_size)" \
+		"$(remote_stat B remote_bytes_read)"
+	assertEquals "nothing left in B's staging" "" "$(ls -A "$CASE"/B/v1/*/staging)"
+}
+
+# The bytes of the manifests, records and artifacts Redis holds.
+redis_values_size() {
+	local key total=0
+	for key in $(redis_cli --scan --pattern 'cjc/*'); do
+		case $key in */[mec]/*) total=$((total + $(redis_cli STRLEN "$key"))) ;; esac
+	done
+	echo $total
+}
+
 # The JIT library consults and fills the remote stores as cjc does, with
 # nvcc and with NVRTC: two machines, one compile each (tests/jit/jit_cli.c).
 testJitCompilesOnceForTwoMachines() {
