@@ -113,6 +113,29 @@ testOlderRecordIsServedWhenTheNewestDoesNotMatch() {
 	assertEquals "nothing left in B's staging" "" "$(ls -A "$CASE"/B/v1/*/staging)"
 }
 
+# What a dropped fetch ahead did is undone (remote.c: struct undo): the
+# newest record's artifact is damaged on the server, which marks the store
+# failed for the compile that reads it, but B matches the older record, so
+# that fetch is dropped and B is served the older entry, with no error.
+testDamagedNewestEntryDoesNotSpoilTheOneThatMatches() {
+	export CJC_REMOTE=$REDIS_URL
+	local header key keep
+	header=$(cat k.h)
+	compile_on A
+	echo '#define SCALE 3.0f' >k.h
+	compile_on C
+	printf '%s\n' "$header" >k.h
+	keep=$(sha256sum "$CASE/A.cubin" | cut -d' ' -f1)
+	for key in $(redis_cli --scan --pattern 'cjc/*/c/*'); do
+		[ "${key##*/}" = "$keep" ] || redis_cli SET "$key" damaged >/dev/null
+	done
+	compile_on B
+	assertEquals "A and C compiled, B did not" 2 "$(nvcc_compiles)"
+	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
+	assertEquals "B's remote errors" 0 "$(remote_stat B remote_errors)"
+	assertTrue "B was served A's cubin" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+}
+
 # The bytes of the manifests, records and artifacts Redis holds.
 redis_values_size() {
 	local key total=0
@@ -409,6 +432,9 @@ compile_against_fake() {
 	bounded_compile B
 	expect_compiled B $?
 	assertEquals "one of $3" 1 "$(remote_stat B "$3")"
+	# the server counts what it sent once its next write fails: a dripping
+	# one, up to two of its seconds after B hung up
+	wait_for_lines 1 . "$CASE/fake/port.sent" || fail "the server counted nothing"
 	kill_server fake
 }
 

@@ -219,6 +219,39 @@ WRAP
 	expect_nvcc_runs 2
 }
 
+# A header directory swapped for another during the compile, its header
+# older than the compile (so no time stamp says it changed): the miss
+# records what nvcc read, not what the lookup before it had hashed
+# (filehash.h: cjc_filehash_recheck).  Else the entry compiled from the new
+# header would be recorded under the old one's hash, and served wrongly to
+# a build that has the old header back.
+testHeaderDirectorySwappedDuringCompileIsRecordedAsRead() {
+	mkdir gen gen.new
+	echo '#define GVAL 1.0f' >gen/g.h
+	echo '#define GVAL 2.0f' >gen.new/g.h
+	touch -d '1 hour ago' gen/g.h gen.new/g.h
+	printf '#include "gen/g.h"\n#include "k.h"\n__global__ void g(float *a) { a[0] = GVAL * SCALE; }\n' >g.cu
+	# one compiler for all three compiles (it is in the key); it swaps once
+	cat >"$TEST_DIR/bin/nvcc-swaps" <<WRAP
+#!/bin/sh
+if [ -e "$TEST_DIR/swap" ] && ! case " \$* " in *" --version "*) true ;; *) false ;; esac; then
+	rm "$TEST_DIR/swap" && mv "$PWD/gen" "$PWD/gen.old" && mv "$PWD/gen.new" "$PWD/gen" || exit 1
+fi
+exec "$NVCC" "\$@"
+WRAP
+	chmod +x "$TEST_DIR/bin/nvcc-swaps"
+	"$CJC" "$TEST_DIR/bin/nvcc-swaps" --cubin g.cu -o a.cubin -arch=$ARCH || fail "first compile"
+	echo '#define SCALE 3.0f' >k.h # the lookup hashes gen/g.h, then misses on k.h
+	touch "$TEST_DIR/swap"
+	"$CJC" "$TEST_DIR/bin/nvcc-swaps" --cubin g.cu -o b.cubin -arch=$ARCH || fail "swapping compile"
+	assertFalse "swapped" "[ -e '$TEST_DIR/swap' ]"
+	mv gen gen.new && mv gen.old gen # the old header back, k.h as in b's compile
+	"$CJC" "$TEST_DIR/bin/nvcc-swaps" --cubin g.cu -o c.cubin -arch=$ARCH || fail "third compile"
+	expect_nvcc_runs 3
+	"$NVCC" --cubin g.cu -o direct.cubin -arch=$ARCH
+	assertTrue "c.cubin is what nvcc makes of the old header" "cmp -s c.cubin direct.cubin"
+}
+
 # The hash cache (filehash.h): unchanged files are not read again, and a
 # changed one is, even when its size and mtime are put back.
 testHashCacheRereadsOnlyChangedFiles() {

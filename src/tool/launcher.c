@@ -476,6 +476,7 @@ static int record_dependencies(struct job *j, const struct compile_result *r,
 			       struct cjc_manifest_record *rec, bool *stable, struct cjc_buf *why)
 {
 	struct cjc_miss m = { &j->c, r->started, j->source_sha, hash_dependency, NULL };
+	cjc_filehash_recheck(); /* nvcc ran since the lookup hashed them */
 	return cjc_miss_record(&m, r->tmp_dep, rec, stable, why);
 }
 

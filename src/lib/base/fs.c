@@ -97,6 +97,11 @@ int cjc_keep_regular(int fd)
 	return cjc_keep_regular_stat(fd, &st);
 }
 
+int cjc_open_regular_stat(int dirfd, const char *path, int flags, struct stat *st)
+{
+	return cjc_keep_regular_stat(openat(dirfd, path, flags | O_NONBLOCK | O_CLOEXEC), st);
+}
+
 int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode)
 {
 	return cjc_keep_regular(openat(dirfd, path, flags | O_NONBLOCK | O_CLOEXEC, mode));

@@ -57,6 +57,8 @@ int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
 int cjc_keep_regular(int fd);
 /* The same, with the file's fstat(2) in *st (one call, not two). */
 int cjc_keep_regular_stat(int fd, struct stat *st);
+/* cjc_open_regular() of an existing file, its fstat(2) in *st. */
+int cjc_open_regular_stat(int dirfd, const char *path, int flags, struct stat *st);
 /* Whether the file fd is open on is a regular file owned by you or root,
  * writable by no one else, with one name: what another user of a shared
  * store cannot have written, nor hard-linked to a file of root's (settings

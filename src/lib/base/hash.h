@@ -36,10 +36,11 @@ void cjc_hash_final_hex(struct cjc_hash *h, char out[CJC_HEX_LEN + 1]);
 void cjc_hash_buf(const void *p, size_t n, unsigned char out[CJC_DIGEST_LEN]);
 void cjc_hash_buf_hex(const void *p, size_t n, char out[CJC_HEX_LEN + 1]);
 int cjc_hash_fd(int fd, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread);
-/* The same for a regular file whose size fstat(2) gave: it stops there, at
- * most size bytes, without the read that finds the end (one read a header
- * fewer, measurable over a thousand headers).  A file that grew since is
- * hashed as it was; its stamp (stamp.h) tells that it changed. */
+/* The same for a regular file whose size fstat(2) gave: it stops once it
+ * has read that many bytes, without the read that finds the end (one read
+ * a header fewer, measurable over a thousand headers).  A file that grew
+ * since may be read past size: *nread then differs from the size, which
+ * the caller compares (filehash.c does not remember such a hash). */
 int cjc_hash_regular(int fd, uint64_t size, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread);
 int cjc_hash_file(const char *path, unsigned char out[CJC_DIGEST_LEN], uint64_t *nread);
 

@@ -163,6 +163,16 @@ static int dir_fd(const char *path, const char **base)
 	return dir_open(d);
 }
 
+/* stat(2) of base in dirfd (dir_fd), or of path where that is not open. */
+static int stat_at(int dirfd, const char *base, const char *path, struct stat *st)
+{
+	if (dirfd >= 0 && base && *base)
+		return fstatat(dirfd, base, st, 0);
+	if (dirfd < 0 && base) /* the directory cannot be opened: nor can the file */
+		return -1;
+	return stat(path, st);
+}
+
 /* stat(2) of path, whose last name is base, through d, its remembered
  * directory (NULL past the bound): opened under the lock, the stat made
  * outside it (so threads stat in parallel). */
@@ -175,7 +185,7 @@ static int stat_in(struct dir_memo *d, const char *path, const char *base, struc
 	int e = errno;
 	pthread_mutex_unlock(&memo_lock);
 	errno = e;
-	return fd < 0 ? -1 : fstatat(fd, base, st, 0);
+	return stat_at(fd, base, path, st);
 }
 
 /* dir_fd() under the lock. */
@@ -189,15 +199,6 @@ static int dir_fd_locked(const char *path, const char **base)
 	return fd;
 }
 
-/* stat(2) of base in dirfd (dir_fd), or of path where that is not open. */
-static int stat_at(int dirfd, const char *base, const char *path, struct stat *st)
-{
-	if (dirfd >= 0 && base && *base)
-		return fstatat(dirfd, base, st, 0);
-	if (dirfd < 0 && base) /* the directory cannot be opened: nor can the file */
-		return -1;
-	return stat(path, st);
-}
 
 static void forget_dirs(void)
 {
@@ -240,10 +241,9 @@ static void hash_now(int dirfd, const char *base, const char *path, struct fresh
 	out->taken_ns = cjc_wall_ns();
 	bool in_dir = dirfd >= 0 && base && *base;
 	/* a path may come from a manifest someone else wrote: never block on a
-	 * FIFO or read a device (cjc_keep_regular_stat) */
+	 * FIFO or read a device (cjc_open_regular_stat) */
 	struct stat s;
-	int fd = cjc_keep_regular_stat(openat(in_dir ? dirfd : AT_FDCWD, in_dir ? base : path,
-					      O_RDONLY | O_NONBLOCK | O_CLOEXEC), &s);
+	int fd = cjc_open_regular_stat(in_dir ? dirfd : AT_FDCWD, in_dir ? base : path, O_RDONLY, &s);
 	if (fd < 0 || cjc_hash_regular(fd, (uint64_t)s.st_size, out->sha, &out->size)) {
 		out->err = errno ? errno : EIO;
 	} else {
@@ -407,6 +407,16 @@ void cjc_filehash_prefetch(char *const *paths, size_t n)
 			settle(p.w[k].m, p.w[k].holds, &p.w[k].fresh);
 	pthread_mutex_unlock(&memo_lock);
 	free(p.w);
+}
+
+void cjc_filehash_recheck(void)
+{
+	pthread_mutex_lock(&memo_lock);
+	for (unsigned b = 0; b < MEMO_BUCKETS; b++)
+		for (struct memo *m = buckets[b]; m; m = m->next)
+			m->known = false;
+	forget_dirs();
+	pthread_mutex_unlock(&memo_lock);
 }
 
 void cjc_filehash_forget(void)

@@ -40,6 +40,11 @@
 
 int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN]);
 void cjc_filehash_forget(void);
+/* Makes every later cjc_filehash_get() look at the file again (its stamp,
+ * else its bytes), through directories opened afresh: for what a compile
+ * read, which may have changed, or been swapped with its directory, since
+ * the lookup before it looked. */
+void cjc_filehash_recheck(void);
 /* Hashes many files at once, on up to one thread per CPU (4 at most), when
  * most of them have no remembered hash (a fresh store, a new checkout), so
  * that a later cjc_filehash_get of each is answered from memory.  Otherwise

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -589,6 +591,7 @@ struct fetched {
 	json_t *doc;
 	struct cjc_artifact *files;
 	size_t nfiles;
+	const atomic_bool *stop; /* a fetch ahead no longer wanted (below): no more requests */
 };
 
 static void fetched_release(struct fetched *f)
@@ -735,6 +738,10 @@ static int fetch_artifacts(struct cjc_remotes *r, struct group *g, const char *k
 	for (size_t i = 0; !rc && i < f->nfiles; i++) {
 		const struct cjc_artifact *a = &f->files[i];
 		char sha[CJC_HEX_LEN + 1];
+		if (f->stop && atomic_load(f->stop)) {
+			rc = -1;
+			break;
+		}
 		if (a->size > CJC_REMOTE_MAX_ARTIFACT) {
 			rc = bad_data(r, g, "artifact", key, "larger than a remote artifact may be");
 			break;
@@ -782,6 +789,101 @@ static int fetch_manifest(struct cjc_remotes *r, struct group *g, const char *di
 	return rc;
 }
 
+/*
+ * The entry of a manifest's first record (the newest: what a fleet's
+ * runners match), fetched into a staging on a thread of its own while the
+ * caller matches the manifest against this machine's files, so that the
+ * requests, the record's parsing and the artifacts' checks run beside the
+ * hashing instead of after it (measured: a heavy remote hit 7 % faster on
+ * Redis, 12 % on HTTP; docs/fleet.md).  Which entry it asks for does not
+ * depend on those files, so it tells the server nothing that the manifest
+ * did not say (the head comment of remote.h).
+ *
+ * Used only when that record is the one that matches.  Otherwise it is
+ * stopped (no request after the one under way), dropped, its staging
+ * removed, and what it did to the store's state is undone (struct undo):
+ * its errors, a server it marked failed (that connection is closed), an
+ * entry it found broken.  What stays is the time and the bytes it took.
+ * Until the thread is joined only it uses the store's connections; it
+ * runs with all signals blocked, and the staging is made before it starts
+ * (the temporary-file list is the main thread's; fs.h).  Only for a record
+ * of at least AHEAD_MIN files: a match that hashes fewer is over before a
+ * thread would pay (NVRTC's records name one file).
+ */
+#define AHEAD_MIN 64
+
+/* The store's state before a fetch ahead, put back when it is dropped. */
+struct undo {
+	uint64_t counts[CJC_STAT_COUNT];
+	char broken[CJC_HEX_LEN + 1];
+	bool *failed;
+};
+
+struct ahead {
+	struct cjc_remotes *r;
+	struct group *g;
+	const char *key;
+	struct fetched f;
+	struct cjc_staging st;
+	atomic_bool stop;
+	int rc;
+	bool started;
+	pthread_t thread;
+	struct undo undo;
+};
+
+static void *fetch_ahead(void *arg)
+{
+	struct ahead *a = arg;
+	a->rc = fetch_record(a->r, a->g, a->key, &a->f);
+	if (!a->rc)
+		a->rc = fetch_artifacts(a->r, a->g, a->key, &a->f, &a->st);
+	return NULL;
+}
+
+/* Starts the fetch ahead of m's first record (its staging made here);
+ * a->started says whether it did. */
+static void start_ahead(struct ahead *a, const struct cjc_manifest *m)
+{
+	if (!m->n || m->recs[0].ndeps < AHEAD_MIN || cjc_staging_begin(a->r->local, &a->st))
+		return;
+	struct undo *u = &a->undo;
+	a->key = m->recs[0].entry_key;
+	a->f.stop = &a->stop;
+	memcpy(u->counts, a->g->counts, sizeof u->counts);
+	memcpy(u->broken, a->g->broken, sizeof u->broken);
+	u->failed = cjc_xcalloc(a->g->n, sizeof *u->failed);
+	for (size_t k = 0; k < a->g->n; k++)
+		u->failed[k] = a->g->servers[k].failed;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	a->started = !pthread_create(&a->thread, NULL, fetch_ahead, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!a->started) {
+		cjc_staging_abort(&a->st);
+		free(u->failed);
+	}
+}
+
+/* Puts back what a dropped fetch ahead changed (struct undo), but for the
+ * bytes it read; a server it failed is asked again on a new connection. */
+static void undo_ahead(struct group *g, struct undo *u)
+{
+	uint64_t read = g->counts[CJC_STAT_REMOTE_READ];
+	memcpy(g->counts, u->counts, sizeof g->counts);
+	g->counts[CJC_STAT_REMOTE_READ] = read;
+	memcpy(g->broken, u->broken, sizeof g->broken);
+	for (size_t k = 0; k < g->n; k++) {
+		struct server *sv = &g->servers[k];
+		if (sv->failed && !u->failed[k] && sv->b) {
+			sv->ops->close(sv->b);
+			sv->b = NULL;
+		}
+		sv->failed = u->failed[k];
+	}
+}
+
 /* An entry's record, checked, and its artifacts, staged: 0, or -1 (counted). */
 static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, struct fetched *f,
 		       struct cjc_staging *st)
@@ -794,52 +896,28 @@ static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, 
 	return rc;
 }
 
-/*
- * The entry of a manifest's first record (the newest: what a fleet's
- * runners match), fetched and staged on a thread of its own while the
- * caller matches the manifest against this machine's files, so that the
- * requests, the record's parsing and the artifacts' checks run beside the
- * hashing instead of after it (measured: a heavy remote hit 7 % faster on
- * Redis, 12 % on HTTP; docs/fleet.md).  Which entry it asks for does not
- * depend on those files, so it tells the server nothing that the manifest
- * did not say (the head comment of remote.h).  Used only when that record
- * is the one that matches; else dropped, its staging removed.  Until the
- * thread is joined, only it uses the store's connection and counts.  Only
- * for a record of at least AHEAD_MIN files: a match that hashes fewer is
- * over before a thread would pay (NVRTC's records name one file).
- */
-#define AHEAD_MIN 64
-
-struct ahead {
-	struct cjc_remotes *r;
-	struct group *g;
-	const char *key;
-	struct fetched f;
-	struct cjc_staging st;
-	int rc;
-};
-
-static void *fetch_ahead(void *arg)
+/* Record i's entry, as fetch_entry gives it: the fetch ahead's when that
+ * was record 0's, else fetched now, the fetch ahead (if any) stopped,
+ * dropped and undone. */
+static int entry_of(struct ahead *a, const struct cjc_manifest *m, long i, struct fetched *f,
+		    struct cjc_staging *st)
 {
-	struct ahead *a = arg;
-	a->rc = fetch_entry(a->r, a->g, a->key, &a->f, &a->st);
-	return NULL;
-}
-
-/* Record i's entry, as fetch_entry gives it: from a, the fetch ahead, when
- * that was record 0's, else fetched now (a dropped). */
-static int entry_of(struct ahead *a, bool ahead, const struct cjc_manifest *m, long i,
-		    struct fetched *f, struct cjc_staging *st)
-{
-	if (ahead && i == 0) {
+	if (a->started) {
+		atomic_store(&a->stop, i != 0);
+		pthread_join(a->thread, NULL);
+		a->f.stop = NULL;
+		if (i != 0) {
+			cjc_staging_abort(&a->st);
+			fetched_release(&a->f);
+			undo_ahead(a->g, &a->undo);
+		}
+		free(a->undo.failed);
+	}
+	if (a->started && i == 0) {
 		*f = a->f;
 		*st = a->st;
 		return a->rc;
 	}
-	if (ahead && a->st.dir)
-		cjc_staging_abort(&a->st);
-	if (ahead)
-		fetched_release(&a->f);
 	return i >= 0 ? fetch_entry(a->r, a->g, m->recs[i].entry_key, f, st) : -1;
 }
 
@@ -854,15 +932,11 @@ static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct
 	uint64_t failures = g->counts[CJC_STAT_REMOTE_ERRORS] + g->counts[CJC_STAT_REMOTE_TIMEOUTS];
 	int rc = fetch_manifest(r, g, direct_key, &m);
 	struct ahead a = { .r = r, .g = g };
-	if (!rc && m.n && m.recs[0].ndeps >= AHEAD_MIN)
-		a.key = m.recs[0].entry_key;
-	pthread_t thread;
-	bool ahead = a.key && !pthread_create(&thread, NULL, fetch_ahead, &a);
+	if (!rc)
+		start_ahead(&a, &m);
 	long i = rc ? -1 : match(ctx, &m);
-	if (ahead)
-		pthread_join(thread, NULL);
 	const char *key = i >= 0 ? m.recs[i].entry_key : NULL;
-	rc = entry_of(&a, ahead, &m, i, &f, &st);
+	rc = entry_of(&a, &m, i, &f, &st);
 	st.index_doc = f.doc;
 	if (!r->trusted_keys)
 		cjc_buf_reset(&f.sig); /* not checked here: not kept, not passed on */

@@ -261,18 +261,18 @@ static int receive_value(redisContext *c, const char *buf, size_t n, size_t line
 	cjc_buf_grow(out, want);
 	char *dst = out->data + out->len;
 	memcpy(dst, buf + line, got);
-	while (got < want) {
+	int rc = CJC_REMOTE_OK;
+	while (!rc && got < want) {
 		size_t more;
-		int rc = read_some(c, deadline, dst + got, want - got, &more, why);
-		if (rc)
-			return rc;
-		got += more;
+		rc = read_some(c, deadline, dst + got, want - got, &more, why);
+		got += rc ? 0 : more;
 	}
-	if (memcmp(dst + len, "\r\n", 2))
-		return bad_reply(why, "a malformed reply");
-	out->len += len;
-	out->data[out->len] = '\0';
-	return CJC_REMOTE_OK;
+	if (!rc && memcmp(dst + len, "\r\n", 2))
+		rc = bad_reply(why, "a malformed reply");
+	if (!rc)
+		out->len += len;
+	out->data[out->len] = '\0'; /* what was there before, on a failure */
+	return rc;
 }
 
 /* Reads one reply, up to the deadline and max bytes (the head comment):
@@ -415,6 +415,7 @@ static int redis_get(struct cjc_remote_backend *b, const char *name, size_t max,
 	free(key);
 	if (!reply && !result && out->len - had > max) {
 		out->len = had;
+		out->data[had] = '\0';
 		result = CJC_REMOTE_ERROR, cjc_buf_addf(why, "value %s is larger than %zu bytes", name, max);
 	}
 	if (!reply)
