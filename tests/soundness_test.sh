@@ -231,6 +231,7 @@ testHeaderDirectorySwappedDuringCompileIsRecordedAsRead() {
 	echo '#define GVAL 2.0f' >gen.new/g.h
 	touch -d '1 hour ago' gen/g.h gen.new/g.h
 	printf '#include "gen/g.h"\n#include "k.h"\n__global__ void g(float *a) { a[0] = GVAL * SCALE; }\n' >g.cu
+	touch -d '1 hour ago' g.cu # every compile here publishes (none starts in their tick)
 	# one compiler for all three compiles (it is in the key); it swaps once
 	cat >"$TEST_DIR/bin/nvcc-swaps" <<WRAP
 #!/bin/sh
@@ -242,9 +243,11 @@ WRAP
 	chmod +x "$TEST_DIR/bin/nvcc-swaps"
 	"$CJC" "$TEST_DIR/bin/nvcc-swaps" --cubin g.cu -o a.cubin -arch=$ARCH || fail "first compile"
 	echo '#define SCALE 3.0f' >k.h # the lookup hashes gen/g.h, then misses on k.h
+	touch -d '1 hour ago' k.h
 	touch "$TEST_DIR/swap"
 	"$CJC" "$TEST_DIR/bin/nvcc-swaps" --cubin g.cu -o b.cubin -arch=$ARCH || fail "swapping compile"
 	assertFalse "swapped" "[ -e '$TEST_DIR/swap' ]"
+	assertEquals "the swapping compile published" 2 "$(entry_count)"
 	mv gen gen.new && mv gen.old gen # the old header back, k.h as in b's compile
 	"$CJC" "$TEST_DIR/bin/nvcc-swaps" --cubin g.cu -o c.cubin -arch=$ARCH || fail "third compile"
 	expect_nvcc_runs 3

@@ -82,7 +82,7 @@ int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out)
 	return rc;
 }
 
-int cjc_keep_regular_stat(int fd, struct stat *st)
+static int keep_regular_stat(int fd, struct stat *st)
 {
 	if (fd < 0 || (!fstat(fd, st) && S_ISREG(st->st_mode)))
 		return fd;
@@ -94,12 +94,12 @@ int cjc_keep_regular_stat(int fd, struct stat *st)
 int cjc_keep_regular(int fd)
 {
 	struct stat st;
-	return cjc_keep_regular_stat(fd, &st);
+	return keep_regular_stat(fd, &st);
 }
 
 int cjc_open_regular_stat(int dirfd, const char *path, int flags, struct stat *st)
 {
-	return cjc_keep_regular_stat(openat(dirfd, path, flags | O_NONBLOCK | O_CLOEXEC), st);
+	return keep_regular_stat(openat(dirfd, path, flags | O_NONBLOCK | O_CLOEXEC), st);
 }
 
 int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode)

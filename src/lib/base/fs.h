@@ -55,9 +55,8 @@ int cjc_read_regular_and_close(int fd, size_t max, struct cjc_buf *out);
 int cjc_open_regular(int dirfd, const char *path, int flags, mode_t mode);
 /* fd when it is open on a regular file; else closes it: -1, errno EINVAL. */
 int cjc_keep_regular(int fd);
-/* The same, with the file's fstat(2) in *st (one call, not two). */
-int cjc_keep_regular_stat(int fd, struct stat *st);
-/* cjc_open_regular() of an existing file, its fstat(2) in *st. */
+/* cjc_open_regular() of an existing file, its fstat(2) in *st (one call,
+ * not two). */
 int cjc_open_regular_stat(int dirfd, const char *path, int flags, struct stat *st);
 /* Whether the file fd is open on is a regular file owned by you or root,
  * writable by no one else, with one name: what another user of a shared

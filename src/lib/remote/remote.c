@@ -789,6 +789,19 @@ static int fetch_manifest(struct cjc_remotes *r, struct group *g, const char *di
 	return rc;
 }
 
+/* An entry's record, checked, and its artifacts, staged (into st, begun
+ * here unless the caller began it): 0, or -1 (counted). */
+static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, struct fetched *f,
+		       struct cjc_staging *st)
+{
+	int rc = fetch_record(r, g, key, f);
+	if (!rc && !st->dir)
+		rc = cjc_staging_begin(r->local, st);
+	if (!rc)
+		rc = fetch_artifacts(r, g, key, f, st);
+	return rc;
+}
+
 /*
  * The entry of a manifest's first record (the newest: what a fleet's
  * runners match), fetched into a staging on a thread of its own while the
@@ -835,9 +848,7 @@ struct ahead {
 static void *fetch_ahead(void *arg)
 {
 	struct ahead *a = arg;
-	a->rc = fetch_record(a->r, a->g, a->key, &a->f);
-	if (!a->rc)
-		a->rc = fetch_artifacts(a->r, a->g, a->key, &a->f, &a->st);
+	a->rc = fetch_entry(a->r, a->g, a->key, &a->f, &a->st);
 	return NULL;
 }
 
@@ -884,18 +895,6 @@ static void undo_ahead(struct group *g, struct undo *u)
 	}
 }
 
-/* An entry's record, checked, and its artifacts, staged: 0, or -1 (counted). */
-static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, struct fetched *f,
-		       struct cjc_staging *st)
-{
-	int rc = fetch_record(r, g, key, f);
-	if (!rc)
-		rc = cjc_staging_begin(r->local, st);
-	if (!rc)
-		rc = fetch_artifacts(r, g, key, f, st);
-	return rc;
-}
-
 /* Record i's entry, as fetch_entry gives it: the fetch ahead's when that
  * was record 0's, else fetched now, the fetch ahead (if any) stopped,
  * dropped and undone. */
@@ -903,7 +902,8 @@ static int entry_of(struct ahead *a, const struct cjc_manifest *m, long i, struc
 		    struct cjc_staging *st)
 {
 	if (a->started) {
-		atomic_store(&a->stop, i != 0);
+		if (i != 0)
+			atomic_store(&a->stop, true);
 		pthread_join(a->thread, NULL);
 		a->f.stop = NULL;
 		if (i != 0) {

@@ -14,8 +14,11 @@
  * only what we read, so a server that drips cannot hold us past it.  A
  * reply is bounded before hiredis keeps any of it: its first byte must be
  * one of the types we expect (no arrays), a bulk's length prefix must be
- * within the bound, and so must all it sends.  A context that failed or
- * timed out is not used again.
+ * within the bound, and so must all it sends.  GETRANGE's value, once its
+ * length line has come whole in the first read, is read straight into the
+ * caller's buffer, sized once, and must end in "\r\n" (a large value is
+ * then copied once, not through hiredis's buffer and reply).  A context
+ * that failed or timed out is not used again.
  *
  * hiredis is loaded with dlopen when a store first needs it (as libcurl in
  * remote_http.c), so a cjc process that uses no Redis store never loads it.
