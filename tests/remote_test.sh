@@ -44,7 +44,7 @@ case_setup() {
 	cd "$SUITE_DIR/src" || return 1
 	CASE=$(mktemp -d "$SUITE_DIR/case.XXXXXX")
 	export CJC_LOG="$CASE/cjc.log" NVCC_LOG="$CASE/nvcc.log"
-	unset CJC_REMOTE CJC_SIGN_KEY CJC_TRUSTED_KEYS
+	unset CJC_REMOTE CJC_SIGN_KEY CJC_TRUSTED_KEYS CJC_REMOTE_ONLY
 	redis_cli FLUSHALL >/dev/null
 	rm -rf "${NGINX_ROOT:?}"/*/v1
 }
@@ -603,6 +603,40 @@ testReadOnlyStoreIsNeverWritten() {
 	upload_template
 	compile_on B
 	assertEquals "but read" 1 "$(remote_stat B remote_hits)"
+}
+
+# keeps_nothing MACHINE: no entry, manifest or staging in its local store.
+keeps_nothing() {
+	assertEquals "$1 keeps no entry, manifest or staging" 0 \
+		"$(find "$CASE/$1"/v1/*/entries "$CASE/$1"/v1/*/manifests "$CASE/$1"/v1/*/staging -mindepth 1 | wc -l)"
+}
+
+# remote_only: a miss is uploaded and a remote hit served with nothing kept
+# in the local store; what the server holds is checked as always, and a
+# damaged value is a miss there too.
+testRemoteOnlyKeepsNoEntryHere() {
+	export CJC_REMOTE=$REDIS_URL CJC_REMOTE_ONLY=1
+	compile_on A
+	assertEquals "A compiled" 1 "$(nvcc_compiles)"
+	assertEquals "manifest, record, artifact sent" 3 "$(redis_cli DBSIZE)"
+	assertEquals "A's miss is no error" 0 "$(remote_stat A errors)"
+	keeps_nothing A
+	compile_on B
+	assertEquals "B compiled nothing" 1 "$(nvcc_compiles)"
+	assertEquals "B's remote hit" 1 "$(remote_stat B remote_hits)"
+	assertTrue "B got A's bytes" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+	keeps_nothing B
+	local artifact
+	artifact=$(redis_cli --raw KEYS 'cjc/*/c/*')
+	damage_value "$artifact" tampered
+	compile_on C || fail "the build failed"
+	assertEquals "C compiled" 2 "$(nvcc_compiles)"
+	assertEquals "no hit for C" 0 "$(remote_stat C hits)"
+	assert_same_devcode "$SUITE_DIR/src/a.cubin" "$CASE/C.cubin"
+	keeps_nothing C
+	CJC_TRUSTED_KEYS="$SUITE_DIR/trusted.pem" compile_on D
+	assertEquals "D: an unsigned entry is untrusted" 1 "$(remote_stat D untrusted)"
+	keeps_nothing D
 }
 
 testUntrustedEntriesAreMisses() {

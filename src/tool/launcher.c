@@ -76,7 +76,14 @@ struct job {
 	char *lookup;     /* on a miss: what the lookup found */
 	json_t *record;   /* this compile's journal record (why.h) */
 	struct cjc_lease lease; /* on a miss: this key's lease (lease.h) */
+	struct cjc_staging staged; /* remote_only: the entry fetched or made, never published */
 };
+
+/* remote_only (config.h): entries only in the remote stores. */
+static bool remote_only(const struct job *j)
+{
+	return j->cfg.remote_only && j->remotes;
+}
 
 /*
  * With the umask setting, the store's files get the store's umask and the
@@ -314,7 +321,7 @@ static void record_hit(struct job *j, const struct cjc_entry *e, const char *key
 static int hit_served(struct job *j, const struct cjc_entry *e, const char *key, enum served s)
 {
 	uint64_t reused, hashed, gone;
-	if (!j->cfg.readonly)
+	if (!j->cfg.readonly && !remote_only(j))
 		cjc_evict_touch(e);
 	cjc_filehash_counts(&reused, &hashed, &gone);
 	cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, %llu absent names "
@@ -360,14 +367,16 @@ static bool entry_trusted(struct job *j, const struct cjc_entry *e, const char *
 	return trusted;
 }
 
-/* Serves the entry rec names (with its dependencies); -1 when it cannot,
- * else the compile's exit status. */
+/* Serves the entry rec names (with its dependencies): from the local store,
+ * or, with remote_only, from j->staged; -1 when it cannot, else the
+ * compile's exit status. */
 static int serve_record(struct job *j, const struct cjc_manifest_record *rec)
 {
 	struct cjc_entry e;
 	struct cjc_buf why = CJC_BUF_INIT;
 	int rc = -1;
-	enum cjc_lookup r = cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
+	enum cjc_lookup r = remote_only(j) ? cjc_staging_open_entry(&j->staged, rec->entry_key, &e, &why)
+					   : cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
 	bool trusted = r != CJC_ENTRY_FOUND || entry_trusted(j, &e, rec->entry_key);
 	enum served s = r == CJC_ENTRY_FOUND && trusted ? serve(j, &e, rec, &why) : DAMAGED;
 	if (s == SERVED || s == SPILLED)
@@ -384,6 +393,10 @@ static int serve_record(struct job *j, const struct cjc_manifest_record *rec)
 static int try_hit(struct job *j)
 {
 	struct cjc_manifest m;
+	if (remote_only(j)) {
+		set_lookup(j, cjc_xstrdup("remote_only is set: the local store is not searched"));
+		return -1;
+	}
 	char *name = cjc_store_manifest_name(j->direct_key);
 	int found = cjc_manifest_read(&j->store, name, &m);
 	if (found && errno != ENOENT)
@@ -541,10 +554,11 @@ static bool publish(struct job *j, const struct compile_result *r,
 		.ext = cjc_kind_ext(j->c.kind), .md = &md,
 		.sign_key = j->cfg.sign_key, .sign_setting = cjc_config_env(CJC_SET_SIGN_KEY),
 		.max_size = j->cfg.max_size, .note = note, .warn = warn,
+		.unpublished = remote_only(j) ? &j->staged : NULL,
 	};
 	bool won;
 	enum cjc_published rc = cjc_publish(&p, &won);
-	if (rc != CJC_PUBLISHED)
+	if (rc == CJC_PUBLISH_FAILED || rc == CJC_PUBLISHED_NO_MANIFEST)
 		count(j, CJC_STAT_ERRORS, 0);
 	json_decref(md.diagnostics);
 	cjc_strvec_clear(&run);
@@ -614,8 +628,12 @@ static int compile_miss(struct job *j)
 		cjc_tempfile_forget(r.tmp_out);
 	replay(&r.out, &r.err);
 	warn_no_sass(j);
-	if (published)
+	if (published && remote_only(j))
+		published = cjc_remote_publish_staged(j->remotes, &j->staged, rec.entry_key,
+						      j->direct_key, &rec) > 0;
+	else if (published)
 		(void)cjc_remote_publish(j->remotes, rec.entry_key, j->direct_key, &rec);
+	cjc_staging_abort(&j->staged);
 	if (!stable)
 		cjc_log("miss for %s, not published: %s", j->c.source, why.data);
 	else
@@ -784,11 +802,21 @@ static long remote_match(void *ctx, const struct cjc_manifest *m)
 }
 
 /* After a local miss: an entry from a remote store, published here and
- * served; -1 when none could be, else the compile's exit status. */
+ * served (with remote_only, served from its staging, which is then
+ * removed); -1 when none could be, else the compile's exit status. */
 static int fetch_remote(struct job *j)
 {
 	struct cjc_manifest_record rec = { 0 };
 	uint64_t bytes = 0;
+	if (remote_only(j)) {
+		if (cjc_remote_fetch_unpublished(j->remotes, j->direct_key, remote_match, j, &rec,
+						 &j->staged))
+			return -1;
+		int rc = serve_record(j, &rec);
+		cjc_staging_abort(&j->staged);
+		cjc_manifest_record_release(&rec);
+		return rc;
+	}
 	if (cjc_remote_fetch(j->remotes, j->direct_key, remote_match, j, &rec, &bytes))
 		return -1;
 	struct cjc_publish p = { .store = &j->store, .key = rec.entry_key,
@@ -838,6 +866,7 @@ static void record_lease(struct job *j)
 
 static void job_release(struct job *j)
 {
+	cjc_staging_abort(&j->staged);
 	cjc_remote_close(j->remotes);
 	cjc_compile_release(&j->c);
 	cjc_identity_release(&j->nvcc);

@@ -163,6 +163,8 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_LEASE_WAIT] = { "lease_wait", "CJC_LEASE_WAIT", parse_seconds, AT(lease_wait), "60s",
 		"a duration such as 60s, 2m or 0 for no leases", false, /* holds builds up */
 		"longest wait for another compile of the same key when none is recorded; 0: no leases" },
+	[CJC_SET_REMOTE_ONLY] = { "remote_only", "CJC_REMOTE_ONLY", parse_bool, AT(remote_only), "false",
+		BOOLEAN, false, "with a remote store: keep no entries in the local store, only there" },
 };
 
 /* Whether a setting may hold a secret: shown redacted (base/run.h). */

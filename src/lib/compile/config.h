@@ -22,7 +22,8 @@
  * write, nor decide what is trusted or whether a build fails (disable,
  * readonly, debug, max_size, print_commands, keep_ptx).  Any other setting
  * there (dir, log, umask, remote, keep_sass, which runs cuobjdump,
- * check_spills, base_dir, sign_key, trusted_keys, and any added later) is
+ * check_spills, base_dir, sign_key, trusted_keys, hash_dir, lease_wait,
+ * remote_only, and any added later) is
  * ignored and `notes` says so, naming the file, line and setting, once; the
  * compile goes on.  Files are read without blocking (a FIFO is an error)
  * and only up to 1 MiB.  A trusted file is also a regular file with one
@@ -65,6 +66,7 @@ enum cjc_setting {
 	CJC_SET_TRUSTED_KEYS,
 	CJC_SET_HASH_DIR,
 	CJC_SET_LEASE_WAIT,
+	CJC_SET_REMOTE_ONLY,
 	CJC_SET_COUNT
 };
 
@@ -98,6 +100,9 @@ struct cjc_config {
 	/* Leases (lease.h): the longest a miss waits for another compile of its
 	 * key when no compile of it is recorded, in seconds; 0: no leases. */
 	int64_t lease_wait;
+	/* With a remote store: entries are neither looked up in nor written to
+	 * the local store, only in the remote ones (ccache's remote_only). */
+	bool remote_only;
 	/* Settings ignored because the file that set them is not trusted and
 	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
 	char *notes;

@@ -101,6 +101,7 @@ enum cjc_published cjc_publish(const struct cjc_publish *p, bool *won)
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	*won = false;
 	int rc = cjc_staging_begin(p->store, &st);
+	st.transient = p->unpublished != NULL;
 	if (!rc)
 		rc = stage(p, &st, &why);
 	if (!rc)
@@ -109,11 +110,17 @@ enum cjc_published cjc_publish(const struct cjc_publish *p, bool *won)
 		sign(p, &meta, &sig);
 	uint64_t bytes = staged_bytes(&st, &meta);
 	json_t *doc = st.index_doc;
-	if (!rc)
+	if (!rc && p->unpublished)
+		rc = cjc_staging_finish(&st, &meta, &sig);
+	else if (!rc)
 		rc = cjc_staging_publish(p->store, &st, p->key, &meta, &sig, won);
 	json_decref(doc);
 	enum cjc_published result = CJC_PUBLISH_FAILED;
-	if (rc) {
+	if (!rc && p->unpublished) {
+		*p->unpublished = st;
+		p->unpublished->index_doc = NULL;
+		result = CJC_STAGED;
+	} else if (rc) {
 		say(p, p->note, "cannot publish %s: %s", p->key, why.len ? why.data : strerror(errno));
 		cjc_staging_abort(&st);
 	} else {

@@ -52,6 +52,10 @@ struct cjc_publish {
 	const char *sign_key;                 /* or NULL */
 	const char *sign_setting;             /* how messages name sign_key ("CJC_SIGN_KEY") */
 	uint64_t max_size;                    /* 0: no limit */
+	/* remote_only: the entry is finished here (store.h) instead of being
+	 * published, for the caller to send (cjc_remote_publish_staged) and
+	 * remove; no manifest is written.  NULL: published as usual. */
+	struct cjc_staging *unpublished;
 	/* note: a line for the log; warn: one for the user (sign_key cannot sign) */
 	void (*note)(void *ctx, const char *line);
 	void (*warn)(void *ctx, const char *line);
@@ -61,7 +65,8 @@ struct cjc_publish {
 enum cjc_published {
 	CJC_PUBLISH_FAILED = -1,      /* not in the store */
 	CJC_PUBLISHED = 0,            /* in the store, ours or a winner's; manifest recorded */
-	CJC_PUBLISHED_NO_MANIFEST = 1 /* in the store, but the manifest could not be written */
+	CJC_PUBLISHED_NO_MANIFEST = 1, /* in the store, but the manifest could not be written */
+	CJC_STAGED = 2                 /* finished in p->unpublished */
 };
 
 /* After a publication that won (this one, or a remote entry's: remote.h):

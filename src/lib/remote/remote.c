@@ -792,11 +792,11 @@ static int fetch_manifest(struct cjc_remotes *r, struct group *g, const char *di
 /* An entry's record, checked, and its artifacts, staged (into st, begun
  * here unless the caller began it): 0, or -1 (counted). */
 static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, struct fetched *f,
-		       struct cjc_staging *st)
+		       struct cjc_staging *st, bool transient)
 {
 	int rc = fetch_record(r, g, key, f);
-	if (!rc && !st->dir)
-		rc = cjc_staging_begin(r->local, st);
+	if (!rc && !st->dir && !(rc = cjc_staging_begin(r->local, st)))
+		st->transient = transient;
 	if (!rc)
 		rc = fetch_artifacts(r, g, key, f, st);
 	return rc;
@@ -841,6 +841,7 @@ struct ahead {
 	atomic_bool stop;
 	int rc;
 	bool started;
+	bool transient; /* the staging's (store.h) */
 	pthread_t thread;
 	struct undo undo;
 };
@@ -848,7 +849,7 @@ struct ahead {
 static void *fetch_ahead(void *arg)
 {
 	struct ahead *a = arg;
-	a->rc = fetch_entry(a->r, a->g, a->key, &a->f, &a->st);
+	a->rc = fetch_entry(a->r, a->g, a->key, &a->f, &a->st, a->transient);
 	return NULL;
 }
 
@@ -858,6 +859,7 @@ static void start_ahead(struct ahead *a, const struct cjc_manifest *m)
 {
 	if (!m->n || m->recs[0].ndeps < AHEAD_MIN || cjc_staging_begin(a->r->local, &a->st))
 		return;
+	a->st.transient = a->transient;
 	struct undo *u = &a->undo;
 	a->key = m->recs[0].entry_key;
 	a->f.stop = &a->stop;
@@ -918,43 +920,62 @@ static int entry_of(struct ahead *a, const struct cjc_manifest *m, long i, struc
 		*st = a->st;
 		return a->rc;
 	}
-	return i >= 0 ? fetch_entry(a->r, a->g, m->recs[i].entry_key, f, st) : -1;
+	return i >= 0 ? fetch_entry(a->r, a->g, m->recs[i].entry_key, f, st, a->transient) : -1;
 }
 
-/* Tries one store: 0 when its entry is now in the local store. */
+/* The fetched entry of key in the local store (and its record in the
+ * local manifest), or, with keep, left finished in *keep, unpublished.
+ * *new_bytes: its size when this call published it. */
+static int settle(struct cjc_remotes *r, struct fetched *f, struct cjc_staging *st,
+		  const char *direct_key, const struct cjc_manifest_record *rec,
+		  struct cjc_staging *keep, uint64_t *new_bytes)
+{
+	if (keep) {
+		int rc = cjc_staging_finish(st, &f->meta, &f->sig);
+		if (rc)
+			cjc_staging_abort(st);
+		else
+			*keep = *st, keep->index_doc = NULL; /* f's, released by the caller */
+		return rc;
+	}
+	bool won = false;
+	uint64_t bytes = f->meta.len;
+	for (size_t k = 0; k < st->nfiles; k++)
+		bytes += st->files[k].size;
+	if (cjc_staging_publish(r->local, st, rec->entry_key, &f->meta, &f->sig, &won))
+		return -1;
+	char *mname = cjc_store_manifest_name(direct_key);
+	if (cjc_manifest_add(r->local, mname, rec))
+		cjc_log("cannot update manifest %s: %s", mname, cjc_untrusted_error(errno));
+	free(mname);
+	*new_bytes = won ? bytes : 0;
+	return 0;
+}
+
+/* Tries one store: 0 when its entry is now in the local store, or in *keep. */
 static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct_key,
 		      cjc_remote_match_fn match, void *ctx, struct cjc_manifest_record *out,
-		      uint64_t *new_bytes)
+		      struct cjc_staging *keep, uint64_t *new_bytes)
 {
 	struct cjc_manifest m = { 0 };
 	struct fetched f = { 0 };
 	struct cjc_staging st = { 0 };
 	uint64_t failures = g->counts[CJC_STAT_REMOTE_ERRORS] + g->counts[CJC_STAT_REMOTE_TIMEOUTS];
 	int rc = fetch_manifest(r, g, direct_key, &m);
-	struct ahead a = { .r = r, .g = g };
+	struct ahead a = { .r = r, .g = g, .transient = keep != NULL };
 	if (!rc)
 		start_ahead(&a, &m);
 	long i = rc ? -1 : match(ctx, &m);
-	const char *key = i >= 0 ? m.recs[i].entry_key : NULL;
 	rc = entry_of(&a, &m, i, &f, &st);
 	st.index_doc = f.doc;
 	if (!r->trusted_keys)
 		cjc_buf_reset(&f.sig); /* not checked here: not kept, not passed on */
-	bool won = false;
-	uint64_t bytes = f.meta.len;
-	for (size_t k = 0; k < st.nfiles; k++)
-		bytes += st.files[k].size;
 	if (!rc)
-		rc = cjc_staging_publish(r->local, &st, key, &f.meta, &f.sig, &won);
+		rc = settle(r, &f, &st, direct_key, &m.recs[i], keep, new_bytes);
 	else if (st.dir)
 		cjc_staging_abort(&st);
 	if (!rc) {
-		char *mname = cjc_store_manifest_name(direct_key);
-		if (cjc_manifest_add(r->local, mname, &m.recs[i]))
-			cjc_log("cannot update manifest %s: %s", mname, cjc_untrusted_error(errno));
-		free(mname);
-		cjc_log("remote hit %s from %s", key, g->shown);
-		*new_bytes = won ? bytes : 0;
+		cjc_log("remote hit %s from %s", m.recs[i].entry_key, g->shown);
 		*out = m.recs[i]; /* moved out: m no longer owns it */
 		memset(&m.recs[i], 0, sizeof m.recs[i]);
 	}
@@ -982,7 +1003,18 @@ int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, cjc_remote_m
 		     void *ctx, struct cjc_manifest_record *rec, uint64_t *new_bytes)
 {
 	for (size_t i = 0; r && i < r->n; i++)
-		if (!fetch_from(r, &r->groups[i], direct_key, match, ctx, rec, new_bytes))
+		if (!fetch_from(r, &r->groups[i], direct_key, match, ctx, rec, NULL, new_bytes))
+			return 0;
+	return -1;
+}
+
+int cjc_remote_fetch_unpublished(struct cjc_remotes *r, const char *direct_key,
+				 cjc_remote_match_fn match, void *ctx,
+				 struct cjc_manifest_record *rec, struct cjc_staging *st)
+{
+	uint64_t none = 0;
+	for (size_t i = 0; r && i < r->n; i++)
+		if (!fetch_from(r, &r->groups[i], direct_key, match, ctx, rec, st, &none))
 			return 0;
 	return -1;
 }
@@ -1076,12 +1108,15 @@ static void outgoing_release(struct outgoing *o)
 	cjc_entry_release(&o->e);
 }
 
-/* Reads a local entry and the signature it has, if any. */
-static int outgoing_open(struct cjc_remotes *r, const char *key, struct outgoing *o)
+/* Reads a local entry (or one finished in st) and the signature it has, if any. */
+static int outgoing_open(struct cjc_remotes *r, const char *key, const struct cjc_staging *st,
+			 struct outgoing *o)
 {
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	memset(o, 0, sizeof *o);
-	int rc = cjc_store_read_entry(r->local, key, &o->e, &why) == CJC_ENTRY_FOUND ? 0 : -1;
+	enum cjc_lookup found = st ? cjc_staging_open_entry(st, key, &o->e, &why)
+				   : cjc_store_read_entry(r->local, key, &o->e, &why);
+	int rc = found == CJC_ENTRY_FOUND ? 0 : -1;
 	if (!rc)
 		rc = cjc_read_bounded(o->e.dfd, "metadata.json", O_NOFOLLOW, CJC_STORE_MAX_METADATA, &meta);
 	/* the signature the entry has, if any: only the writer that made the
@@ -1214,12 +1249,12 @@ static int send_manifest(struct cjc_remotes *r, struct group *g, const char *dir
 	return rc == CJC_REMOTE_OK ? 0 : -1;
 }
 
-int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
-		       const struct cjc_manifest_record *rec)
+static int send_everywhere(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
+			   const struct cjc_manifest_record *rec, const struct cjc_staging *st)
 {
 	struct outgoing o;
 	int sent = 0;
-	if (!r || outgoing_open(r, entry_key, &o))
+	if (!r || outgoing_open(r, entry_key, st, &o))
 		return 0;
 	for (size_t i = 0; i < r->n; i++) {
 		struct group *g = &r->groups[i];
@@ -1231,6 +1266,19 @@ int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char 
 	}
 	outgoing_release(&o);
 	return sent;
+}
+
+int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
+		       const struct cjc_manifest_record *rec)
+{
+	return send_everywhere(r, entry_key, direct_key, rec, NULL);
+}
+
+int cjc_remote_publish_staged(struct cjc_remotes *r, const struct cjc_staging *st,
+			      const char *entry_key, const char *direct_key,
+			      const struct cjc_manifest_record *rec)
+{
+	return send_everywhere(r, entry_key, direct_key, rec, st);
 }
 
 /* --- checking a store's settings --------------------------------------- */

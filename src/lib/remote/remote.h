@@ -175,6 +175,13 @@ const char *cjc_remote_shown(const struct cjc_remotes *r, size_t i);
 typedef long (*cjc_remote_match_fn)(void *ctx, const struct cjc_manifest *m);
 int cjc_remote_fetch(struct cjc_remotes *r, const char *direct_key, cjc_remote_match_fn match,
 		     void *ctx, struct cjc_manifest_record *rec, uint64_t *new_bytes);
+/* The same for remote_only (docs/remote.md): the entry is not published
+ * into the local store but left in *st, a finished staging (store.h) that
+ * was never fsynced, for the caller to serve (cjc_staging_open_entry) and
+ * then remove (cjc_staging_abort); the local manifest is not written. */
+int cjc_remote_fetch_unpublished(struct cjc_remotes *r, const char *direct_key,
+				 cjc_remote_match_fn match, void *ctx,
+				 struct cjc_manifest_record *rec, struct cjc_staging *st);
 
 /* Closes the open connections (a failed store stays failed): before nvcc
  * runs, so a server's idle timeout cannot close one under a long compile,
@@ -188,6 +195,10 @@ void cjc_remote_hang_up(struct cjc_remotes *r);
  * hold it. */
 int cjc_remote_publish(struct cjc_remotes *r, const char *entry_key, const char *direct_key,
 		       const struct cjc_manifest_record *rec);
+/* The same for an entry finished in st and never published (remote_only). */
+int cjc_remote_publish_staged(struct cjc_remotes *r, const struct cjc_staging *st,
+			      const char *entry_key, const char *direct_key,
+			      const struct cjc_manifest_record *rec);
 
 /*
  * Leases (compile/lease.h): NS/l/<direct key>, a short value naming its

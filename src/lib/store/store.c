@@ -605,7 +605,7 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
  * write-backs are under way together. */
 static int write_staged(const struct cjc_staging *st, const char *name, const void *p, size_t n)
 {
-	return cjc_write_new_file_at(st->dfd, name, p, n, 0444, true);
+	return cjc_write_new_file_at(st->dfd, name, p, n, 0444, !st->transient);
 }
 
 /* fsyncs every file written into the staging, then the directory. */
@@ -710,16 +710,28 @@ static void index_entry(const struct cjc_store *s, const struct cjc_staging *st,
 		cjc_index_add(s, key, st->index_doc, st->files, st->nfiles);
 }
 
+int cjc_staging_finish(struct cjc_staging *st, const struct cjc_buf *metadata,
+		       const struct cjc_buf *signature)
+{
+	int rc = signature && signature->len
+			 ? write_staged(st, CJC_SIGN_FILE, signature->data, signature->len) : 0;
+	return rc ? rc : write_staged(st, "metadata.json", metadata->data, metadata->len);
+}
+
+enum cjc_lookup cjc_staging_open_entry(const struct cjc_staging *st, const char *key,
+				       struct cjc_entry *e, struct cjc_buf *why)
+{
+	int dfd = fcntl(st->dfd, F_DUPFD_CLOEXEC, 0);
+	return open_entry(dfd, st->dir, key, e, false, why);
+}
+
 int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
 			const struct cjc_buf *metadata, const struct cjc_buf *signature, bool *won)
 {
 	*won = false;
-	bool signed_ = signature && signature->len;
-	int rc = signed_ ? write_staged(st, CJC_SIGN_FILE, signature->data, signature->len) : 0;
+	int rc = cjc_staging_finish(st, metadata, signature);
 	if (!rc)
-		rc = write_staged(st, "metadata.json", metadata->data, metadata->len);
-	if (!rc)
-		rc = sync_staged(st, signed_);
+		rc = sync_staged(st, signature && signature->len);
 	char *name = cjc_store_entry_name(key);
 	char *shard_name = cjc_dirname(name);
 	int shard = rc ? -1 : walk(s, shard_name, true, O_PATH | O_DIRECTORY, 0);
