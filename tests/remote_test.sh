@@ -548,13 +548,14 @@ testWrongPasswordIsOneClearMessage() {
 testMalformedUrlNamesTheSettingAndCompiles() {
 	local bad
 	for bad in "redis://:secret@127.0.0.1:$REDIS_PORT|shards" \
-		"redis://:secret@127.0.0.1:$REDIS_PORT|operation-timeout=0"; do
+		"redis://:secret@127.0.0.1:$REDIS_PORT|operation-timeout=0" \
+		"redis://:secret@127.0.0.1:$REDIS_PORT|helper" "$NGINX_URL|helper-idle=0"; do
 		export CJC_REMOTE=$bad
 		compile_on A || fail "the build failed"
 		assertContains "$bad" "$(cat "$CASE/A.err")" "CJC_REMOTE"
 		assertNotContains "$bad" "$(cat "$CASE/A.err")" "secret"
 	done
-	assertEquals "compiled, uncached" 2 "$(nvcc_compiles)"
+	assertEquals "compiled, uncached" 4 "$(nvcc_compiles)"
 }
 
 # An entry of several artifacts (the object and nvcc's warnings) travels
@@ -725,6 +726,153 @@ testUploadSeedsAnotherMachine() {
 	compile_on B
 	assertEquals "no compile" 0 "$(nvcc_compiles)"
 	assertTrue "same bytes" "cmp -s '$SUITE_DIR/src/a.cubin' '$CASE/B.cubin'"
+}
+
+# --- The HTTP helper (docs/remote.md#the-http-helper) -------------------------
+# Each case has its own helpers' directory ($XDG_RUNTIME_DIR/cudajitcache)
+# and stops the helpers its compiles started.
+
+# use_helper [ATTRIBUTES]: nginx's store with a helper, in this case's directory.
+use_helper() {
+	export XDG_RUNTIME_DIR=$CASE/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	export CJC_REMOTE="$NGINX_URL|helper|helper-idle=60s${1:-}"
+}
+
+helper_pids() { sed -n 's/.*started the helper of .* (pid \([0-9]*\),.*/\1/p' "$CJC_LOG"; }
+helper_socket() { echo "$XDG_RUNTIME_DIR/cudajitcache/$(sed -n 's/.*started the helper of .*, \([0-9a-f]*\.sock\))$/\1/p' "$CJC_LOG" | tail -1)"; }
+
+# wait_for_helper: until the newest helper listens (its socket appears
+# once it does), or it is gone.
+wait_for_helper() {
+	local i pid
+	pid=$(helper_pids | tail -1)
+	for i in $(seq 600); do
+		[ -S "$(helper_socket)" ] && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+stop_helpers() {
+	local pid
+	for pid in $(helper_pids); do kill -KILL "$pid" 2>/dev/null; done
+	unset XDG_RUNTIME_DIR
+}
+
+# A hit through the helper loads no libcurl: A's miss starts the helper
+# (and loads libcurl itself); B asks the helper and is served the same bytes.
+testHttpHelperKeepsLibcurlOutOfHits() {
+	use_helper '|connect-timeout=5s' # a greeting under ASan on a loaded machine
+	LD_DEBUG=files compile_on A
+	assertTrue "A loaded libcurl" "grep -q 'file=libcurl' '$CASE/A.err'"
+	wait_for_helper || fail "no helper listens"
+	LD_DEBUG=files CJC_LOG=$CASE/B.log compile_on B
+	assertEquals "B compiled nothing" 1 "$(nvcc_compiles)"
+	assertEquals "B's remote hit" 1 "$(remote_stat B remote_hits)"
+	assertTrue "B got A's bytes" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+	assertEquals "B asked the helper" 1 "$(grep -c 'asking the helper' "$CASE/B.log")"
+	assertFalse "B loaded libcurl" "grep -q 'file=libcurl' '$CASE/B.err'"
+	assertEquals "one helper" 1 "$(helper_pids | wc -l)"
+	stop_helpers
+}
+
+# A stopped helper costs the connect-timeout, a dead one nothing: either
+# way the compile asks the store itself, and a new helper replaces the dead.
+testStoppedOrDeadHelperIsNoFailure() {
+	use_helper
+	compile_on A
+	wait_for_helper || fail "no helper listens"
+	local pid i
+	pid=$(helper_pids)
+	kill -STOP "$pid"
+	compile_on B || fail "B's build failed"
+	assertEquals "B: a hit all the same" 1 "$(remote_stat B remote_hits)"
+	assertEquals "B said why" 1 "$(grep -c 'did not greet' "$CJC_LOG")"
+	kill -KILL "$pid"
+	for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	compile_on C || fail "C's build failed"
+	assertEquals "C: a hit" 1 "$(remote_stat C remote_hits)"
+	assertEquals "a new helper" 2 "$(helper_pids | wc -l)"
+	assertEquals "still one compile" 1 "$(nvcc_compiles)"
+	stop_helpers
+}
+
+# A helper that answers out of bounds (here: more bytes than asked for) is
+# dropped for the compile, which asks the store itself.
+testHelperAnsweringOutOfBoundsIsDropped() {
+	use_helper
+	compile_on A
+	wait_for_helper || fail "no helper listens"
+	local sock fake
+	sock=$(helper_socket)
+	kill -KILL "$(helper_pids)"
+	# (by its name in the directory: the whole path is too long for a socket's)
+	(cd "$(dirname "$sock")" && exec python3 -c '
+import os, socket, struct, sys
+name = sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+s.bind(name + ".fake"); s.listen(8); os.rename(name + ".fake", name)
+open(sys.argv[2], "w").close()
+while True:
+    c, _ = s.accept()
+    c.sendall(b"CJCH" + struct.pack("=I", 1))
+    c.recv(65536)
+    c.sendall(bytes([0]) + struct.pack("=Q", 1 << 40) + b"x" * 100)
+    c.close()' "$(basename "$sock")" "$CASE/fake.ready") &
+	fake=$!
+	wait_for_file "$CASE/fake.ready" || fail "the fake helper"
+	compile_on B || fail "B's build failed"
+	kill "$fake"
+	assertEquals "B: a hit" 1 "$(remote_stat B remote_hits)"
+	assertEquals "B dropped the helper" 1 "$(grep -c 'the helper of .* failed' "$CJC_LOG")"
+	assertTrue "B got A's bytes" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+	stop_helpers
+}
+
+# A helper is its user's alone: another user cannot connect to root's, and
+# a helpers' directory that is not root's own (here one the member made,
+# with a fake helper listening in it) is not used at all: root's compile
+# asks the store itself and the member's listener hears nothing.
+testHelperIsItsUsersAlone() {
+	member_ready || { startSkipping; return; }
+	use_helper
+	compile_on A
+	wait_for_helper || fail "no helper listens"
+	local sock name evil fake
+	sock=$(helper_socket)
+	name=$(basename "$sock")
+	# (Debian's python3: the member may not run a python of root's)
+	local py=/usr/bin/python3 try_connect='
+import os, socket, sys
+try:
+    os.chdir(os.path.dirname(sys.argv[1]))
+    socket.socket(socket.AF_UNIX).connect(os.path.basename(sys.argv[1]))
+except PermissionError:
+    sys.exit(3)'
+	as_member $py -c "$try_connect" "$sock"
+	assertEquals "the member is refused root's helper" 3 $?
+	$py -c "$try_connect" "$sock"
+	assertEquals "root reaches it" 0 $?
+	evil=$(mktemp -d "$OTHERS_DIR/run.XXXXXX") && chown "$MEMBER" "$evil" || fail "the member's directory"
+	as_member mkdir -m 777 "$evil/cudajitcache" || fail "the member's helpers' directory"
+	(cd "$evil/cudajitcache" && exec setpriv --reuid="$MEMBER" --regid="$(id -g "$MEMBER")" \
+		--init-groups $py -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(8)
+open(sys.argv[2], "w").close()
+c, _ = s.accept()
+open(sys.argv[3], "w").close()' "$name" "$evil/ready" "$evil/heard") &
+	fake=$!
+	wait_for_file "$evil/ready" || fail "the member's listener"
+	XDG_RUNTIME_DIR=$evil CJC_LOG=$CASE/B.log compile_on B || fail "B's build failed"
+	kill "$fake" 2>/dev/null
+	assertEquals "B: a hit" 1 "$(remote_stat B remote_hits)"
+	assertFalse "the member's listener heard root" "[ -e '$evil/heard' ]"
+	assertEquals "B neither asked nor started a helper" 0 "$(grep -c 'helper' "$CASE/B.log")"
+	stop_helpers
 }
 
 # --- Local entries another user wrote (docs/trust.md) -----------------------

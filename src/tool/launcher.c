@@ -42,6 +42,7 @@
 #include "keys/metamemo.h"
 #include "keys/nvcc_args.h"
 #include "keys/place.h"
+#include "remote/helper.h"
 #include "remote/remote.h"
 #include "store/evict.h"
 #include "store/identity.h"
@@ -784,6 +785,10 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		cjc_diagnostics_add_key(&j->diag, &j->c);
 		rc = compute_direct_key(j, why);
 	}
+#ifdef CJC_HAVE_CURL
+	if (!rc && !j->cfg.readonly)
+		cjc_helper_allow();
+#endif
 	if (!rc && !j->cfg.readonly)
 		j->remotes = cjc_remote_open(j->cfg.remote, &j->store, j->cfg.sign_key, j->cfg.trusted_keys,
 					     report_remote);

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "keys/metadata.h"
 #include "keys/metamemo.h"
+#include "remote/helper.h"
 #include "store/records.h"
 #include "store/sign.h"
 #include "store/stats.h"
@@ -237,11 +238,15 @@ static int parse_attribute(const char *a, struct store_spec *sp, struct cjc_buf 
 		sp->u.bearer_token_file = cjc_xstrdup(v);
 	else if (IS("ca-file") && *v)
 		sp->u.ca_file = cjc_xstrdup(v);
+	else if (IS("helper") && !eq)
+		sp->u.helper = true;
+	else if (IS("helper-idle") && !parse_duration(v, &sp->u.helper_idle_ms))
+		;
 	else {
 		/* not echoed: what follows a '|' may be part of a password */
 		cjc_buf_adds(why, "an unknown or malformed attribute (expected read-only, "
 			     "connect-timeout=T, operation-timeout=T, shards=A,B(2), "
-			     "bearer-token-file=FILE or ca-file=FILE)");
+			     "bearer-token-file=FILE, ca-file=FILE, helper or helper-idle=T)");
 		return -1;
 	}
 #undef IS
@@ -254,6 +259,7 @@ static int parse_store(const char *word, struct store_spec *sp, struct cjc_buf *
 	memset(sp, 0, sizeof *sp);
 	sp->u.connect_ms = DEFAULT_CONNECT_MS;
 	sp->u.operation_ms = DEFAULT_OPERATION_MS;
+	sp->u.helper_idle_ms = CJC_HELPER_DEFAULT_IDLE_MS;
 	const char *bar = strchr(word, '|');
 	sp->u.url = bar ? cjc_xstrndup(word, (size_t)(bar - word)) : cjc_xstrdup(word);
 	sp->shown = shown_url(word);
@@ -272,6 +278,11 @@ static int parse_store(const char *word, struct store_spec *sp, struct cjc_buf *
 		if (rc)
 			return -1;
 		bar = next;
+	}
+	if (sp->u.helper && !cjc_starts_with(sp->u.url, "http://") &&
+	    !cjc_starts_with(sp->u.url, "https://") && !cjc_starts_with(sp->u.url, "s3://")) {
+		cjc_buf_adds(why, "helper is for http://, https:// and s3:// stores");
+		return -1;
 	}
 	if (!sp->shards.n != !strchr(sp->u.url, '*')) {
 		cjc_buf_adds(why, "shards= needs a '*' in the URL, where each shard's name goes, "
@@ -330,6 +341,10 @@ static void server_init(struct server *sv, const struct store_spec *sp, size_t i
 	sv->u.bearer_token_file = sp->u.bearer_token_file ? cjc_xstrdup(sp->u.bearer_token_file) : NULL;
 	sv->u.ca_file = sp->u.ca_file ? cjc_xstrdup(sp->u.ca_file) : NULL;
 	sv->ops = ops_for(sv->u.url);
+#ifdef CJC_HAVE_CURL
+	if (sp->u.helper)
+		sv->ops = &cjc_remote_helped_ops;
+#endif
 	sv->shard = sp->shards.n ? cjc_xstrdup(sp->shards.v[i]) : NULL;
 	sv->weight = sp->shards.n ? sp->weights[i] : 1;
 }

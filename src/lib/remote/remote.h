@@ -4,7 +4,7 @@
  *
  * The `remote` setting holds store URLs separated by spaces, each with
  * attributes after `|` (read-only, connect-timeout=T, operation-timeout=T,
- * shards=A,B(2),..., bearer-token-file=F, ca-file=F).  cjc_remote_open()
+ * shards=A,B(2),..., bearer-token-file=F, ca-file=F, helper, helper-idle=T).  cjc_remote_open()
  * parses them without connecting; a backend connects on its first request.
  *
  * The seam: a backend answers get, put-if-absent, put (replace) and exists
@@ -104,6 +104,8 @@ struct cjc_remote_url {
 	long connect_ms, operation_ms;
 	char *bearer_token_file; /* http(s) */
 	char *ca_file;           /* https, s3 */
+	bool helper;             /* http(s), s3: through the store's helper (helper.h) */
+	long helper_idle_ms;     /* how long that helper waits for clients before it exits */
 	int64_t deadline_ms;     /* cjc_now_ms() by which the request must end; 0: operation_ms from its start */
 };
 

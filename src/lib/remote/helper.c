@@ -1,0 +1,418 @@
+/*
+ * helper.c - the client side of the HTTP helper (helper.h): where helpers
+ * live, what a store's helper is called, starting one, and the helped
+ * backend.  The helper's own loop is src/tool/helper_cmd.c.
+ */
+#include "remote/helper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/run.h"
+
+extern char **environ;
+
+static bool allowed;
+
+void cjc_helper_allow(void)
+{
+	allowed = true;
+}
+
+/* --- where and what ---------------------------------------------------- */
+
+int cjc_helper_dir(void)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	char *dir = run && run[0] == '/' ? cjc_path_join(run, "cudajitcache")
+					 : cjc_xasprintf("/tmp/cudajitcache-%u", (unsigned)geteuid());
+	(void)mkdir(dir, 0700);
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(dir);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* What libcurl reads from the environment: a helper started with other
+ * values is another helper. */
+static const char *const curl_environment[] = {
+	"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE",
+	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+};
+
+static void add_field(struct cjc_hash *h, const char *s)
+{
+	s = s ? s : "";
+	cjc_hash_update(h, s, strlen(s) + 1);
+}
+
+void cjc_helper_name(const struct cjc_remote_url *u, char *name)
+{
+	struct cjc_hash h;
+	char line[96];
+	struct stat st = { 0 };
+	cjc_hash_init(&h);
+	add_field(&h, "cudajitcache helper " CJC_VERSION);
+	/* a token file replaced (a rotated token) makes another helper */
+	if (u->bearer_token_file)
+		(void)stat(u->bearer_token_file, &st);
+	snprintf(line, sizeof line, "%u %ld %lld %lld", CJC_HELPER_VERSION, u->connect_ms,
+		 (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, (long long)st.st_size);
+	add_field(&h, line);
+	add_field(&h, u->url);
+	add_field(&h, u->bearer_token_file);
+	add_field(&h, u->ca_file);
+	for (size_t i = 0; i < sizeof curl_environment / sizeof *curl_environment; i++) {
+		add_field(&h, curl_environment[i]);
+		add_field(&h, getenv(curl_environment[i]));
+	}
+	cjc_hash_final_hex(&h, name);
+}
+
+void cjc_helper_encode_settings(const struct cjc_remote_url *u, struct cjc_buf *out)
+{
+	json_t *doc = json_pack("{s:s, s:s, s:s*, s:s*, s:I, s:I}", "url", u->url, "shown", u->shown,
+				"bearer_token_file", u->bearer_token_file, "ca_file", u->ca_file,
+				"connect_ms", (json_int_t)u->connect_ms,
+				"helper_idle_ms", (json_int_t)u->helper_idle_ms);
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	if (text)
+		cjc_buf_adds(out, text);
+	free(text);
+	json_decref(doc);
+}
+
+int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_url *u)
+{
+	json_t *doc = json_loadb(text, len, 0, NULL);
+	const char *url = NULL, *shown = NULL, *token = NULL, *ca = NULL;
+	json_int_t connect_ms = 0, idle_ms = 0;
+	int rc = !doc || json_unpack(doc, "{s:s, s:s, s?:s, s?:s, s:I, s:I}", "url", &url, "shown",
+				     &shown, "bearer_token_file", &token, "ca_file", &ca,
+				     "connect_ms", &connect_ms, "helper_idle_ms", &idle_ms) ||
+		 connect_ms <= 0 || idle_ms <= 0 ? -1 : 0;
+	if (!rc) {
+		memset(u, 0, sizeof *u);
+		u->url = cjc_xstrdup(url);
+		u->shown = cjc_xstrdup(shown);
+		u->bearer_token_file = token ? cjc_xstrdup(token) : NULL;
+		u->ca_file = ca ? cjc_xstrdup(ca) : NULL;
+		u->connect_ms = (long)connect_ms;
+		u->helper_idle_ms = (long)idle_ms;
+		u->helper = true;
+	}
+	json_decref(doc);
+	return rc;
+}
+
+/* --- starting one ------------------------------------------------------- */
+
+/* Whether no helper holds name's lock (none lives, none is starting). */
+static bool lock_free(int dir, const char *name)
+{
+	char *lock = cjc_xasprintf("%s.lock", name);
+	int fd = openat(dir, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	free(lock);
+	bool is_free = fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB);
+	if (fd >= 0)
+		close(fd);
+	return is_free;
+}
+
+/* This process's environment less what may hold a secret (run.h): the
+ * helper's settings come on its pipe. */
+static char **environment_without_secrets(void)
+{
+	size_t n = 0, kept = 0;
+	while (environ[n])
+		n++;
+	char **env = cjc_xcalloc(n + 1, sizeof *env);
+	for (size_t i = 0; i < n; i++)
+		if (!cjc_secret_variable(environ[i], strcspn(environ[i], "=")))
+			env[kept++] = environ[i];
+	return env;
+}
+
+/* `cjc remote helper`, in a session of its own, with nothing of this
+ * process's open but the pipe it reads its settings from. */
+static int spawn_helper(int settings_fd, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, settings_fd, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	char *argv[] = { "cjc", "remote", "helper", NULL };
+	char **env = environment_without_secrets();
+	int rc = posix_spawn(pid, "/proc/self/exe", &fa, &at, argv, env);
+	free(env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return rc;
+}
+
+/* Starts the store's helper, once a process, when none holds its lock. */
+static void start_helper(const struct cjc_remote_url *u, int dir, const char *name)
+{
+	static bool started;
+	int p[2];
+	if (started || !lock_free(dir, name) || pipe2(p, O_CLOEXEC))
+		return;
+	started = true;
+	pid_t pid;
+	int rc = spawn_helper(p[0], &pid);
+	close(p[0]);
+	struct cjc_buf settings = CJC_BUF_INIT;
+	cjc_helper_encode_settings(u, &settings);
+	if (!rc && cjc_write_all(p[1], settings.data, settings.len))
+		rc = errno;
+	close(p[1]);
+	cjc_buf_release(&settings);
+	if (rc)
+		cjc_log("cannot start the helper of %s: %s", u->shown, strerror(rc));
+	else
+		cjc_log("started the helper of %s (pid %d, %s.sock)", u->shown, (int)pid, name);
+}
+
+/* --- talking to one ------------------------------------------------------ */
+
+/* Waits for fd until deadline (cjc_now_ms); 0, or -1 with ETIMEDOUT. */
+static int wait_for(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - cjc_now_ms();
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		struct pollfd p = { fd, events, 0 };
+		int n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* Reads exactly n bytes by deadline; -1 (ETIMEDOUT, or EPIPE at the end). */
+static int read_exact(int fd, void *p, size_t n, int64_t deadline)
+{
+	char *at = p;
+	while (n) {
+		if (wait_for(fd, POLLIN, deadline))
+			return -1;
+		ssize_t got = recv(fd, at, n, MSG_DONTWAIT);
+		if (got == 0)
+			errno = EPIPE;
+		if (got <= 0 && (got == 0 || (errno != EINTR && errno != EAGAIN)))
+			return -1;
+		if (got > 0)
+			at += got, n -= (size_t)got;
+	}
+	return 0;
+}
+
+static int send_all(int fd, const void *p, size_t n, int64_t deadline)
+{
+	const char *at = p;
+	while (n) {
+		if (wait_for(fd, POLLOUT, deadline))
+			return -1;
+		ssize_t sent = send(fd, at, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent < 0 && errno != EINTR && errno != EAGAIN)
+			return -1;
+		if (sent > 0)
+			at += sent, n -= (size_t)sent;
+	}
+	return 0;
+}
+
+bool cjc_helper_peer_is_us(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == geteuid();
+}
+
+/* A connection to the store's helper that greeted us, or -1 (one is
+ * started when none lives). */
+static int reach_helper(const struct cjc_remote_url *u)
+{
+	int dir = cjc_helper_dir();
+	if (dir < 0)
+		return -1;
+	char name[CJC_HEX_LEN + 1];
+	cjc_helper_name(u, name);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s.sock", dir, name);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool up = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	char greeting[8];
+	long wait_ms = cjc_remote_time_left(u) < u->connect_ms ? cjc_remote_time_left(u) : u->connect_ms;
+	bool greeted = up && cjc_helper_peer_is_us(fd) &&
+		       !read_exact(fd, greeting, sizeof greeting, cjc_now_ms() + wait_ms) &&
+		       !memcmp(greeting, "CJCH", 4) &&
+		       !memcmp(greeting + 4, &(uint32_t){ CJC_HELPER_VERSION }, 4);
+	if (!up)
+		start_helper(u, dir, name);
+	else if (!greeted)
+		cjc_log("the helper of %s did not greet; asking the store itself", u->shown);
+	close(dir);
+	if (!greeted && fd >= 0)
+		close(fd), fd = -1;
+	return fd;
+}
+
+#define BROKEN (-100) /* the helper failed, not the store */
+
+static int helper_get(int fd, const struct cjc_remote_url *u, const char *name, size_t max,
+		      struct cjc_buf *out, struct cjc_buf *why)
+{
+	long left = cjc_remote_time_left(u);
+	size_t nlen = strlen(name);
+	if (left <= 0 || nlen > CJC_HELPER_MAX_NAME)
+		return BROKEN;
+	int64_t deadline = cjc_now_ms() + left;
+	uint16_t n16 = (uint16_t)nlen;
+	uint64_t max64 = max;
+	uint32_t left32 = (uint32_t)left;
+	struct cjc_buf req = CJC_BUF_INIT;
+	cjc_buf_add(&req, "g", 1);
+	cjc_buf_add(&req, &n16, sizeof n16);
+	cjc_buf_add(&req, name, nlen);
+	cjc_buf_add(&req, &max64, sizeof max64);
+	cjc_buf_add(&req, &left32, sizeof left32);
+	int rc = send_all(fd, req.data, req.len, deadline);
+	cjc_buf_release(&req);
+	unsigned char head[9];
+	if (!rc)
+		rc = read_exact(fd, head, sizeof head, deadline);
+	if (rc) {
+		if (errno != ETIMEDOUT)
+			return BROKEN;
+		cjc_buf_adds(why, "timed out waiting for the store's helper");
+		return CJC_REMOTE_TIMEOUT;
+	}
+	uint64_t len;
+	memcpy(&len, head + 1, sizeof len);
+	int result = head[0];
+	bool message = result == CJC_REMOTE_ERROR || result == CJC_REMOTE_TIMEOUT;
+	if (!(result == CJC_REMOTE_OK && len <= max) && !(result == CJC_REMOTE_ABSENT && !len) &&
+	    !(message && len <= CJC_HELPER_MAX_MESSAGE))
+		return BROKEN;
+	struct cjc_buf *into = message ? why : out;
+	size_t at = into->len;
+	cjc_buf_grow(into, (size_t)len);
+	if (read_exact(fd, into->data + at, (size_t)len, deadline))
+		return errno == ETIMEDOUT ? (cjc_buf_adds(why, "timed out waiting for the store's helper"),
+					     CJC_REMOTE_TIMEOUT) : BROKEN;
+	into->len = at + (size_t)len;
+	into->data[into->len] = 0;
+	return result;
+}
+
+/* --- the helped backend ---------------------------------------------------- */
+
+struct cjc_remote_backend {
+	const struct cjc_remote_url *u;
+	struct cjc_remote_backend *in; /* the http backend in this process, once needed */
+	int fd;                        /* to the helper, or -1 */
+	bool tried;                    /* whether the helper was asked for */
+};
+
+static struct cjc_remote_backend *helped_open(const struct cjc_remote_url *u, struct cjc_buf *why)
+{
+	(void)why;
+	struct cjc_remote_backend *b = cjc_xcalloc(1, sizeof *b);
+	b->u = u;
+	b->fd = -1;
+	return b;
+}
+
+/* The http backend in this process: -1 (counted as the store's failure)
+ * when it cannot be opened. */
+static int inner(struct cjc_remote_backend *b, struct cjc_buf *why)
+{
+	if (!b->in && !(b->in = cjc_remote_http_ops.open(b->u, why)))
+		return errno == ETIMEDOUT ? CJC_REMOTE_TIMEOUT : CJC_REMOTE_ERROR;
+	return 0;
+}
+
+static int helped_get(struct cjc_remote_backend *b, const char *name, size_t max,
+		      struct cjc_buf *out, struct cjc_buf *why)
+{
+	if (allowed && !b->tried) {
+		b->tried = true;
+		if ((b->fd = reach_helper(b->u)) >= 0)
+			cjc_log("asking the helper of %s", b->u->shown);
+	}
+	if (b->fd >= 0) {
+		int rc = helper_get(b->fd, b->u, name, max, out, why);
+		if (rc != BROKEN && rc != CJC_REMOTE_TIMEOUT)
+			return rc;
+		close(b->fd);
+		b->fd = -1;
+		if (rc == CJC_REMOTE_TIMEOUT)
+			return rc;
+		cjc_log("the helper of %s failed; asking the store itself", b->u->shown);
+		cjc_buf_reset(out);
+		cjc_buf_reset(why);
+	}
+	int rc = inner(b, why);
+	return rc ? rc : cjc_remote_http_ops.get(b->in, name, max, out, why);
+}
+
+static int helped_put(struct cjc_remote_backend *b, const char *name, const void *p, size_t n,
+		      bool only_if_absent, struct cjc_buf *why)
+{
+	int rc = inner(b, why);
+	return rc ? rc : cjc_remote_http_ops.put(b->in, name, p, n, only_if_absent, why);
+}
+
+static int helped_exists(struct cjc_remote_backend *b, const char *name, struct cjc_buf *why)
+{
+	int rc = inner(b, why);
+	return rc ? rc : cjc_remote_http_ops.exists(b->in, name, why);
+}
+
+static void helped_close(struct cjc_remote_backend *b)
+{
+	if (b->fd >= 0)
+		close(b->fd);
+	if (b->in)
+		cjc_remote_http_ops.close(b->in);
+	free(b);
+}
+
+const struct cjc_remote_ops cjc_remote_helped_ops = {
+	helped_open, helped_get, helped_put, helped_exists, helped_close, NULL, NULL,
+};

@@ -1,0 +1,83 @@
+/*
+ * helper.h - the HTTP helper (docs/remote.md#the-http-helper): a process of
+ * this user's that keeps libcurl loaded and its connections open for every
+ * cjc compile of one http://, https:// or s3:// store, as ccache's storage
+ * helpers and sccache's server do.  Loading libcurl and the thirty
+ * libraries it brings costs each process more than a whole remote hit of
+ * ccache's (measured: 14 to 19 ms here); asking the helper costs a local
+ * socket.
+ *
+ * Asked for by the store's `helper` attribute; only `cjc nvcc` uses it
+ * (cjc_helper_allow), never the JIT library or the shim, which live in
+ * users' processes.  Only gets go through it (a hit's requests); puts,
+ * exists and leases, which come after a compile, stay in the process.
+ *
+ * Where: a directory only this user can enter, $XDG_RUNTIME_DIR/cudajitcache
+ * or /tmp/cudajitcache-<uid>, made 0700 and checked to be this user's own,
+ * 0700, a real directory (else no helper: the compile asks the server
+ * itself).  In it, for each store's settings, <name>.sock and <name>.lock,
+ * <name> a hash of everything that decides what the helper does: the URL
+ * (credentials included), the token and CA files, the connect timeout, the
+ * proxy, CA and AWS variables, the helper's format.  Paths are reached
+ * through the directory's fd (/proc/self/fd/N/...), never by name again.
+ *
+ * Who: the helper takes peers of its own user only (SO_PEERCRED), and a
+ * client talks only to a helper of its own user.  The helper holds the
+ * store's lock (flock) while it lives, so two never serve one name; a
+ * client starts one (posix_spawn, its own session, all other fds closed,
+ * the settings on a pipe, never in argv) only when that lock is free, and
+ * asks the server itself meanwhile.
+ *
+ * Bounded: a helper serves at most CJC_HELPER_MAX_CLIENTS clients at once,
+ * each request within the deadline its client sent; it exits after the
+ * store's helper-idle time without clients.  A client waits for the helper
+ * at most the store's connect-timeout to be greeted and its own deadline
+ * for an answer, checks that every answer is well formed and within the
+ * bound it asked for, and on any failure of the helper asks the server
+ * itself for the rest of the compile.  Nothing a helper does fails a build.
+ *
+ * The protocol, in host byte order (both ends are this machine's cjc):
+ *     greeting, helper to client:  "CJCH" u32 CJC_HELPER_VERSION
+ *     get request:                 u8 'g', u16 name length, name,
+ *                                  u64 max, u32 milliseconds left
+ *     answer:                      u8 result (enum cjc_remote_result),
+ *                                  u64 length, the value (CJC_REMOTE_OK,
+ *                                  at most max) or a message (errors, at
+ *                                  most CJC_HELPER_MAX_MESSAGE)
+ */
+#ifndef CJC_HELPER_H
+#define CJC_HELPER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "remote/remote.h"
+
+#define CJC_HELPER_VERSION 1u
+#define CJC_HELPER_MAX_CLIENTS 64
+#define CJC_HELPER_MAX_MESSAGE 1024
+#define CJC_HELPER_MAX_NAME 1024
+#define CJC_HELPER_DEFAULT_IDLE_MS (10 * 60 * 1000L)
+
+/* The helped backend: gets through the store's helper when it can,
+ * everything else (and every get, where no helper answers) through
+ * cjc_remote_http_ops in this process. */
+extern const struct cjc_remote_ops cjc_remote_helped_ops;
+
+/* Lets this process use and start helpers (`cjc nvcc`); without it the
+ * helped backend is the http backend. */
+void cjc_helper_allow(void);
+
+/* The helpers' directory, checked and open (O_PATH), or -1. */
+int cjc_helper_dir(void);
+/* The store's name in it: hex, CJC_HEX_LEN + 1 bytes. */
+void cjc_helper_name(const struct cjc_remote_url *u, char *name);
+
+/* Whether the peer of a unix socket is a process of this user's. */
+bool cjc_helper_peer_is_us(int fd);
+
+/* The settings a helper is started with, on its stdin (JSON), and back. */
+void cjc_helper_encode_settings(const struct cjc_remote_url *u, struct cjc_buf *out);
+int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_url *u);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * helper_cmd.c - `cjc remote helper`: the HTTP helper's own loop
+ * (src/lib/remote/helper.h says what it is for and how it is bounded).
+ *
+ * Started by a compile (helper.c), with its store's settings on stdin.  It
+ * takes the store's lock or exits (another serves it), binds <name>.sock in
+ * the helpers' directory, and serves each client of its own user on a
+ * thread of its own, with libcurl handles kept between clients (their
+ * connections stay open).  After the store's helper-idle time with no
+ * client it removes its socket and exits.
+ */
+#include "helper_cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "remote/helper.h"
+
+#ifdef CJC_HAVE_CURL /* else no store can have a helper */
+
+#define SETTINGS_MAX (64 * 1024)
+#define CLIENT_IDLE_S 60 /* a client that neither asks nor reads this long is dropped */
+
+static struct cjc_remote_url settings;
+static atomic_int clients;
+static _Atomic int64_t last_seen_ms;
+
+/* libcurl handles between clients, each with its own deadline. */
+struct handle {
+	struct cjc_remote_url u;
+	struct cjc_remote_backend *b;
+};
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct handle *pool[CJC_HELPER_MAX_CLIENTS];
+static size_t npool;
+
+static struct handle *take_handle(struct cjc_buf *why)
+{
+	struct handle *h = NULL;
+	pthread_mutex_lock(&pool_lock);
+	if (npool)
+		h = pool[--npool];
+	pthread_mutex_unlock(&pool_lock);
+	if (h)
+		return h;
+	h = cjc_xcalloc(1, sizeof *h);
+	h->u = settings; /* the strings stay settings' */
+	if (!(h->b = cjc_remote_http_ops.open(&h->u, why))) {
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+/* A handle whose request failed is closed: its connection's state is unknown. */
+static void give_back(struct handle *h, bool keep)
+{
+	pthread_mutex_lock(&pool_lock);
+	if (keep && npool < CJC_HELPER_MAX_CLIENTS)
+		pool[npool++] = h, h = NULL;
+	pthread_mutex_unlock(&pool_lock);
+	if (h) {
+		cjc_remote_http_ops.close(h->b);
+		free(h);
+	}
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+	char *at = p;
+	while (n) {
+		ssize_t got = recv(fd, at, n, 0);
+		if (got <= 0 && !(got < 0 && errno == EINTR))
+			return -1;
+		if (got > 0)
+			at += got, n -= (size_t)got;
+	}
+	return 0;
+}
+
+static int answer(int fd, int result, const char *p, size_t n)
+{
+	unsigned char head[9];
+	uint64_t len = n;
+	head[0] = (unsigned char)result;
+	memcpy(head + 1, &len, sizeof len);
+	struct cjc_buf all = CJC_BUF_INIT;
+	cjc_buf_add(&all, head, sizeof head);
+	int rc = send(fd, all.data, all.len, MSG_NOSIGNAL) == (ssize_t)all.len ? 0 : -1;
+	cjc_buf_release(&all);
+	for (size_t at = 0; !rc && at < n;) {
+		ssize_t sent = send(fd, p + at, n - at, MSG_NOSIGNAL);
+		if (sent < 0 && errno != EINTR)
+			rc = -1;
+		if (sent > 0)
+			at += (size_t)sent;
+	}
+	return rc;
+}
+
+/* One get: 0 when answered, -1 when the client is gone or malformed. */
+static int serve_get(int fd)
+{
+	uint16_t nlen;
+	uint64_t max;
+	uint32_t left_ms;
+	char name[CJC_HELPER_MAX_NAME + 1];
+	if (read_full(fd, &nlen, sizeof nlen) || !nlen || nlen > CJC_HELPER_MAX_NAME ||
+	    read_full(fd, name, nlen) || read_full(fd, &max, sizeof max) ||
+	    read_full(fd, &left_ms, sizeof left_ms) || max > CJC_REMOTE_MAX_ARTIFACT + 65536)
+		return -1;
+	name[nlen] = 0;
+	struct cjc_buf out = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	struct handle *h = take_handle(&why);
+	int rc = CJC_REMOTE_ERROR;
+	if (h) {
+		h->u.deadline_ms = cjc_now_ms() + left_ms;
+		rc = cjc_remote_http_ops.get(h->b, name, (size_t)max, &out, &why);
+		give_back(h, rc == CJC_REMOTE_OK || rc == CJC_REMOTE_ABSENT);
+	}
+	size_t mlen = why.len < CJC_HELPER_MAX_MESSAGE ? why.len : CJC_HELPER_MAX_MESSAGE;
+	int sent = rc == CJC_REMOTE_OK ? answer(fd, rc, out.data, out.len)
+		   : rc == CJC_REMOTE_ABSENT ? answer(fd, rc, NULL, 0)
+					     : answer(fd, rc, why.data ? why.data : "", mlen);
+	cjc_buf_release(&out);
+	cjc_buf_release(&why);
+	return sent;
+}
+
+static void *serve_client(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct timeval tv = { CLIENT_IDLE_S, 0 };
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	char greeting[8] = "CJCH";
+	uint32_t version = CJC_HELPER_VERSION;
+	memcpy(greeting + 4, &version, sizeof version);
+	unsigned char op;
+	if (send(fd, greeting, sizeof greeting, MSG_NOSIGNAL) == sizeof greeting)
+		while (!read_full(fd, &op, 1) && op == 'g' && !serve_get(fd))
+			;
+	close(fd);
+	atomic_store(&last_seen_ms, cjc_now_ms());
+	atomic_fetch_sub(&clients, 1);
+	return NULL;
+}
+
+static void accept_client(int listener)
+{
+	int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	atomic_store(&last_seen_ms, cjc_now_ms());
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (!cjc_helper_peer_is_us(fd) || atomic_load(&clients) >= CJC_HELPER_MAX_CLIENTS) {
+		close(fd);
+	} else {
+		atomic_fetch_add(&clients, 1);
+		if (pthread_create(&t, &at, serve_client, (void *)(intptr_t)fd)) {
+			atomic_fetch_sub(&clients, 1);
+			close(fd);
+		}
+	}
+	pthread_attr_destroy(&at);
+}
+
+/* The settings from stdin, which is then /dev/null. */
+static int read_settings(void)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	int rc = cjc_read_fd(0, &text) || text.len > SETTINGS_MAX ? -1 : 0; /* the parent's pipe */
+	if (!rc)
+		rc = cjc_helper_decode_settings(text.data, text.len, &settings);
+	cjc_buf_release(&text);
+	int null = open("/dev/null", O_RDONLY);
+	if (null >= 0 && null != 0)
+		dup2(null, 0), close(null);
+	return rc;
+}
+
+/* Holds the store's lock and listens on its socket, which appears at its
+ * name (by rename) only once it listens: the listener, or -1. */
+static int listen_as(int dir, const char *name, int *lock)
+{
+	char *lock_name = cjc_xasprintf("%s.lock", name);
+	*lock = openat(dir, lock_name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	free(lock_name);
+	if (*lock < 0 || flock(*lock, LOCK_EX | LOCK_NB))
+		return -1; /* another helper serves this store */
+	char *sock = cjc_xasprintf("%s.sock", name);
+	char *fresh = cjc_xasprintf("%s.sock.%d", name, (int)getpid());
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dir, fresh);
+	(void)unlinkat(dir, fresh, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 64) ||
+			renameat(dir, fresh, dir, sock))) /* over a dead helper's */
+		close(fd), fd = -1, (void)unlinkat(dir, fresh, 0);
+	free(sock);
+	free(fresh);
+	return fd;
+}
+
+int cjc_helper_serve(void)
+{
+	if (isatty(0)) {
+		fputs("cjc remote helper: started by a compile for a store with the helper "
+		      "attribute (docs/remote.md), with its settings on stdin\n", stderr);
+		return 2;
+	}
+	umask(077);
+	if (read_settings() || chdir("/"))
+		return 2;
+	signal(SIGPIPE, SIG_IGN);
+	int dir = cjc_helper_dir(), lock = -1;
+	char name[CJC_HEX_LEN + 1];
+	cjc_helper_name(&settings, name);
+	int listener = dir < 0 ? -1 : listen_as(dir, name, &lock);
+	if (listener < 0)
+		return 1;
+	atomic_store(&last_seen_ms, cjc_now_ms());
+	for (;;) {
+		struct pollfd p = { listener, POLLIN, 0 };
+		if (poll(&p, 1, 1000) > 0)
+			accept_client(listener);
+		if (!atomic_load(&clients) &&
+		    cjc_now_ms() - atomic_load(&last_seen_ms) >= settings.helper_idle_ms)
+			break;
+	}
+	char *sock = cjc_xasprintf("%s.sock", name);
+	(void)unlinkat(dir, sock, 0);
+	free(sock);
+	return 0; /* the lock goes with the process */
+}
+#else
+int cjc_helper_serve(void)
+{
+	return 2;
+}
+#endif
