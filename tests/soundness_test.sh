@@ -279,6 +279,22 @@ testHashCacheRereadsOnlyChangedFiles() {
 	assert_same_devcode a.cubin d.cubin
 }
 
+# The shared hash cache (filehash.h): a translation unit new to the store
+# takes the system headers' hashes another one took, and reads its own.
+testNewTranslationUnitRemembersTheSystemHeaders() {
+	compile a.cubin
+	cp k.cu k2.cu
+	cjc_nvcc --cubin k2.cu -o b.cubin -arch=$ARCH || fail "the second unit"
+	local first second
+	first=$(sed -n 's/.*miss for k.cu (\([0-9]*\) file hashes remembered.*/\1/p' "$CJC_LOG")
+	second=$(sed -n 's/.*miss for k2.cu (\([0-9]*\) file hashes remembered, \([0-9]*\) files read.*/\1 \2/p' "$CJC_LOG")
+	assertEquals "the first unit remembered nothing: $(grep miss "$CJC_LOG")" 0 "$first"
+	assertTrue "the second remembered the system's headers: $second" "[ ${second% *} -ge 50 ]"
+	assertTrue "and read its own: $second" "[ ${second#* } -ge 1 ]"
+	expect_nvcc_runs 2
+	assert_same_devcode a.cubin b.cubin
+}
+
 # Settled metadata is recognised by its stamp, unread (metamemo.h); edited
 # in place, even with its mtime put back, it is read, and refused.
 testMetadataRecognisedByItsStampStillCatchesAnEdit() {

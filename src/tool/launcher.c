@@ -69,6 +69,7 @@ struct job {
 	char direct_key[CJC_HEX_LEN + 1];
 	unsigned char source_sha[CJC_DIGEST_LEN]; /* the source as keyed, before nvcc ran */
 	char *hash_cache; /* this translation unit's hash-cache file (filehash.h) */
+	char *shared_cache; /* the store's shared one, when this unit had none */
 	char *meta_memo;  /* and its checked metadata (metamemo.h) */
 	mode_t user_umask;
 	struct cjc_strvec env;        /* the key-relevant variables that are set, NAME=value */
@@ -635,10 +636,11 @@ static int compile_miss(struct job *j)
 	else if (published)
 		(void)cjc_remote_publish(j->remotes, rec.entry_key, j->direct_key, &rec);
 	cjc_staging_abort(&j->staged);
-	if (!stable)
-		cjc_log("miss for %s, not published: %s", j->c.source, why.data);
-	else
-		cjc_log("miss for %s", j->c.source);
+	uint64_t reused, hashed, gone;
+	cjc_filehash_counts(&reused, &hashed, &gone);
+	cjc_log("miss for %s (%llu file hashes remembered, %llu files read)%s%s", j->c.source,
+		(unsigned long long)reused, (unsigned long long)hashed,
+		stable ? "" : ", not published: ", stable ? "" : why.data);
 	count(j, CJC_STAT_MISSES, 0);
 	record_miss(j, &r, &rec, stable, published, why.len ? why.data : "");
 	if (spilled)
@@ -650,13 +652,45 @@ out:
 	return rc;
 }
 
-/* The hashes remembered for this translation unit (by cwd and source path). */
+/* The hashes remembered for this translation unit (by cwd and source
+ * path); for a unit new to the store, the store's shared ones (filehash.h). */
 static void load_hash_cache(struct job *j)
 {
 	j->hash_cache = cjc_store_hash_cache_name(j->cwd, j->c.source);
 	j->meta_memo = cjc_xasprintf("%s.meta", j->hash_cache);
-	(void)cjc_filehash_load(&j->store, j->hash_cache);
+	if (cjc_filehash_load(&j->store, j->hash_cache)) {
+		j->shared_cache = cjc_store_hash_cache_name("", "the toolkit's and the system's headers");
+		(void)cjc_filehash_load(&j->store, j->shared_cache);
+	}
 	(void)cjc_metamemo_load(&j->store, j->meta_memo);
+}
+
+/* What the shared hash cache holds: files under the system's include
+ * directories and the toolkit's.  nvcc names its headers through the
+ * directory above its bin/, as called or as resolved; that directory is
+ * the toolkit's when it has include/cuda_runtime.h (a wrapper script in
+ * ~/bin is not: its ~ would put every header in the shared cache). */
+static void share_hashes_under(const struct job *j)
+{
+	struct cjc_strvec dirs = CJC_STRVEC_INIT;
+	cjc_strvec_push(&dirs, "/usr/include/");
+	cjc_strvec_push(&dirs, "/usr/lib/gcc/");
+	const char *nvcc[] = { j->nvcc.path, j->nvcc.realpath };
+	for (size_t i = 0; i < 2; i++) {
+		char *bin = nvcc[i] ? cjc_dirname(nvcc[i]) : NULL;
+		char *root = bin ? cjc_dirname(bin) : NULL;
+		char *header = root ? cjc_xasprintf("%s/include/cuda_runtime.h", root) : NULL;
+		if (header && root[0] == '/' && root[1] && !access(header, F_OK)) {
+			char *dir = cjc_xasprintf("%s/", root);
+			cjc_strvec_push(&dirs, dir);
+			free(dir);
+		}
+		free(header);
+		free(root);
+		free(bin);
+	}
+	cjc_filehash_share_under(dirs.v, dirs.n);
+	cjc_strvec_clear(&dirs);
 }
 
 static void save_hash_cache(struct job *j)
@@ -665,6 +699,8 @@ static void save_hash_cache(struct job *j)
 		return;
 	if (cjc_filehash_save(&j->store, j->hash_cache))
 		cjc_log("cannot write hash cache %s: %s", j->hash_cache, cjc_untrusted_error(errno));
+	if (j->shared_cache && cjc_filehash_save_shared(&j->store, j->shared_cache))
+		cjc_log("cannot write hash cache %s: %s", j->shared_cache, cjc_untrusted_error(errno));
 	if (cjc_metamemo_save(&j->store, j->meta_memo))
 		cjc_log("cannot write %s: %s", j->meta_memo, cjc_untrusted_error(errno));
 }
@@ -777,6 +813,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	cjc_key_environment(&j->env);
 	load_hash_cache(j);
 	int rc = identify_compilers(j, why);
+	if (!rc && j->shared_cache)
+		share_hashes_under(j);
 	if (!rc) {
 		/* ptx has no SASS to list */
 		cjc_diagnostics_init(&j->diag, j->cfg.keep_ptx,
@@ -881,6 +919,7 @@ static void job_release(struct job *j)
 	cjc_filehash_forget();
 	cjc_metamemo_forget();
 	free(j->hash_cache);
+	free(j->shared_cache);
 	free(j->meta_memo);
 	free(j->deliver);
 	free(j->lookup);

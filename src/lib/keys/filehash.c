@@ -43,6 +43,26 @@ static struct memo *buckets[MEMO_BUCKETS];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool dirty;
 
+/* The shared hash cache (cjc_filehash_share_under): its directories, and
+ * whether a record under them changed since it was last encoded. */
+static struct cjc_strvec shared_dirs = CJC_STRVEC_INIT;
+static bool shared_dirty;
+
+static bool is_shared(const char *path)
+{
+	for (size_t i = 0; i < shared_dirs.n; i++)
+		if (cjc_starts_with(path, shared_dirs.v[i]))
+			return true;
+	return false;
+}
+
+/* A record at path changed (lock held): both caches are to be written. */
+static void changed(const char *path)
+{
+	dirty = true;
+	shared_dirty = shared_dirty || is_shared(path);
+}
+
 /*
  * Directories of the files looked at, opened once (O_PATH): a file is then
  * looked up by its last name alone, which saves walking the same long paths
@@ -272,7 +292,7 @@ static void settle(struct memo *m, bool holds, const struct fresh *fresh)
 		m->size = fresh->size;
 		m->st = fresh->st;
 		memcpy(m->sha, fresh->sha, CJC_DIGEST_LEN);
-		dirty = true;
+		changed(m->path);
 		hashed++;
 	}
 	m->known = true;
@@ -430,7 +450,8 @@ void cjc_filehash_forget(void)
 		}
 	}
 	forget_dirs();
-	dirty = false;
+	cjc_strvec_clear(&shared_dirs);
+	dirty = shared_dirty = false;
 	reused = hashed = gone_by_stamp = 0;
 	pthread_mutex_unlock(&memo_lock);
 }
@@ -511,13 +532,13 @@ static void note_absent(struct memo *m, struct dir_memo *d, const char *base)
 		return;
 	if (d->fd >= 0) {
 		if (d->gone) /* it exists now: its record is stale */
-			d->gone = false, dirty = true;
+			d->gone = false, changed(d->dir);
 		if (!stamped(d) || !cjc_stamp_settled(&d->st, d->taken_ns) || !no_entry(d->fd, base))
 			return;
 		m->gone = true;
 		m->st = d->st;
 		m->taken_ns = d->taken_ns;
-		dirty = true;
+		changed(m->path);
 		return;
 	}
 	if (d->err != ENOENT && d->err != ENOTDIR)
@@ -536,7 +557,7 @@ static void note_absent(struct memo *m, struct dir_memo *d, const char *base)
 	d->anchor = (uint32_t)a->len;
 	d->gone_st = a->st;
 	d->gone_ns = a->taken_ns;
-	dirty = true;
+	changed(d->dir);
 }
 
 /*
@@ -570,7 +591,7 @@ bool cjc_filehash_absent(const char *path)
 		if (absent)
 			note_absent(m, d, base);
 		else if (m->gone) /* it exists now: its record is stale */
-			m->gone = false, dirty = true;
+			m->gone = false, changed(m->path);
 		pthread_mutex_unlock(&memo_lock);
 	}
 	return absent;
@@ -633,18 +654,20 @@ void cjc_filehash_decode(struct cjc_cursor *c, uint32_t count)
 	pthread_mutex_unlock(&memo_lock);
 }
 
-bool cjc_filehash_encode(struct cjc_buf *records, uint32_t *count)
+/* The records (all, or with shared those under the shared directories)
+ * when *changes says any changed since the last encode. */
+static bool encode(struct cjc_buf *records, uint32_t *count, bool *changes, bool shared)
 {
 	*count = 0;
 	pthread_mutex_lock(&memo_lock);
-	if (!dirty) {
+	if (!*changes) {
 		pthread_mutex_unlock(&memo_lock);
 		return false;
 	}
 	for (unsigned b = 0; b < MEMO_BUCKETS; b++)
 		for (struct memo *m = buckets[b]; m && *count < FILEHASH_MAX; m = m->next) {
 			bool hash = m->stamped && !m->err;
-			if (!hash && !m->gone)
+			if ((!hash && !m->gone) || (shared && !is_shared(m->path)))
 				continue;
 			cjc_buf_add_str(records, m->path);
 			cjc_buf_add_u32(records, hash ? RECORD_HASH : RECORD_GONE);
@@ -656,7 +679,7 @@ bool cjc_filehash_encode(struct cjc_buf *records, uint32_t *count)
 		}
 	for (unsigned b = 0; b < DIR_BUCKETS; b++)
 		for (struct dir_memo *d = dir_buckets[b]; d && *count < FILEHASH_MAX; d = d->next) {
-			if (!d->gone)
+			if (!d->gone || (shared && !is_shared(d->dir)))
 				continue;
 			cjc_buf_add_str(records, d->dir);
 			cjc_buf_add_u32(records, RECORD_NO_DIR);
@@ -665,7 +688,25 @@ bool cjc_filehash_encode(struct cjc_buf *records, uint32_t *count)
 			cjc_buf_add_u64(records, (uint64_t)d->gone_ns);
 			(*count)++;
 		}
-	dirty = false;
+	*changes = false;
 	pthread_mutex_unlock(&memo_lock);
 	return true;
+}
+
+bool cjc_filehash_encode(struct cjc_buf *records, uint32_t *count)
+{
+	return encode(records, count, &dirty, false);
+}
+
+bool cjc_filehash_encode_shared(struct cjc_buf *records, uint32_t *count)
+{
+	return encode(records, count, &shared_dirty, true);
+}
+
+void cjc_filehash_share_under(char *const *dirs, size_t n)
+{
+	pthread_mutex_lock(&memo_lock);
+	for (size_t i = 0; i < n; i++)
+		cjc_strvec_push(&shared_dirs, dirs[i]);
+	pthread_mutex_unlock(&memo_lock);
 }

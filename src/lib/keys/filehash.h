@@ -62,6 +62,18 @@ bool cjc_filehash_absent(const char *path);
 #define CJC_FILEHASH_VERSION 2
 void cjc_filehash_decode(struct cjc_cursor *c, uint32_t count);
 bool cjc_filehash_encode(struct cjc_buf *records, uint32_t *count);
+/*
+ * The shared hash cache: the records of files under dirs (each ending in
+ * '/': the toolkit's and the system's headers), which every translation
+ * unit of a store reads, kept in one file of their own besides each
+ * translation unit's.  A translation unit new to the store loads it
+ * (records.h), so a remote hit into a store that compiled anything before
+ * does not hash cuda_runtime.h's two hundred headers again.  Its records
+ * are checked as any are (stamps); encode_shared gives them, only when one
+ * under dirs changed.
+ */
+void cjc_filehash_share_under(char *const *dirs, size_t n);
+bool cjc_filehash_encode_shared(struct cjc_buf *records, uint32_t *count);
 /* How many hashes were taken from a hash-cache file / read from files, and
  * how many names were known absent by their directory's stamp. */
 void cjc_filehash_counts(uint64_t *reused, uint64_t *hashed, uint64_t *gone);

@@ -255,6 +255,12 @@ int cjc_filehash_save(const struct cjc_store *s, const char *sub)
 	return save_records(s, sub, CJC_FILEHASH_MAGIC, CJC_FILEHASH_VERSION, cjc_filehash_encode);
 }
 
+int cjc_filehash_save_shared(const struct cjc_store *s, const char *sub)
+{
+	return save_records(s, sub, CJC_FILEHASH_MAGIC, CJC_FILEHASH_VERSION,
+			    cjc_filehash_encode_shared);
+}
+
 int cjc_metamemo_load(const struct cjc_store *s, const char *sub)
 {
 	return load_records(s, sub, CJC_METAMEMO_MAGIC, CJC_METAMEMO_VERSION, cjc_metamemo_decode);
