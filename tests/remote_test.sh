@@ -778,8 +778,23 @@ testHttpHelperKeepsLibcurlOutOfHits() {
 	stop_helpers
 }
 
-# A stopped helper costs the connect-timeout, a dead one nothing: either
-# way the compile asks the store itself, and a new helper replaces the dead.
+# The helper runs in /: a CA file named relative to the compile's
+# directory is made absolute for it, and HTTPS through it works.
+testHelperOverHttpsWithRelativeCaFile() {
+	use_helper
+	export CJC_REMOTE="$(with_user "$NGINX_HTTPS_AUTH_URL")|ca-file=$(realpath --relative-to=. "$NGINX_CA")|helper$TLS_TIME"
+	compile_on A
+	wait_for_helper || fail "no helper listens"
+	CJC_LOG=$CASE/B.log compile_on B
+	assertEquals "B asked the helper" 1 "$(grep -c 'asking the helper' "$CASE/B.log")"
+	assertEquals "B: a hit" 1 "$(remote_stat B remote_hits)"
+	assertEquals "no errors: $(cat "$CASE/B.log")" 0 "$(remote_stat B remote_errors)"
+	stop_helpers
+}
+
+# A stopped helper costs the connect-timeout (nothing once its queue is
+# full), a dead one nothing: either way the compile asks the store itself,
+# and a new helper replaces the dead.
 testStoppedOrDeadHelperIsNoFailure() {
 	use_helper
 	compile_on A
@@ -790,6 +805,27 @@ testStoppedOrDeadHelperIsNoFailure() {
 	compile_on B || fail "B's build failed"
 	assertEquals "B: a hit all the same" 1 "$(remote_stat B remote_hits)"
 	assertEquals "B said why" 1 "$(grep -c 'did not greet' "$CJC_LOG")"
+	# its queue filled up (compiles gone before it answered): one more does not block
+	(exec python3 -c '
+import os, socket, sys, time
+os.chdir(os.path.dirname(sys.argv[1]))
+held = []
+while len(held) < 10000:
+    s = socket.socket(socket.AF_UNIX)
+    s.setblocking(False)
+    try:
+        s.connect(os.path.basename(sys.argv[1]))
+    except BlockingIOError:
+        break
+    held.append(s)
+open(sys.argv[2], "w").write(str(len(held)))
+time.sleep(600)' "$(helper_socket)" "$CASE/queue.full") &
+	local filler=$!
+	wait_for_file "$CASE/queue.full" || fail "the queue"
+	compile_on B2 || fail "B2's build failed"
+	kill "$filler"
+	assertEquals "B2: a hit all the same" 1 "$(remote_stat B2 remote_hits)"
+	assertEquals "B2 said why" 2 "$(grep -c 'did not greet' "$CJC_LOG")"
 	kill -KILL "$pid"
 	for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 	compile_on C || fail "C's build failed"

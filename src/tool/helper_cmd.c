@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@
 #define CLIENT_IDLE_S 60 /* a client that neither asks nor reads this long is dropped */
 
 static struct cjc_remote_url settings;
+static char name[CJC_HEX_LEN + 1]; /* the store's, as the compile that started it named it */
 static atomic_int clients;
 static _Atomic int64_t last_seen_ms;
 
@@ -159,11 +161,13 @@ static void *serve_client(void *arg)
 	return NULL;
 }
 
-static void accept_client(int listener)
+/* -1 when the helper cannot go on accepting (out of descriptors or
+ * memory: the connection would stay queued, and poll would spin). */
+static int accept_client(int listener)
 {
 	int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
-		return;
+		return errno == EINTR || errno == EAGAIN || errno == ECONNABORTED ? 0 : -1;
 	atomic_store(&last_seen_ms, cjc_now_ms());
 	pthread_t t;
 	pthread_attr_t at;
@@ -179,6 +183,7 @@ static void accept_client(int listener)
 		}
 	}
 	pthread_attr_destroy(&at);
+	return 0;
 }
 
 /* The settings from stdin, which is then /dev/null. */
@@ -187,7 +192,7 @@ static int read_settings(void)
 	struct cjc_buf text = CJC_BUF_INIT;
 	int rc = cjc_read_fd(0, &text) || text.len > SETTINGS_MAX ? -1 : 0; /* the parent's pipe */
 	if (!rc)
-		rc = cjc_helper_decode_settings(text.data, text.len, &settings);
+		rc = cjc_helper_decode_settings(text.data, text.len, &settings, name);
 	cjc_buf_release(&text);
 	int null = open("/dev/null", O_RDONLY);
 	if (null >= 0 && null != 0)
@@ -196,8 +201,9 @@ static int read_settings(void)
 }
 
 /* Holds the store's lock and listens on its socket, which appears at its
- * name (by rename) only once it listens: the listener, or -1. */
-static int listen_as(int dir, const char *name, int *lock)
+ * name (by rename) only once it listens: the listener, or -1.  *sock_st:
+ * that socket's, so that only it is removed at the end. */
+static int listen_as(int dir, int *lock, struct stat *sock_st)
 {
 	char *lock_name = cjc_xasprintf("%s.lock", name);
 	*lock = openat(dir, lock_name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -211,11 +217,23 @@ static int listen_as(int dir, const char *name, int *lock)
 	(void)unlinkat(dir, fresh, 0);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 64) ||
+			fstatat(dir, fresh, sock_st, AT_SYMLINK_NOFOLLOW) ||
 			renameat(dir, fresh, dir, sock))) /* over a dead helper's */
 		close(fd), fd = -1, (void)unlinkat(dir, fresh, 0);
 	free(sock);
 	free(fresh);
 	return fd;
+}
+
+/* Removes the socket at its name when it is still this helper's. */
+static void remove_socket(int dir, const struct stat *ours)
+{
+	char *sock = cjc_xasprintf("%s.sock", name);
+	struct stat now;
+	if (!fstatat(dir, sock, &now, AT_SYMLINK_NOFOLLOW) && now.st_dev == ours->st_dev &&
+	    now.st_ino == ours->st_ino)
+		(void)unlinkat(dir, sock, 0);
+	free(sock);
 }
 
 int cjc_helper_serve(void)
@@ -230,23 +248,20 @@ int cjc_helper_serve(void)
 		return 2;
 	signal(SIGPIPE, SIG_IGN);
 	int dir = cjc_helper_dir(), lock = -1;
-	char name[CJC_HEX_LEN + 1];
-	cjc_helper_name(&settings, name);
-	int listener = dir < 0 ? -1 : listen_as(dir, name, &lock);
+	struct stat sock_st;
+	int listener = dir < 0 ? -1 : listen_as(dir, &lock, &sock_st);
 	if (listener < 0)
 		return 1;
 	atomic_store(&last_seen_ms, cjc_now_ms());
 	for (;;) {
 		struct pollfd p = { listener, POLLIN, 0 };
-		if (poll(&p, 1, 1000) > 0)
-			accept_client(listener);
+		if (poll(&p, 1, 1000) > 0 && accept_client(listener))
+			break;
 		if (!atomic_load(&clients) &&
 		    cjc_now_ms() - atomic_load(&last_seen_ms) >= settings.helper_idle_ms)
 			break;
 	}
-	char *sock = cjc_xasprintf("%s.sock", name);
-	(void)unlinkat(dir, sock, 0);
-	free(sock);
+	remove_socket(dir, &sock_st);
 	return 0; /* the lock goes with the process */
 }
 #else

@@ -617,6 +617,7 @@ static int compile_miss(struct job *j)
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.output, strerror(errno));
 	if (rc) {
 		/* Nothing was delivered: let nvcc do the whole job itself. */
+		cjc_staging_abort(&j->staged); /* run_uncached execs: no exit handlers */
 		cjc_lease_release(&j->lease);
 		count(j, CJC_STAT_ERRORS, 0);
 		record_start(j, "error", why.len ? why.data : "cannot run nvcc");

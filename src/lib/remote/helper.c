@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -56,7 +57,7 @@ int cjc_helper_dir(void)
  * values is another helper. */
 static const char *const curl_environment[] = {
 	"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
-	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "CURL_SSL_BACKEND", "SSLKEYLOGFILE",
 	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 };
 
@@ -89,11 +90,12 @@ void cjc_helper_name(const struct cjc_remote_url *u, char *name)
 	cjc_hash_final_hex(&h, name);
 }
 
-void cjc_helper_encode_settings(const struct cjc_remote_url *u, struct cjc_buf *out)
+void cjc_helper_encode_settings(const struct cjc_remote_url *u, const char *name,
+				struct cjc_buf *out)
 {
-	json_t *doc = json_pack("{s:s, s:s, s:s*, s:s*, s:I, s:I}", "url", u->url, "shown", u->shown,
-				"bearer_token_file", u->bearer_token_file, "ca_file", u->ca_file,
-				"connect_ms", (json_int_t)u->connect_ms,
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:s*, s:s*, s:I, s:I}", "name", name, "url", u->url,
+				"shown", u->shown, "bearer_token_file", u->bearer_token_file,
+				"ca_file", u->ca_file, "connect_ms", (json_int_t)u->connect_ms,
 				"helper_idle_ms", (json_int_t)u->helper_idle_ms);
 	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	if (text)
@@ -102,16 +104,19 @@ void cjc_helper_encode_settings(const struct cjc_remote_url *u, struct cjc_buf *
 	json_decref(doc);
 }
 
-int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_url *u)
+int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_url *u,
+				char *name)
 {
 	json_t *doc = json_loadb(text, len, 0, NULL);
-	const char *url = NULL, *shown = NULL, *token = NULL, *ca = NULL;
+	const char *url = NULL, *shown = NULL, *token = NULL, *ca = NULL, *n = NULL;
 	json_int_t connect_ms = 0, idle_ms = 0;
-	int rc = !doc || json_unpack(doc, "{s:s, s:s, s?:s, s?:s, s:I, s:I}", "url", &url, "shown",
-				     &shown, "bearer_token_file", &token, "ca_file", &ca,
-				     "connect_ms", &connect_ms, "helper_idle_ms", &idle_ms) ||
-		 connect_ms <= 0 || idle_ms <= 0 ? -1 : 0;
+	int rc = !doc || json_unpack(doc, "{s:s, s:s, s:s, s?:s, s?:s, s:I, s:I}", "name", &n, "url",
+				     &url, "shown", &shown, "bearer_token_file", &token, "ca_file",
+				     &ca, "connect_ms", &connect_ms, "helper_idle_ms", &idle_ms) ||
+		 connect_ms <= 0 || idle_ms <= 0 || strlen(n) != CJC_HEX_LEN ||
+		 strspn(n, "0123456789abcdef") != CJC_HEX_LEN ? -1 : 0;
 	if (!rc) {
+		memcpy(name, n, CJC_HEX_LEN + 1);
 		memset(u, 0, sizeof *u);
 		u->url = cjc_xstrdup(url);
 		u->shown = cjc_xstrdup(shown);
@@ -180,29 +185,6 @@ static int spawn_helper(int settings_fd, pid_t *pid)
 	return rc;
 }
 
-/* Starts the store's helper, once a process, when none holds its lock. */
-static void start_helper(const struct cjc_remote_url *u, int dir, const char *name)
-{
-	static bool started;
-	int p[2];
-	if (started || !lock_free(dir, name) || pipe2(p, O_CLOEXEC))
-		return;
-	started = true;
-	pid_t pid;
-	int rc = spawn_helper(p[0], &pid);
-	close(p[0]);
-	struct cjc_buf settings = CJC_BUF_INIT;
-	cjc_helper_encode_settings(u, &settings);
-	if (!rc && cjc_write_all(p[1], settings.data, settings.len))
-		rc = errno;
-	close(p[1]);
-	cjc_buf_release(&settings);
-	if (rc)
-		cjc_log("cannot start the helper of %s: %s", u->shown, strerror(rc));
-	else
-		cjc_log("started the helper of %s (pid %d, %s.sock)", u->shown, (int)pid, name);
-}
-
 /* --- talking to one ------------------------------------------------------ */
 
 /* Waits for fd until deadline (cjc_now_ms); 0, or -1 with ETIMEDOUT. */
@@ -256,6 +238,34 @@ static int send_all(int fd, const void *p, size_t n, int64_t deadline)
 	return 0;
 }
 
+/* Starts the store's helper, once a process, when none holds its lock.
+ * The settings go on a socket (MSG_NOSIGNAL: a helper that died at once
+ * costs no SIGPIPE here). */
+static void start_helper(const struct cjc_remote_url *u, int dir, const char *name)
+{
+	static bool started;
+	struct cjc_buf settings = CJC_BUF_INIT;
+	int p[2];
+	cjc_helper_encode_settings(u, name, &settings);
+	if (started || !settings.len || !lock_free(dir, name) ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p)) {
+		cjc_buf_release(&settings);
+		return;
+	}
+	started = true;
+	pid_t pid;
+	int rc = spawn_helper(p[0], &pid);
+	close(p[0]);
+	if (!rc && send_all(p[1], settings.data, settings.len, cjc_now_ms() + 1000))
+		rc = errno;
+	close(p[1]);
+	cjc_buf_release(&settings);
+	if (rc)
+		cjc_log("cannot start the helper of %s: %s", u->shown, strerror(rc));
+	else
+		cjc_log("started the helper of %s (pid %d, %s.sock)", u->shown, (int)pid, name);
+}
+
 bool cjc_helper_peer_is_us(int fd)
 {
 	struct ucred cred;
@@ -263,30 +273,46 @@ bool cjc_helper_peer_is_us(int fd)
 	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == geteuid();
 }
 
+/* path made absolute (the helper runs in /), or NULL. */
+static char *absolute(const char *path)
+{
+	char cwd[PATH_MAX];
+	if (!path || path[0] == '/')
+		return path ? cjc_xstrdup(path) : NULL;
+	return getcwd(cwd, sizeof cwd) ? cjc_path_join(cwd, path) : cjc_xstrdup(path);
+}
+
 /* A connection to the store's helper that greeted us, or -1 (one is
- * started when none lives). */
-static int reach_helper(const struct cjc_remote_url *u)
+ * started when none lives).  The socket does not block: connecting to a
+ * helper whose queue is full (a stopped helper) fails at once. */
+static int reach_helper(const struct cjc_remote_url *given)
 {
 	int dir = cjc_helper_dir();
 	if (dir < 0)
 		return -1;
+	struct cjc_remote_url u = *given;
+	u.bearer_token_file = absolute(given->bearer_token_file);
+	u.ca_file = absolute(given->ca_file);
 	char name[CJC_HEX_LEN + 1];
-	cjc_helper_name(u, name);
+	cjc_helper_name(&u, name);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s.sock", dir, name);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	bool up = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	bool busy = !up && errno == EAGAIN;
 	char greeting[8];
-	long wait_ms = cjc_remote_time_left(u) < u->connect_ms ? cjc_remote_time_left(u) : u->connect_ms;
+	long left = cjc_remote_time_left(&u), wait_ms = left < u.connect_ms ? left : u.connect_ms;
+	uint32_t version = CJC_HELPER_VERSION;
 	bool greeted = up && cjc_helper_peer_is_us(fd) &&
 		       !read_exact(fd, greeting, sizeof greeting, cjc_now_ms() + wait_ms) &&
-		       !memcmp(greeting, "CJCH", 4) &&
-		       !memcmp(greeting + 4, &(uint32_t){ CJC_HELPER_VERSION }, 4);
-	if (!up)
-		start_helper(u, dir, name);
+		       !memcmp(greeting, "CJCH", 4) && !memcmp(greeting + 4, &version, 4);
+	if (!up && !busy)
+		start_helper(&u, dir, name);
 	else if (!greeted)
-		cjc_log("the helper of %s did not greet; asking the store itself", u->shown);
+		cjc_log("the helper of %s did not greet; asking the store itself", u.shown);
 	close(dir);
+	free(u.bearer_token_file);
+	free(u.ca_file);
 	if (!greeted && fd >= 0)
 		close(fd), fd = -1;
 	return fd;
@@ -304,7 +330,7 @@ static int helper_get(int fd, const struct cjc_remote_url *u, const char *name, 
 	int64_t deadline = cjc_now_ms() + left;
 	uint16_t n16 = (uint16_t)nlen;
 	uint64_t max64 = max;
-	uint32_t left32 = (uint32_t)left;
+	uint32_t left32 = left > (long)UINT32_MAX ? UINT32_MAX : (uint32_t)left;
 	struct cjc_buf req = CJC_BUF_INIT;
 	cjc_buf_add(&req, "g", 1);
 	cjc_buf_add(&req, &n16, sizeof n16);

@@ -76,8 +76,11 @@ void cjc_helper_name(const struct cjc_remote_url *u, char *name);
 /* Whether the peer of a unix socket is a process of this user's. */
 bool cjc_helper_peer_is_us(int fd);
 
-/* The settings a helper is started with, on its stdin (JSON), and back. */
-void cjc_helper_encode_settings(const struct cjc_remote_url *u, struct cjc_buf *out);
-int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_url *u);
+/* The settings a helper is started with, on its stdin (JSON: its name and
+ * the store's settings, the files' paths absolute), and back. */
+void cjc_helper_encode_settings(const struct cjc_remote_url *u, const char *name,
+				struct cjc_buf *out);
+int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_url *u,
+			       char *name);
 
 #endif

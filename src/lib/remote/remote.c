@@ -810,8 +810,9 @@ static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, 
 		       struct cjc_staging *st, bool transient)
 {
 	int rc = fetch_record(r, g, key, f);
-	if (!rc && !st->dir && !(rc = cjc_staging_begin(r->local, st)))
-		st->transient = transient;
+	if (!rc && !st->dir)
+		rc = transient ? cjc_staging_begin_transient(r->local, st)
+			       : cjc_staging_begin(r->local, st);
 	if (!rc)
 		rc = fetch_artifacts(r, g, key, f, st);
 	return rc;
@@ -872,9 +873,10 @@ static void *fetch_ahead(void *arg)
  * a->started says whether it did. */
 static void start_ahead(struct ahead *a, const struct cjc_manifest *m)
 {
-	if (!m->n || m->recs[0].ndeps < AHEAD_MIN || cjc_staging_begin(a->r->local, &a->st))
+	if (!m->n || m->recs[0].ndeps < AHEAD_MIN ||
+	    (a->transient ? cjc_staging_begin_transient(a->r->local, &a->st)
+			  : cjc_staging_begin(a->r->local, &a->st)))
 		return;
-	a->st.transient = a->transient;
 	struct undo *u = &a->undo;
 	a->key = m->recs[0].entry_key;
 	a->f.stop = &a->stop;

@@ -340,14 +340,20 @@ char *cjc_store_hash_cache_name(const char *cwd, const char *source)
 	return cjc_xasprintf("hashes/%.2s/%s", hex, hex);
 }
 
-/* Checks the metadata's text; with use_memo, a document already checked
- * (metamemo.h) is recognised by its hash instead of parsed again, and the
+/* How a read uses the checked-metadata memo (metamemo.h): not at all; to
+ * recognise a document by its hash (a staging's, soon removed); or that,
+ * and by the file's stamp too, noting the stamp for the next reader. */
+enum memo_use { MEMO_NONE, MEMO_BY_HASH, MEMO_FULL };
+
+/* Checks the metadata's text; with a memo, a document already checked is
+ * recognised by its hash instead of parsed again, and with MEMO_FULL the
  * file's stamp (st, taken at taken_ns) is noted for the next reader. */
 static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const char *key,
-			  bool use_memo, const struct cjc_stamp *st, int64_t taken_ns,
+			  enum memo_use memo, const struct cjc_stamp *st, int64_t taken_ns,
 			  struct cjc_buf *why)
 {
 	unsigned char sha[CJC_DIGEST_LEN];
+	bool use_memo = memo != MEMO_NONE;
 	if (use_memo)
 		cjc_hash_buf(text->data, text->len, sha);
 	if (!use_memo || !cjc_metamemo_find(key, sha, &e->files, &e->nfiles, &e->duration_ms)) {
@@ -359,20 +365,20 @@ static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const
 		if (use_memo)
 			cjc_metamemo_add(key, sha, e->files, e->nfiles, e->duration_ms);
 	}
-	if (use_memo)
+	if (memo == MEMO_FULL)
 		cjc_metamemo_stamp(key, sha, st, taken_ns);
 	return 0;
 }
 
-/* Reads and checks metadata.json of the entry open at dfd; with use_memo,
+/* Reads and checks metadata.json of the entry open at dfd; with MEMO_FULL,
  * a document the memo knows by its stamp is not read at all. */
-static int read_metadata(int dfd, const char *key, struct cjc_entry *e, bool use_memo,
+static int read_metadata(int dfd, const char *key, struct cjc_entry *e, enum memo_use memo,
 			 struct cjc_buf *why)
 {
 	struct stat sb;
 	struct cjc_stamp st = { 0 };
 	e->meta_uid = (uid_t)-1;
-	if (use_memo && !fstatat(dfd, "metadata.json", &sb, AT_SYMLINK_NOFOLLOW) &&
+	if (memo == MEMO_FULL && !fstatat(dfd, "metadata.json", &sb, AT_SYMLINK_NOFOLLOW) &&
 	    S_ISREG(sb.st_mode)) {
 		cjc_stamp_of(&sb, &st);
 		e->meta_uid = sb.st_uid;
@@ -392,14 +398,14 @@ static int read_metadata(int dfd, const char *key, struct cjc_entry *e, bool use
 	if (rc)
 		cjc_buf_addf(why, "cannot read metadata.json: %s", cjc_untrusted_error(errno));
 	else
-		rc = check_metadata(e, &text, key, use_memo, &st, taken_ns, why);
+		rc = check_metadata(e, &text, key, memo, &st, taken_ns, why);
 	cjc_buf_release(&text);
 	return rc;
 }
 
 /* Reads the metadata of the entry open at dfd (which it takes over). */
 static enum cjc_lookup open_entry(int dfd, const char *dir, const char *key, struct cjc_entry *e,
-				  bool use_memo, struct cjc_buf *why)
+				  enum memo_use memo, struct cjc_buf *why)
 {
 	memset(e, 0, sizeof *e);
 	if (dfd < 0) {
@@ -408,7 +414,7 @@ static enum cjc_lookup open_entry(int dfd, const char *dir, const char *key, str
 		cjc_buf_addf(why, "cannot open the entry: %s", strerror(errno));
 		return CJC_ENTRY_DAMAGED;
 	}
-	if (read_metadata(dfd, key, e, use_memo, why)) {
+	if (read_metadata(dfd, key, e, memo, why)) {
 		close(dfd);
 		return CJC_ENTRY_DAMAGED;
 	}
@@ -421,16 +427,16 @@ enum cjc_lookup cjc_entry_open_dir(const char *dir, const char *key, struct cjc_
 				   struct cjc_buf *why)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return open_entry(dfd, dir, key, e, false, why);
+	return open_entry(dfd, dir, key, e, MEMO_NONE, why);
 }
 
 static enum cjc_lookup open_by_key(const struct cjc_store *s, const char *key, struct cjc_entry *e,
-				   bool use_memo, struct cjc_buf *why)
+				   enum memo_use memo, struct cjc_buf *why)
 {
 	char *sub = cjc_store_entry_name(key);
 	char *dir = cjc_store_path(s, sub);
 	int dfd = cjc_store_openat(s, sub, O_RDONLY | O_DIRECTORY, 0);
-	enum cjc_lookup r = open_entry(dfd, dir, key, e, use_memo, why);
+	enum cjc_lookup r = open_entry(dfd, dir, key, e, memo, why);
 	free(dir);
 	free(sub);
 	return r;
@@ -439,13 +445,13 @@ static enum cjc_lookup open_by_key(const struct cjc_store *s, const char *key, s
 enum cjc_lookup cjc_store_open_entry(const struct cjc_store *s, const char *key,
 				     struct cjc_entry *e, struct cjc_buf *why)
 {
-	return open_by_key(s, key, e, true, why);
+	return open_by_key(s, key, e, MEMO_FULL, why);
 }
 
 enum cjc_lookup cjc_store_read_entry(const struct cjc_store *s, const char *key,
 				     struct cjc_entry *e, struct cjc_buf *why)
 {
-	return open_by_key(s, key, e, false, why);
+	return open_by_key(s, key, e, MEMO_NONE, why);
 }
 
 const char *cjc_untrusted_error(int err)
@@ -600,6 +606,19 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 	return 0;
 }
 
+int cjc_staging_begin_transient(const struct cjc_store *s, struct cjc_staging *st)
+{
+	int rc = cjc_staging_begin(s, st);
+	st->transient = true;
+	if (!rc && fchmod(st->dfd, 0700)) {
+		int e = errno;
+		cjc_staging_abort(st);
+		errno = e;
+		rc = -1;
+	}
+	return rc;
+}
+
 /* Writes a new file of the staging and starts writing it back to disk;
  * sync_staged() waits for all of them before the rename, when their
  * write-backs are under way together. */
@@ -722,7 +741,7 @@ enum cjc_lookup cjc_staging_open_entry(const struct cjc_staging *st, const char 
 				       struct cjc_entry *e, struct cjc_buf *why)
 {
 	int dfd = fcntl(st->dfd, F_DUPFD_CLOEXEC, 0);
-	return open_entry(dfd, st->dir, key, e, false, why);
+	return open_entry(dfd, st->dir, key, e, MEMO_BY_HASH, why);
 }
 
 int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
