@@ -824,13 +824,13 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		cjc_diagnostics_add_key(&j->diag, &j->c);
 		rc = compute_direct_key(j, why);
 	}
+	if (!rc && !j->cfg.readonly) {
 #ifdef CJC_HAVE_CURL
-	if (!rc && !j->cfg.readonly)
-		cjc_helper_allow();
+		cjc_helper_allow(); /* only here: not in `cjc remote`, nor in users' processes */
 #endif
-	if (!rc && !j->cfg.readonly)
 		j->remotes = cjc_remote_open(j->cfg.remote, &j->store, j->cfg.sign_key, j->cfg.trusted_keys,
 					     report_remote);
+	}
 	if (rc) {
 		count(j, CJC_STAT_ERRORS, 0);
 		record_start(j, "error", why->data);

@@ -100,8 +100,7 @@ enum cjc_published cjc_publish(const struct cjc_publish *p, bool *won)
 	struct cjc_staging st;
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	*won = false;
-	int rc = p->unpublished ? cjc_staging_begin_transient(p->store, &st)
-				: cjc_staging_begin(p->store, &st);
+	int rc = cjc_staging_begin_as(p->store, &st, p->unpublished != NULL);
 	if (!rc)
 		rc = stage(p, &st, &why);
 	if (!rc)

@@ -811,8 +811,7 @@ static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, 
 {
 	int rc = fetch_record(r, g, key, f);
 	if (!rc && !st->dir)
-		rc = transient ? cjc_staging_begin_transient(r->local, st)
-			       : cjc_staging_begin(r->local, st);
+		rc = cjc_staging_begin_as(r->local, st, transient);
 	if (!rc)
 		rc = fetch_artifacts(r, g, key, f, st);
 	return rc;
@@ -874,8 +873,7 @@ static void *fetch_ahead(void *arg)
 static void start_ahead(struct ahead *a, const struct cjc_manifest *m)
 {
 	if (!m->n || m->recs[0].ndeps < AHEAD_MIN ||
-	    (a->transient ? cjc_staging_begin_transient(a->r->local, &a->st)
-			  : cjc_staging_begin(a->r->local, &a->st)))
+	    cjc_staging_begin_as(a->r->local, &a->st, a->transient))
 		return;
 	struct undo *u = &a->undo;
 	a->key = m->recs[0].entry_key;

@@ -606,11 +606,11 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 	return 0;
 }
 
-int cjc_staging_begin_transient(const struct cjc_store *s, struct cjc_staging *st)
+int cjc_staging_begin_as(const struct cjc_store *s, struct cjc_staging *st, bool transient)
 {
 	int rc = cjc_staging_begin(s, st);
-	st->transient = true;
-	if (!rc && fchmod(st->dfd, 0700)) {
+	st->transient = transient;
+	if (!rc && transient && fchmod(st->dfd, 0700)) {
 		int e = errno;
 		cjc_staging_abort(st);
 		errno = e;

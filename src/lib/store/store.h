@@ -185,10 +185,11 @@ struct cjc_staging {
  * temporary, fs.h).  -1 with ELOOP or EPERM when what was made is not
  * there as this user's directory by the time it is opened. */
 int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st);
-/* The same for a staging to be read and removed, never published
- * (remote_only): no write-back is started, and it is made 0700, so that no
- * member of a group store can change it while it is served or sent. */
-int cjc_staging_begin_transient(const struct cjc_store *s, struct cjc_staging *st);
+/* The same, or with transient a staging to be read and removed, never
+ * published (remote_only): no write-back is started, and it is made 0700,
+ * so that no member of a group store can change it while it is served or
+ * sent. */
+int cjc_staging_begin_as(const struct cjc_store *s, struct cjc_staging *st, bool transient);
 /* Adds an artifact from the current contents of a file / from memory. */
 int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *src);
 int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n);
