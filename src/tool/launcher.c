@@ -349,7 +349,8 @@ static void not_served(struct job *j, const struct cjc_entry *e, const char *key
 		set_lookup(j, cjc_xasprintf("entry %.12s is no longer in the store (evicted or cleaned)", key));
 	} else {
 		set_lookup(j, cjc_xasprintf("entry %.12s was damaged: %s", key, why));
-		cjc_log("damaged entry %s: %s; compiling instead (run `cjc verify --fix`)", key, why);
+		cjc_log("damaged entry %s: %s; compiling instead%s", key, why,
+			remote_only(j) ? "" : " (run `cjc verify --fix`)"); /* a staging is removed */
 		count(j, CJC_STAT_DAMAGED, 0);
 	}
 }
