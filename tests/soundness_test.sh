@@ -281,16 +281,24 @@ testHashCacheRereadsOnlyChangedFiles() {
 
 # The shared hash cache (filehash.h): a translation unit new to the store
 # takes the system headers' hashes another one took, and reads its own.
+# Its own file keeps only what it looked at: not <map>'s headers, which
+# only the first unit read.
 testNewTranslationUnitRemembersTheSystemHeaders() {
-	compile a.cubin
+	{ echo '#include <map>'; cat k.cu; } >big.cu
+	cjc_nvcc --cubin big.cu -o a.cubin -arch=$ARCH || fail "the first unit"
 	cp k.cu k2.cu
 	cjc_nvcc --cubin k2.cu -o b.cubin -arch=$ARCH || fail "the second unit"
-	local first second
-	first=$(sed -n 's/.*miss for k.cu (\([0-9]*\) file hashes remembered.*/\1/p' "$CJC_LOG")
+	local first second own
+	first=$(sed -n 's/.*miss for big.cu (\([0-9]*\) file hashes remembered.*/\1/p' "$CJC_LOG")
 	second=$(sed -n 's/.*miss for k2.cu (\([0-9]*\) file hashes remembered, \([0-9]*\) files read.*/\1 \2/p' "$CJC_LOG")
 	assertEquals "the first unit remembered nothing: $(grep miss "$CJC_LOG")" 0 "$first"
 	assertTrue "the second remembered the system's headers: $second" "[ ${second% *} -ge 50 ]"
 	assertTrue "and read its own: $second" "[ ${second#* } -ge 1 ]"
+	own=$(printf '%s\0%s' "$PWD" k2.cu | sha256sum | cut -c1-64)
+	own=$(echo "$CJC_DIR"/v1/*)/hashes/${own:0:2}/$own
+	assertTrue "the second unit's own hash cache" "[ -s '$own' ]"
+	assertEquals "<map>'s headers stay out of it" 0 "$(grep -c stl_tree.h "$own")"
+	assertTrue "they are in the shared one" "grep -lq stl_tree.h \"$CJC_DIR\"/v1/*/hashes/*/*"
 	expect_nvcc_runs 2
 	assert_same_devcode a.cubin b.cubin
 }

@@ -662,7 +662,7 @@ static void load_hash_cache(struct job *j)
 	j->meta_memo = cjc_xasprintf("%s.meta", j->hash_cache);
 	if (cjc_filehash_load(&j->store, j->hash_cache)) {
 		j->shared_cache = cjc_store_hash_cache_name("", "the toolkit's and the system's headers");
-		(void)cjc_filehash_load(&j->store, j->shared_cache);
+		(void)cjc_filehash_load_shared(&j->store, j->shared_cache);
 	}
 	(void)cjc_metamemo_load(&j->store, j->meta_memo);
 }
@@ -682,7 +682,9 @@ static void share_hashes_under(const struct job *j)
 		char *bin = nvcc[i] ? cjc_dirname(nvcc[i]) : NULL;
 		char *root = bin ? cjc_dirname(bin) : NULL;
 		char *header = root ? cjc_xasprintf("%s/include/cuda_runtime.h", root) : NULL;
-		if (header && root[0] == '/' && root[1] && !access(header, F_OK)) {
+		/* not /usr: a packaged toolkit's headers are /usr/include's */
+		if (header && root[0] == '/' && root[1] && strcmp(root, "/usr") &&
+		    !access(header, F_OK)) {
 			char *dir = cjc_xasprintf("%s/", root);
 			cjc_strvec_push(&dirs, dir);
 			free(dir);

@@ -29,6 +29,7 @@ struct memo {
 	bool stamped; /* st and taken_ns describe when the hash was taken */
 	bool gone;    /* not stamped: no file here while its directory had the
 		       * stamp st, taken at taken_ns (cjc_filehash_absent) */
+	bool inherited; /* from the shared hash cache, not looked at since */
 	int err;      /* 0, or the errno of the failed read */
 	uint64_t size;
 	unsigned char sha[CJC_DIGEST_LEN];
@@ -43,10 +44,12 @@ static struct memo *buckets[MEMO_BUCKETS];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool dirty;
 
-/* The shared hash cache (cjc_filehash_share_under): its directories, and
- * whether a record under them changed since it was last encoded. */
+/* The shared hash cache (cjc_filehash_share_under): its directories,
+ * whether a record under them changed since it was last encoded, and
+ * whether the records being decoded are its. */
 static struct cjc_strvec shared_dirs = CJC_STRVEC_INIT;
 static bool shared_dirty;
+static bool decoding_shared;
 
 static bool is_shared(const char *path)
 {
@@ -82,6 +85,7 @@ struct dir_memo {
 	int64_t taken_ns;
 	bool gone;    /* no directory here while the one of the first `anchor`
 		       * bytes had the stamp gone_st, taken at gone_ns */
+	bool inherited; /* from the shared hash cache, not looked at since */
 	uint32_t anchor;
 	struct cjc_stamp gone_st;
 	int64_t gone_ns;
@@ -113,9 +117,12 @@ static struct memo *memo_named(const char *path, size_t len)
 	return m;
 }
 
+/* A lookup's memo: what it says is this unit's now (not inherited). */
 static struct memo *memo_of(const char *path)
 {
-	return memo_named(path, strlen(path));
+	struct memo *m = memo_named(path, strlen(path));
+	m->inherited = false;
+	return m;
 }
 
 /* The memo of the directory dir (len bytes), created when absent (lock
@@ -156,7 +163,10 @@ static struct dir_memo *dir_of(const char *path, const char **base)
 {
 	size_t len = dir_len(path, strlen(path));
 	*base = path + (len ? len + (len > 1 || path[0] != '/') : 0);
-	return len ? dir_named(path, len) : dir_named(".", 1);
+	struct dir_memo *d = len ? dir_named(path, len) : dir_named(".", 1);
+	if (d)
+		d->inherited = false;
+	return d;
 }
 
 /* d opened, once: its descriptor, or -1 with errno (lock held). */
@@ -615,6 +625,7 @@ static void decode_no_dir(const char *dir, size_t len, uint32_t anchor,
 	d->anchor = anchor;
 	d->gone_st = *st;
 	d->gone_ns = taken;
+	d->inherited = decoding_shared;
 }
 
 static void decode_record(struct cjc_cursor *c)
@@ -644,6 +655,7 @@ static void decode_record(struct cjc_cursor *c)
 		memcpy(m->sha, sha, CJC_DIGEST_LEN);
 	m->stamped = kind == RECORD_HASH;
 	m->gone = kind == RECORD_GONE;
+	m->inherited = decoding_shared;
 }
 
 void cjc_filehash_decode(struct cjc_cursor *c, uint32_t count)
@@ -652,6 +664,21 @@ void cjc_filehash_decode(struct cjc_cursor *c, uint32_t count)
 	for (uint32_t i = 0; i < count && !c->bad; i++)
 		decode_record(c);
 	pthread_mutex_unlock(&memo_lock);
+}
+
+void cjc_filehash_decode_shared(struct cjc_cursor *c, uint32_t count)
+{
+	decoding_shared = true;
+	cjc_filehash_decode(c, count);
+	decoding_shared = false;
+}
+
+/* Whether a record goes into the unit's file (what it looked at, or read
+ * from its own file) or into the shared one (under its directories, or
+ * read from it: another toolkit's records are kept, not dropped). */
+static bool wanted(const char *path, bool inherited, bool shared)
+{
+	return shared ? inherited || is_shared(path) : !inherited;
 }
 
 /* The records (all, or with shared those under the shared directories)
@@ -667,7 +694,7 @@ static bool encode(struct cjc_buf *records, uint32_t *count, bool *changes, bool
 	for (unsigned b = 0; b < MEMO_BUCKETS; b++)
 		for (struct memo *m = buckets[b]; m && *count < FILEHASH_MAX; m = m->next) {
 			bool hash = m->stamped && !m->err;
-			if ((!hash && !m->gone) || (shared && !is_shared(m->path)))
+			if ((!hash && !m->gone) || !wanted(m->path, m->inherited, shared))
 				continue;
 			cjc_buf_add_str(records, m->path);
 			cjc_buf_add_u32(records, hash ? RECORD_HASH : RECORD_GONE);
@@ -679,7 +706,7 @@ static bool encode(struct cjc_buf *records, uint32_t *count, bool *changes, bool
 		}
 	for (unsigned b = 0; b < DIR_BUCKETS; b++)
 		for (struct dir_memo *d = dir_buckets[b]; d && *count < FILEHASH_MAX; d = d->next) {
-			if (!d->gone || (shared && !is_shared(d->dir)))
+			if (!d->gone || !wanted(d->dir, d->inherited, shared))
 				continue;
 			cjc_buf_add_str(records, d->dir);
 			cjc_buf_add_u32(records, RECORD_NO_DIR);

@@ -74,6 +74,10 @@ bool cjc_filehash_encode(struct cjc_buf *records, uint32_t *count);
  */
 void cjc_filehash_share_under(char *const *dirs, size_t n);
 bool cjc_filehash_encode_shared(struct cjc_buf *records, uint32_t *count);
+/* Decodes the shared file's records as inherited: a unit's own file keeps
+ * only those it looked at (not every header a store has seen), and the
+ * shared file keeps them all (another toolkit's too). */
+void cjc_filehash_decode_shared(struct cjc_cursor *c, uint32_t count);
 /* How many hashes were taken from a hash-cache file / read from files, and
  * how many names were known absent by their directory's stamp. */
 void cjc_filehash_counts(uint64_t *reused, uint64_t *hashed, uint64_t *gone);

@@ -255,6 +255,12 @@ int cjc_filehash_save(const struct cjc_store *s, const char *sub)
 	return save_records(s, sub, CJC_FILEHASH_MAGIC, CJC_FILEHASH_VERSION, cjc_filehash_encode);
 }
 
+int cjc_filehash_load_shared(const struct cjc_store *s, const char *sub)
+{
+	return load_records(s, sub, CJC_FILEHASH_MAGIC, CJC_FILEHASH_VERSION,
+			    cjc_filehash_decode_shared);
+}
+
 int cjc_filehash_save_shared(const struct cjc_store *s, const char *sub)
 {
 	return save_records(s, sub, CJC_FILEHASH_MAGIC, CJC_FILEHASH_VERSION,

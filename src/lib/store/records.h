@@ -78,7 +78,8 @@ int cjc_manifest_add(const struct cjc_store *s, const char *sub,
 int cjc_filehash_load(const struct cjc_store *s, const char *sub);
 /* Writes what is remembered, when anything was hashed since the load. */
 int cjc_filehash_save(const struct cjc_store *s, const char *sub);
-/* The same for the shared hash cache: its records only (filehash.h). */
+/* The same for the shared hash cache (filehash.h): its records, kept apart. */
+int cjc_filehash_load_shared(const struct cjc_store *s, const char *sub);
 int cjc_filehash_save_shared(const struct cjc_store *s, const char *sub);
 
 /* The same for the metadata memo (keys/metamemo.h). */
