@@ -838,7 +838,7 @@ time.sleep(600)' "$(helper_socket)" "$CASE/queue.full") &
 # A helper that answers out of bounds (here: more bytes than asked for) is
 # dropped for the compile, which asks the store itself.
 testHelperAnsweringOutOfBoundsIsDropped() {
-	use_helper
+	use_helper '|connect-timeout=5s' # the fake's greeting, on a loaded machine
 	compile_on A
 	wait_for_helper || fail "no helper listens"
 	local sock fake

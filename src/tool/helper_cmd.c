@@ -93,24 +93,25 @@ static int read_full(int fd, void *p, size_t n)
 	return 0;
 }
 
+static int send_full(int fd, const void *p, size_t n)
+{
+	for (size_t at = 0; at < n;) {
+		ssize_t sent = send(fd, (const char *)p + at, n - at, MSG_NOSIGNAL);
+		if (sent < 0 && errno != EINTR)
+			return -1;
+		if (sent > 0)
+			at += (size_t)sent;
+	}
+	return 0;
+}
+
 static int answer(int fd, int result, const char *p, size_t n)
 {
 	unsigned char head[9];
 	uint64_t len = n;
 	head[0] = (unsigned char)result;
 	memcpy(head + 1, &len, sizeof len);
-	struct cjc_buf all = CJC_BUF_INIT;
-	cjc_buf_add(&all, head, sizeof head);
-	int rc = send(fd, all.data, all.len, MSG_NOSIGNAL) == (ssize_t)all.len ? 0 : -1;
-	cjc_buf_release(&all);
-	for (size_t at = 0; !rc && at < n;) {
-		ssize_t sent = send(fd, p + at, n - at, MSG_NOSIGNAL);
-		if (sent < 0 && errno != EINTR)
-			rc = -1;
-		if (sent > 0)
-			at += (size_t)sent;
-	}
-	return rc;
+	return send_full(fd, head, sizeof head) || send_full(fd, p, n) ? -1 : 0;
 }
 
 /* One get: 0 when answered, -1 when the client is gone or malformed. */
