@@ -93,8 +93,16 @@ int host_side(void) { return host_value; }
 SRC
 }
 
+# use_run_dir DIR: the HTTP helpers that compiles start (docs/remote.md)
+# keep their sockets under DIR/run, and stop once DIR is removed.
+use_run_dir() {
+	export XDG_RUNTIME_DIR=$1/run
+	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+}
+
 setUp() {
 	TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-test.XXXXXX")
+	use_run_dir "$TEST_DIR"
 	unset CJC_BASE_DIR
 	export CJC_DIR="$TEST_DIR/cache" CJC_LOG="$TEST_DIR/cjc.log" NVCC_LOG="$TEST_DIR/nvcc.log"
 	mkdir -p "$TEST_DIR/bin" "$TEST_DIR/src"
@@ -273,6 +281,7 @@ wait_for_lines() {
 use_suite_dir() {
 	SUITE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-$1.XXXXXX")
 	mkdir -p "$SUITE_DIR/bin" "$SUITE_DIR/src"
+	use_run_dir "$SUITE_DIR"
 	NVCC="$SUITE_DIR/bin/nvcc"
 	make_nvcc_wrapper "$NVCC"
 	cd "$SUITE_DIR/src" && write_sources

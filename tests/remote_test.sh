@@ -21,6 +21,7 @@ TLS_TIME='|connect-timeout=10s'
 oneTimeSetUp() {
 	use_suite_dir remote
 	setUp() { case_setup; } # use_suite_dir's own setUp is not enough here
+	tearDown() { rm -rf "$CASE/run"; } # the case's helpers stop
 	start_redis "$SUITE_DIR/redis" || exit 1
 	start_nginx "$SUITE_DIR/nginx" || exit 1
 	start_s3 "$SUITE_DIR/s3" || exit 1
@@ -43,6 +44,7 @@ oneTimeTearDown() {
 case_setup() {
 	cd "$SUITE_DIR/src" || return 1
 	CASE=$(mktemp -d "$SUITE_DIR/case.XXXXXX")
+	use_run_dir "$CASE"
 	export CJC_LOG="$CASE/cjc.log" NVCC_LOG="$CASE/nvcc.log"
 	unset CJC_REMOTE CJC_SIGN_KEY CJC_TRUSTED_KEYS CJC_REMOTE_ONLY
 	redis_cli FLUSHALL >/dev/null
@@ -549,13 +551,14 @@ testMalformedUrlNamesTheSettingAndCompiles() {
 	local bad
 	for bad in "redis://:secret@127.0.0.1:$REDIS_PORT|shards" \
 		"redis://:secret@127.0.0.1:$REDIS_PORT|operation-timeout=0" \
-		"redis://:secret@127.0.0.1:$REDIS_PORT|helper" "$NGINX_URL|helper-idle=0"; do
+		"redis://:secret@127.0.0.1:$REDIS_PORT|helper" "redis://:secret@127.0.0.1:$REDIS_PORT|no-helper" \
+		"$NGINX_URL|helper-idle=0"; do
 		export CJC_REMOTE=$bad
 		compile_on A || fail "the build failed"
 		assertContains "$bad" "$(cat "$CASE/A.err")" "CJC_REMOTE"
 		assertNotContains "$bad" "$(cat "$CASE/A.err")" "secret"
 	done
-	assertEquals "compiled, uncached" 4 "$(nvcc_compiles)"
+	assertEquals "compiled, uncached" 5 "$(nvcc_compiles)"
 }
 
 # An entry of several artifacts (the object and nvcc's warnings) travels
@@ -729,14 +732,13 @@ testUploadSeedsAnotherMachine() {
 }
 
 # --- The HTTP helper (docs/remote.md#the-http-helper) -------------------------
-# Each case has its own helpers' directory ($XDG_RUNTIME_DIR/cudajitcache)
-# and stops the helpers its compiles started.
+# Each case has its own helpers' directory ($XDG_RUNTIME_DIR/cudajitcache,
+# case_setup) and stops the helpers its compiles started; every http, https
+# and s3 case of this suite goes through a helper, unless it says no-helper.
 
-# use_helper [ATTRIBUTES]: nginx's store with a helper, in this case's directory.
+# use_helper [ATTRIBUTES]: nginx's store, with its helper (the default).
 use_helper() {
-	export XDG_RUNTIME_DIR=$CASE/run
-	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	export CJC_REMOTE="$NGINX_URL|helper|helper-idle=60s${1:-}"
+	export CJC_REMOTE="$NGINX_URL|helper-idle=60s${1:-}"
 }
 
 helper_pids() { sed -n 's/.*started the helper of .* (pid \([0-9]*\),.*/\1/p' "$CJC_LOG"; }
@@ -758,7 +760,6 @@ wait_for_helper() {
 stop_helpers() {
 	local pid
 	for pid in $(helper_pids); do kill -KILL "$pid" 2>/dev/null; done
-	unset XDG_RUNTIME_DIR
 }
 
 # A hit through the helper loads no libcurl: A's miss starts the helper
@@ -775,6 +776,28 @@ testHttpHelperKeepsLibcurlOutOfHits() {
 	assertEquals "B asked the helper" 1 "$(grep -c 'asking the helper' "$CASE/B.log")"
 	assertFalse "B loaded libcurl" "grep -q 'file=libcurl' '$CASE/B.err'"
 	assertEquals "one helper" 1 "$(helper_pids | wc -l)"
+	CJC_REMOTE="$CJC_REMOTE|no-helper" LD_DEBUG=files CJC_LOG=$CASE/C.log compile_on C
+	assertEquals "C's remote hit" 1 "$(remote_stat C remote_hits)"
+	assertTrue "no-helper: C loaded libcurl" "grep -q 'file=libcurl' '$CASE/C.err'"
+	assertEquals "and neither asked nor started a helper" 0 "$(grep -c 'helper' "$CASE/C.log")"
+	stop_helpers
+}
+
+# Removing the helpers' directory stops its helpers: each exits once its
+# socket is gone from its name (it looks every second) and the next
+# compile starts a new one.
+testHelperStopsWithItsDirectory() {
+	use_helper
+	compile_on A
+	wait_for_helper || fail "no helper listens"
+	local pid i
+	pid=$(helper_pids)
+	rm -rf "$XDG_RUNTIME_DIR/cudajitcache"
+	for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	assertFalse "the helper exited" "kill -0 $pid 2>/dev/null"
+	compile_on B || fail "B's build failed"
+	assertEquals "B: a hit" 1 "$(remote_stat B remote_hits)"
+	assertEquals "a new helper" 2 "$(helper_pids | wc -l)"
 	stop_helpers
 }
 

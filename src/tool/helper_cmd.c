@@ -7,7 +7,8 @@
  * the helpers' directory, and serves each client of its own user on a
  * thread of its own, with libcurl handles kept between clients (their
  * connections stay open).  After the store's helper-idle time with no
- * client it removes its socket and exits.
+ * client it removes its socket and exits; so it does, with no client,
+ * once that socket is no longer at its name (its directory removed).
  */
 #include "helper_cmd.h"
 
@@ -226,13 +227,23 @@ static int listen_as(int dir, int *lock, struct stat *sock_st)
 	return fd;
 }
 
+/* Whether the socket at its name is still this helper's: not removed
+ * (with its directory, say) or replaced. */
+static bool socket_is_ours(int dir, const struct stat *ours)
+{
+	char *sock = cjc_xasprintf("%s.sock", name);
+	struct stat now;
+	bool same = !fstatat(dir, sock, &now, AT_SYMLINK_NOFOLLOW) && now.st_dev == ours->st_dev &&
+		    now.st_ino == ours->st_ino;
+	free(sock);
+	return same;
+}
+
 /* Removes the socket at its name when it is still this helper's. */
 static void remove_socket(int dir, const struct stat *ours)
 {
 	char *sock = cjc_xasprintf("%s.sock", name);
-	struct stat now;
-	if (!fstatat(dir, sock, &now, AT_SYMLINK_NOFOLLOW) && now.st_dev == ours->st_dev &&
-	    now.st_ino == ours->st_ino)
+	if (socket_is_ours(dir, ours))
 		(void)unlinkat(dir, sock, 0);
 	free(sock);
 }
@@ -258,9 +269,11 @@ int cjc_helper_serve(void)
 		struct pollfd p = { listener, POLLIN, 0 };
 		if (poll(&p, 1, 1000) > 0 && accept_client(listener))
 			break;
-		if (!atomic_load(&clients) &&
-		    cjc_now_ms() - atomic_load(&last_seen_ms) >= settings.helper_idle_ms)
-			break;
+		if (atomic_load(&clients))
+			continue;
+		if (cjc_now_ms() - atomic_load(&last_seen_ms) >= settings.helper_idle_ms ||
+		    !socket_is_ours(dir, &sock_st))
+			break; /* idle, or nobody can reach it any more */
 	}
 	remove_socket(dir, &sock_st);
 	return 0; /* the lock goes with the process */

@@ -209,6 +209,7 @@ struct store_spec {
 	char *shown;             /* the url as shown (shown_url) */
 	struct cjc_strvec shards;
 	double weights[MAX_SHARDS];
+	enum { HELPER_DEFAULT, HELPER_ON, HELPER_OFF } helper; /* as written */
 };
 
 static void spec_release(struct store_spec *sp)
@@ -238,15 +239,16 @@ static int parse_attribute(const char *a, struct store_spec *sp, struct cjc_buf 
 		sp->u.bearer_token_file = cjc_xstrdup(v);
 	else if (IS("ca-file") && *v)
 		sp->u.ca_file = cjc_xstrdup(v);
-	else if (IS("helper") && !eq)
-		sp->u.helper = true;
+	else if ((IS("helper") || IS("no-helper")) && !eq)
+		sp->helper = klen == strlen("helper") ? HELPER_ON : HELPER_OFF;
 	else if (IS("helper-idle") && !parse_duration(v, &sp->u.helper_idle_ms))
 		;
 	else {
 		/* not echoed: what follows a '|' may be part of a password */
 		cjc_buf_adds(why, "an unknown or malformed attribute (expected read-only, "
 			     "connect-timeout=T, operation-timeout=T, shards=A,B(2), "
-			     "bearer-token-file=FILE, ca-file=FILE, helper or helper-idle=T)");
+			     "bearer-token-file=FILE, ca-file=FILE, helper, no-helper or "
+			     "helper-idle=T)");
 		return -1;
 	}
 #undef IS
@@ -279,11 +281,13 @@ static int parse_store(const char *word, struct store_spec *sp, struct cjc_buf *
 			return -1;
 		bar = next;
 	}
-	if (sp->u.helper && !cjc_starts_with(sp->u.url, "http://") &&
-	    !cjc_starts_with(sp->u.url, "https://") && !cjc_starts_with(sp->u.url, "s3://")) {
-		cjc_buf_adds(why, "helper is for http://, https:// and s3:// stores");
+	bool http = cjc_starts_with(sp->u.url, "http://") || cjc_starts_with(sp->u.url, "https://") ||
+		    cjc_starts_with(sp->u.url, "s3://");
+	if (sp->helper != HELPER_DEFAULT && !http) {
+		cjc_buf_adds(why, "helper and no-helper are for http://, https:// and s3:// stores");
 		return -1;
 	}
+	sp->u.helper = http && sp->helper != HELPER_OFF; /* on unless turned off */
 	if (!sp->shards.n != !strchr(sp->u.url, '*')) {
 		cjc_buf_adds(why, "shards= needs a '*' in the URL, where each shard's name goes, "
 			     "and a '*' needs shards=");

@@ -4,8 +4,8 @@
  *
  * The `remote` setting holds store URLs separated by spaces, each with
  * attributes after `|` (read-only, connect-timeout=T, operation-timeout=T,
- * shards=A,B(2),..., bearer-token-file=F, ca-file=F, helper, helper-idle=T).  cjc_remote_open()
- * parses them without connecting; a backend connects on its first request.
+ * shards=A,B(2),..., bearer-token-file=F, ca-file=F, helper, no-helper,
+ * helper-idle=T).  cjc_remote_open() parses them without connecting; a backend connects on its first request.
  *
  * The seam: a backend answers get, put-if-absent, put (replace) and exists
  * for a name, each bounded by the store's timeouts, with one result:
@@ -104,7 +104,7 @@ struct cjc_remote_url {
 	long connect_ms, operation_ms;
 	char *bearer_token_file; /* http(s) */
 	char *ca_file;           /* https, s3 */
-	bool helper;             /* http(s), s3: through the store's helper (helper.h) */
+	bool helper;             /* http(s), s3: through the store's helper (helper.h), unless no-helper */
 	long helper_idle_ms;     /* how long that helper waits for clients before it exits */
 	int64_t deadline_ms;     /* cjc_now_ms() by which the request must end; 0: operation_ms from its start */
 };
