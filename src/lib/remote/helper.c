@@ -318,15 +318,13 @@ static int reach_helper(const struct cjc_remote_url *given)
 	return fd;
 }
 
-#define BROKEN (-100) /* the helper failed, not the store */
-
-static int helper_get(int fd, const struct cjc_remote_url *u, const char *name, size_t max,
-		      struct cjc_buf *out, struct cjc_buf *why)
+int cjc_helper_get(int fd, const struct cjc_remote_url *u, const char *name, size_t max,
+		   struct cjc_buf *out, struct cjc_buf *why)
 {
 	long left = cjc_remote_time_left(u);
 	size_t nlen = strlen(name);
 	if (left <= 0 || nlen > CJC_HELPER_MAX_NAME)
-		return BROKEN;
+		return CJC_HELPER_BROKEN;
 	int64_t deadline = cjc_now_ms() + left;
 	uint16_t n16 = (uint16_t)nlen;
 	uint64_t max64 = max;
@@ -344,7 +342,7 @@ static int helper_get(int fd, const struct cjc_remote_url *u, const char *name, 
 		rc = read_exact(fd, head, sizeof head, deadline);
 	if (rc) {
 		if (errno != ETIMEDOUT)
-			return BROKEN;
+			return CJC_HELPER_BROKEN;
 		cjc_buf_adds(why, "timed out waiting for the store's helper");
 		return CJC_REMOTE_TIMEOUT;
 	}
@@ -354,13 +352,13 @@ static int helper_get(int fd, const struct cjc_remote_url *u, const char *name, 
 	bool message = result == CJC_REMOTE_ERROR || result == CJC_REMOTE_TIMEOUT;
 	if (!(result == CJC_REMOTE_OK && len <= max) && !(result == CJC_REMOTE_ABSENT && !len) &&
 	    !(message && len <= CJC_HELPER_MAX_MESSAGE))
-		return BROKEN;
+		return CJC_HELPER_BROKEN;
 	struct cjc_buf *into = message ? why : out;
 	size_t at = into->len;
 	cjc_buf_grow(into, (size_t)len);
 	if (read_exact(fd, into->data + at, (size_t)len, deadline))
 		return errno == ETIMEDOUT ? (cjc_buf_adds(why, "timed out waiting for the store's helper"),
-					     CJC_REMOTE_TIMEOUT) : BROKEN;
+					     CJC_REMOTE_TIMEOUT) : CJC_HELPER_BROKEN;
 	into->len = at + (size_t)len;
 	into->data[into->len] = 0;
 	return result;
@@ -402,8 +400,8 @@ static int helped_get(struct cjc_remote_backend *b, const char *name, size_t max
 			cjc_log("asking the helper of %s", b->u->shown);
 	}
 	if (b->fd >= 0) {
-		int rc = helper_get(b->fd, b->u, name, max, out, why);
-		if (rc != BROKEN && rc != CJC_REMOTE_TIMEOUT)
+		int rc = cjc_helper_get(b->fd, b->u, name, max, out, why);
+		if (rc != CJC_HELPER_BROKEN && rc != CJC_REMOTE_TIMEOUT)
 			return rc;
 		close(b->fd);
 		b->fd = -1;

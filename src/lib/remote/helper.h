@@ -77,6 +77,14 @@ void cjc_helper_name(const struct cjc_remote_url *u, char *name);
 /* Whether the peer of a unix socket is a process of this user's. */
 bool cjc_helper_peer_is_us(int fd);
 
+/* One get asked of the helper connected at fd (greeted): the store's
+ * result (enum cjc_remote_result), its value in out (at most max bytes) or
+ * its message in why; or CJC_HELPER_BROKEN when the helper failed or
+ * answered out of bounds.  Exported for tests/fuzz/fuzz_helper.c. */
+#define CJC_HELPER_BROKEN (-100)
+int cjc_helper_get(int fd, const struct cjc_remote_url *u, const char *name, size_t max,
+		   struct cjc_buf *out, struct cjc_buf *why);
+
 /* The settings a helper is started with, on its stdin (JSON: its name and
  * the store's settings, the files' paths absolute), and back. */
 void cjc_helper_encode_settings(const struct cjc_remote_url *u, const char *name,
