@@ -463,6 +463,33 @@ testHugeHttpArtifactIsNotFetched() {
 	assertTrue "the server sent $(fake_sent) bytes" "[ $(fake_sent) -lt $((1 << 20)) ]"
 }
 
+# The same servers through a helper (the compile that starts one asks the
+# server itself): a value cut short, and a server that never answers, are
+# one error and one timeout of the compile that asked the helper, which
+# compiles; the helper survives both.
+testServerFailingThroughTheHelper() {
+	printf 'HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789' >"$CASE/http-reply"
+	start_partial "$CASE/partial" "$CASE/http-reply" || fail "partial server"
+	local url
+	for url in "http://127.0.0.1:$PARTIAL_PORT/cache" \
+		"http://127.0.0.1:$BLACKHOLE_PORT/cache|operation-timeout=300ms"; do
+		export CJC_REMOTE="$url|helper-idle=60s|connect-timeout=5s"
+		rm -rf "$CASE/A" "$CASE/B" && : >"$CJC_LOG" && : >"$CASE/B.log"
+		compile_on A || fail "A's build failed"
+		wait_for_helper || fail "no helper listens"
+		CJC_LOG=$CASE/B.log compile_on B || fail "B's build failed"
+		assertEquals "B asked the helper" 1 "$(grep -c 'asking the helper' "$CASE/B.log")"
+		assertEquals "one error or timeout" 1 \
+			"$(($(remote_stat B remote_errors) + $(remote_stat B remote_timeouts)))"
+		assertEquals "no hit" 0 "$(remote_stat B remote_hits)"
+		assert_same_devcode "$SUITE_DIR/src/a.cubin" "$CASE/B.cubin"
+		assertTrue "the helper lives" "kill -0 $(helper_pids | tail -1)"
+		stop_helpers
+	done
+	assertEquals "a timeout among them" 1 "$(remote_stat B remote_timeouts)"
+	kill_server partial
+}
+
 # A Redis server answering "$8000000000" and zeros: refused by the length
 # prefix, so hardly any of it is read.
 testHugeRedisReplyIsRefusedByItsLength() {
@@ -551,14 +578,16 @@ testMalformedUrlNamesTheSettingAndCompiles() {
 	local bad
 	for bad in "redis://:secret@127.0.0.1:$REDIS_PORT|shards" \
 		"redis://:secret@127.0.0.1:$REDIS_PORT|operation-timeout=0" \
-		"redis://:secret@127.0.0.1:$REDIS_PORT|helper" "redis://:secret@127.0.0.1:$REDIS_PORT|no-helper" \
-		"$NGINX_URL|helper-idle=0"; do
+		"redis://:secret@127.0.0.1:$REDIS_PORT|helper" "$NGINX_URL|helper-idle=0"; do
 		export CJC_REMOTE=$bad
 		compile_on A || fail "the build failed"
 		assertContains "$bad" "$(cat "$CASE/A.err")" "CJC_REMOTE"
 		assertNotContains "$bad" "$(cat "$CASE/A.err")" "secret"
 	done
-	assertEquals "compiled, uncached" 5 "$(nvcc_compiles)"
+	assertEquals "compiled, uncached" 4 "$(nvcc_compiles)"
+	# no-helper is no news to a Redis store: taken, not malformed
+	CJC_REMOTE="$REDIS_URL|no-helper" compile_on B || fail "the build failed"
+	assertEquals "B: cached" 1 "$(on B "$CJC" ls --json | grep -c '"key"')"
 }
 
 # An entry of several artifacts (the object and nvcc's warnings) travels
@@ -780,6 +809,40 @@ testHttpHelperKeepsLibcurlOutOfHits() {
 	assertEquals "C's remote hit" 1 "$(remote_stat C remote_hits)"
 	assertTrue "no-helper: C loaded libcurl" "grep -q 'file=libcurl' '$CASE/C.err'"
 	assertEquals "and neither asked nor started a helper" 0 "$(grep -c 'helper' "$CASE/C.log")"
+	CJC_REMOTE_HELPER=false CJC_LOG=$CASE/D.log compile_on D
+	assertEquals "D's remote hit" 1 "$(remote_stat D remote_hits)"
+	assertEquals "remote_helper=false: no helper" 0 "$(grep -c 'helper' "$CASE/D.log")"
+	stop_helpers
+}
+
+# The helper's name (its socket's, which /proc/net/unix shows to everyone)
+# is keyed with a secret of its user's, so a password in the URL cannot be
+# guessed from it, and names the network namespace: a compile in another
+# one (another 127.0.0.1) gets a helper of its own.  The helper keeps none
+# of the build's environment but what decides its requests.
+testHelperNameIsKeyedAndItsEnvironmentBare() {
+	use_helper
+	DEPLOY_TOKEN=s3cr3t-deploy compile_on A
+	wait_for_helper || fail "no helper listens"
+	local key=$XDG_RUNTIME_DIR/cudajitcache/key name pid
+	assertEquals "the key: 32 bytes, the user's alone" "32 600" "$(stat -c '%s %a' "$key")"
+	pid=$(helper_pids)
+	assertFalse "the build's secret is not in the helper's environment" \
+		"tr '\\0' '\\n' </proc/$pid/environ | grep -q DEPLOY_TOKEN"
+	assertTrue "where it lives is" "tr '\\0' '\\n' </proc/$pid/environ | grep -q '^XDG_RUNTIME_DIR='"
+	name=$(basename "$(helper_socket)")
+	head -c 32 /dev/urandom >"$key.new" && chmod 600 "$key.new" && mv "$key.new" "$key"
+	CJC_LOG=$CASE/B.log compile_on B
+	assertEquals "another key: B started a helper" 1 "$(grep -c 'started the helper' "$CASE/B.log")"
+	assertNotEquals "of another name" "$name" "$(grep -o '[0-9a-f]*\.sock' "$CASE/B.log")"
+	CJC_LOG=$CASE/C.log on C unshare -n "$CJC" "$NVCC" --cubin k.cu -o "$CASE/C.cubin" -arch=$ARCH \
+		2>"$CASE/C.err" || fail "C's build failed"
+	assertEquals "another network: C started a helper" 1 "$(grep -c 'started the helper' "$CASE/C.log")"
+	assertNotEquals "of another name" \
+		"$(grep -o '[0-9a-f]*\.sock' "$CASE/B.log")" "$(grep -o '[0-9a-f]*\.sock' "$CASE/C.log")"
+	for pid in $(sed -n 's/.*started the helper of .* (pid \([0-9]*\),.*/\1/p' "$CASE"/[BC].log); do
+		kill -KILL "$pid" 2>/dev/null
+	done
 	stop_helpers
 }
 
@@ -825,9 +888,9 @@ testStoppedOrDeadHelperIsNoFailure() {
 	local pid i
 	pid=$(helper_pids)
 	kill -STOP "$pid"
-	compile_on B || fail "B's build failed"
+	CJC_LOG=$CASE/B.log compile_on B || fail "B's build failed"
 	assertEquals "B: a hit all the same" 1 "$(remote_stat B remote_hits)"
-	assertEquals "B said why" 1 "$(grep -c 'did not greet' "$CJC_LOG")"
+	assertEquals "B said why" 1 "$(grep -c 'did not greet' "$CASE/B.log")"
 	# its queue filled up (compiles gone before it answered): one more does not block
 	(exec python3 -c '
 import os, socket, sys, time
@@ -845,10 +908,10 @@ open(sys.argv[2], "w").write(str(len(held)))
 time.sleep(600)' "$(helper_socket)" "$CASE/queue.full") &
 	local filler=$!
 	wait_for_file "$CASE/queue.full" || fail "the queue"
-	compile_on B2 || fail "B2's build failed"
+	CJC_LOG=$CASE/B2.log compile_on B2 || fail "B2's build failed"
 	kill "$filler"
 	assertEquals "B2: a hit all the same" 1 "$(remote_stat B2 remote_hits)"
-	assertEquals "B2 said why" 2 "$(grep -c 'did not greet' "$CJC_LOG")"
+	assertEquals "B2 said why" 1 "$(grep -c 'did not greet' "$CASE/B2.log")"
 	kill -KILL "$pid"
 	for i in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 	compile_on C || fail "C's build failed"
@@ -891,9 +954,11 @@ while True:
 }
 
 # A helper is its user's alone: another user cannot connect to root's, and
-# a helpers' directory that is not root's own (here one the member made,
-# with a fake helper listening in it) is not used at all: root's compile
-# asks the store itself and the member's listener hears nothing.
+# a helpers' directory that is not root's own (here one the member made in
+# a sticky, world-writable XDG_RUNTIME_DIR of root's, with a fake helper
+# listening in it) is not used at all: root's compile asks the store
+# itself and the member's listener hears nothing.  An XDG_RUNTIME_DIR
+# that is the member's (`sudo -E`) is not written in by root at all.
 testHelperIsItsUsersAlone() {
 	member_ready || { startSkipping; return; }
 	use_helper
@@ -914,7 +979,7 @@ except PermissionError:
 	assertEquals "the member is refused root's helper" 3 $?
 	$py -c "$try_connect" "$sock"
 	assertEquals "root reaches it" 0 $?
-	evil=$(mktemp -d "$OTHERS_DIR/run.XXXXXX") && chown "$MEMBER" "$evil" || fail "the member's directory"
+	evil=$(mktemp -d "$OTHERS_DIR/run.XXXXXX") && chmod 1777 "$evil" || fail "the shared directory"
 	as_member mkdir -m 777 "$evil/cudajitcache" || fail "the member's helpers' directory"
 	(cd "$evil/cudajitcache" && exec setpriv --reuid="$MEMBER" --regid="$(id -g "$MEMBER")" \
 		--init-groups $py -c '
@@ -931,6 +996,13 @@ open(sys.argv[3], "w").close()' "$name" "$evil/ready" "$evil/heard") &
 	assertEquals "B: a hit" 1 "$(remote_stat B remote_hits)"
 	assertFalse "the member's listener heard root" "[ -e '$evil/heard' ]"
 	assertEquals "B neither asked nor started a helper" 0 "$(grep -c 'helper' "$CASE/B.log")"
+	local hers pid
+	hers=$(mktemp -d "$OTHERS_DIR/run.XXXXXX") && chown "$MEMBER" "$hers" || fail "the member's directory"
+	XDG_RUNTIME_DIR=$hers CJC_LOG=$CASE/C.log compile_on C || fail "C's build failed"
+	assertEquals "nothing of root's in the member's directory" "" "$(ls -A "$hers")"
+	for pid in $(sed -n 's/.*started the helper of .* (pid \([0-9]*\),.*/\1/p' "$CASE/C.log"); do
+		kill -KILL "$pid" 2>/dev/null # its socket is in /tmp/cudajitcache-0
+	done
 	stop_helpers
 }
 

@@ -20,6 +20,7 @@
 #include "keys/nvcc_args.h"
 #include "metrics.h"
 #include "output.h"
+#include "helper_cmd.h"
 #include "remote_cmd.h"
 #include "report.h"
 #include "run_cmd.h"
@@ -803,6 +804,8 @@ int cjc_command_run(int argc, char **argv)
 {
 	const struct cjc_command *c = find_command(argv[0]);
 	struct session s = { .cmd = argv[0], .age = -1, .jobs = 1 };
+	if (argc == 2 && !strcmp(argv[0], "remote") && !strcmp(argv[1], "helper"))
+		return cjc_helper_serve(); /* opens no store: it would keep it open for minutes */
 	int rc = parse_flags(c, argc, argv, &s);
 	if (!rc && c->store)
 		rc = open_session(&s);

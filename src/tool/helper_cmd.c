@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -256,6 +257,7 @@ int cjc_helper_serve(void)
 		return 2;
 	}
 	umask(077);
+	(void)prctl(PR_SET_DUMPABLE, 0); /* its environment and memory: the store's secrets */
 	if (read_settings() || chdir("/"))
 		return 2;
 	signal(SIGPIPE, SIG_IGN);

@@ -829,7 +829,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	}
 	if (!rc && !j->cfg.readonly) {
 #ifdef CJC_HAVE_CURL
-		cjc_helper_allow(); /* only here: not in `cjc remote`, nor in users' processes */
+		if (j->cfg.remote_helper)
+			cjc_helper_allow(); /* only here: not in `cjc remote`, nor in users' processes */
 #endif
 		j->remotes = cjc_remote_open(j->cfg.remote, &j->store, j->cfg.sign_key, j->cfg.trusted_keys,
 					     report_remote);

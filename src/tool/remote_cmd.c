@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "helper_cmd.h"
 #include "keys/manifest.h"
 #include "output.h"
 #include "remote/remote.h"
@@ -103,8 +102,6 @@ static int upload(const struct cjc_config *cfg, const struct cjc_store *store, s
 int cjc_remote_command(const struct cjc_config *cfg, const struct cjc_store *store,
 		       const char *what, bool json)
 {
-	if (!strcmp(what, "helper"))
-		return cjc_helper_serve();
 	if (strcmp(what, "check") && strcmp(what, "upload")) {
 		fprintf(stderr, "cjc remote: expected `check` or `upload`, not '%s'\n", what);
 		return 2;

@@ -165,6 +165,9 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 		"longest wait for another compile of the same key when none is recorded; 0: no leases" },
 	[CJC_SET_REMOTE_ONLY] = { "remote_only", "CJC_REMOTE_ONLY", parse_bool, AT(remote_only), "false",
 		BOOLEAN, false, "with a remote store: keep no entries in the local store, only there" },
+	[CJC_SET_REMOTE_HELPER] = { "remote_helper", "CJC_REMOTE_HELPER", parse_bool,
+		AT(remote_helper), "true", BOOLEAN, false, /* starts a process */
+		"false: no store is asked through a helper process (no process outlives a compile)" },
 };
 
 /* Whether a setting may hold a secret: shown redacted (base/run.h). */

@@ -23,7 +23,7 @@
  * readonly, debug, max_size, print_commands, keep_ptx).  Any other setting
  * there (dir, log, umask, remote, keep_sass, which runs cuobjdump,
  * check_spills, base_dir, sign_key, trusted_keys, hash_dir, lease_wait,
- * remote_only, and any added later) is
+ * remote_only, remote_helper, and any added later) is
  * ignored and `notes` says so, naming the file, line and setting, once; the
  * compile goes on.  Files are read without blocking (a FIFO is an error)
  * and only up to 1 MiB.  A trusted file is also a regular file with one
@@ -67,6 +67,7 @@ enum cjc_setting {
 	CJC_SET_HASH_DIR,
 	CJC_SET_LEASE_WAIT,
 	CJC_SET_REMOTE_ONLY,
+	CJC_SET_REMOTE_HELPER,
 	CJC_SET_COUNT
 };
 
@@ -103,6 +104,9 @@ struct cjc_config {
 	/* With a remote store: entries are neither looked up in nor written to
 	 * the local store, only in the remote ones (ccache's remote_only). */
 	bool remote_only;
+	/* `cjc nvcc` asks http, https and s3 stores through a helper process
+	 * (remote/helper.h) unless a store says no-helper; false: none does. */
+	bool remote_helper;
 	/* Settings ignored because the file that set them is not trusted and
 	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
 	char *notes;

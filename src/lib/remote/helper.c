@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -37,11 +38,20 @@ void cjc_helper_allow(void)
 
 /* --- where and what ---------------------------------------------------- */
 
-int cjc_helper_dir(void)
+/* XDG_RUNTIME_DIR when it is a directory of this user's (not one a `sudo
+ * -E` or `su` brought from another user), else /tmp. */
+static char *helpers_path(void)
 {
 	const char *run = getenv("XDG_RUNTIME_DIR");
-	char *dir = run && run[0] == '/' ? cjc_path_join(run, "cudajitcache")
-					 : cjc_xasprintf("/tmp/cudajitcache-%u", (unsigned)geteuid());
+	struct stat st;
+	if (run && run[0] == '/' && !stat(run, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		return cjc_path_join(run, "cudajitcache");
+	return cjc_xasprintf("/tmp/cudajitcache-%u", (unsigned)geteuid());
+}
+
+int cjc_helper_dir(void)
+{
+	char *dir = helpers_path();
 	(void)mkdir(dir, 0700);
 	int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	free(dir);
@@ -53,13 +63,49 @@ int cjc_helper_dir(void)
 	return fd;
 }
 
-/* What libcurl reads from the environment: a helper started with other
- * values is another helper. */
+/* The user's secret in the helpers' directory (KEY_FILE, 0600, made once,
+ * by a link so that a reader never sees it half written): 0, or -1. */
+#define KEY_FILE "key"
+#define KEY_LEN 32
+static int read_key(int dir, unsigned char key[KEY_LEN])
+{
+	int fd = openat(dir, KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	bool ok = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		  !(st.st_mode & 077) && st.st_size == KEY_LEN && read(fd, key, KEY_LEN) == KEY_LEN;
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+static int helper_key(int dir, unsigned char key[KEY_LEN])
+{
+	if (!read_key(dir, key))
+		return 0;
+	char temp[64];
+	snprintf(temp, sizeof temp, KEY_FILE ".%d", (int)getpid());
+	int fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	bool written = fd >= 0 && getrandom(key, KEY_LEN, 0) == KEY_LEN &&
+		       write(fd, key, KEY_LEN) == KEY_LEN;
+	if (fd >= 0)
+		close(fd);
+	if (written)
+		(void)linkat(dir, temp, dir, KEY_FILE, 0); /* the first one made stays */
+	(void)unlinkat(dir, temp, 0);
+	return read_key(dir, key);
+}
+
+/* What libcurl and the libraries it loads read from the environment: a
+ * helper started with other values is another helper, and the helper's
+ * environment holds these and no other (helper.h). */
 static const char *const curl_environment[] = {
 	"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
 	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "CURL_SSL_BACKEND", "SSLKEYLOGFILE",
+	"OPENSSL_CONF", "OPENSSL_MODULES", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN",
+	"LD_LIBRARY_PATH", "LD_PRELOAD",
 	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 };
+#define NCURL_ENVIRONMENT (sizeof curl_environment / sizeof *curl_environment)
 
 static void add_field(struct cjc_hash *h, const char *s)
 {
@@ -67,23 +113,58 @@ static void add_field(struct cjc_hash *h, const char *s)
 	cjc_hash_update(h, s, strlen(s) + 1);
 }
 
-void cjc_helper_name(const struct cjc_remote_url *u, char *name)
+/* A file's stamp (a CA bundle replaced makes another helper). */
+static void add_stamp(struct cjc_hash *h, const char *path)
+{
+	struct stat st = { 0 };
+	char line[96];
+	if (path)
+		(void)stat(path, &st);
+	snprintf(line, sizeof line, "%llu %lld %lld", (unsigned long long)st.st_ino,
+		 (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, (long long)st.st_size);
+	add_field(h, line);
+}
+
+/* What a link names (a namespace of this process's). */
+static void add_link(struct cjc_hash *h, const char *path)
+{
+	char target[128];
+	ssize_t n = readlink(path, target, sizeof target - 1);
+	target[n > 0 ? n : 0] = 0;
+	add_field(h, target);
+}
+
+/* A bearer token's bytes (a rotated token makes another helper; the
+ * same token rewritten does not). */
+static void add_contents(struct cjc_hash *h, const char *path)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	if (path && !cjc_read_regular_and_close(open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), 8192, &text))
+		cjc_hash_update(h, text.data, text.len);
+	add_field(h, text.len ? "" : "(none)");
+	cjc_buf_release(&text);
+}
+
+void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, char *name)
 {
 	struct cjc_hash h;
-	char line[96];
-	struct stat st = { 0 };
+	char line[64];
 	cjc_hash_init(&h);
+	cjc_hash_update(&h, key, KEY_LEN); /* unguessable: the name shows in /proc/net/unix */
 	add_field(&h, "cudajitcache helper " CJC_VERSION);
-	/* a token file replaced (a rotated token) makes another helper */
-	if (u->bearer_token_file)
-		(void)stat(u->bearer_token_file, &st);
-	snprintf(line, sizeof line, "%u %ld %lld %lld", CJC_HELPER_VERSION, u->connect_ms,
-		 (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, (long long)st.st_size);
+	snprintf(line, sizeof line, "%u %ld", CJC_HELPER_VERSION, u->connect_ms);
 	add_field(&h, line);
 	add_field(&h, u->url);
 	add_field(&h, u->bearer_token_file);
+	add_contents(&h, u->bearer_token_file);
 	add_field(&h, u->ca_file);
-	for (size_t i = 0; i < sizeof curl_environment / sizeof *curl_environment; i++) {
+	const char *bundles[] = { u->ca_file, getenv("SSL_CERT_FILE"), getenv("CURL_CA_BUNDLE"),
+				  "/etc/ssl/certs/ca-certificates.crt" };
+	for (size_t i = 0; i < sizeof bundles / sizeof *bundles; i++)
+		add_stamp(&h, bundles[i]);
+	add_link(&h, "/proc/self/ns/net"); /* another network or mount namespace: */
+	add_link(&h, "/proc/self/ns/mnt"); /* other servers, other files */
+	for (size_t i = 0; i < NCURL_ENVIRONMENT; i++) {
 		add_field(&h, curl_environment[i]);
 		add_field(&h, getenv(curl_environment[i]));
 	}
@@ -144,17 +225,21 @@ static bool lock_free(int dir, const char *name)
 	return is_free;
 }
 
-/* This process's environment less what may hold a secret (run.h): the
- * helper's settings come on its pipe. */
-static char **environment_without_secrets(void)
+/* The helper's environment: what decides its requests (curl_environment,
+ * part of its name) and where it lives, nothing else of the build's. */
+static char **helper_environment(void)
 {
-	size_t n = 0, kept = 0;
-	while (environ[n])
-		n++;
-	char **env = cjc_xcalloc(n + 1, sizeof *env);
-	for (size_t i = 0; i < n; i++)
-		if (!cjc_secret_variable(environ[i], strcspn(environ[i], "=")))
-			env[kept++] = environ[i];
+	char **env = cjc_xcalloc(NCURL_ENVIRONMENT + 2, sizeof *env);
+	size_t kept = 0;
+	for (size_t n = 0; environ[n]; n++) {
+		size_t len = strcspn(environ[n], "=");
+		bool keep = len == strlen("XDG_RUNTIME_DIR") && !strncmp(environ[n], "XDG_RUNTIME_DIR", len);
+		for (size_t i = 0; i < NCURL_ENVIRONMENT && !keep; i++)
+			keep = len == strlen(curl_environment[i]) &&
+			       !strncmp(environ[n], curl_environment[i], len);
+		if (keep && kept < NCURL_ENVIRONMENT + 1)
+			env[kept++] = environ[n];
+	}
 	return env;
 }
 
@@ -177,7 +262,7 @@ static int spawn_helper(int settings_fd, pid_t *pid)
 	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	char *argv[] = { "cjc", "remote", "helper", NULL };
-	char **env = environment_without_secrets();
+	char **env = helper_environment();
 	int rc = posix_spawn(pid, "/proc/self/exe", &fa, &at, argv, env);
 	free(env);
 	posix_spawn_file_actions_destroy(&fa);
@@ -294,7 +379,14 @@ static int reach_helper(const struct cjc_remote_url *given)
 	u.bearer_token_file = absolute(given->bearer_token_file);
 	u.ca_file = absolute(given->ca_file);
 	char name[CJC_HEX_LEN + 1];
-	cjc_helper_name(&u, name);
+	unsigned char key[KEY_LEN];
+	if (helper_key(dir, key)) {
+		close(dir);
+		free(u.bearer_token_file);
+		free(u.ca_file);
+		return -1;
+	}
+	cjc_helper_name(&u, key, name);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s.sock", dir, name);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

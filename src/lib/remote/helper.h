@@ -13,13 +13,19 @@
  * exists and leases, which come after a compile, stay in the process.
  *
  * Where: a directory only this user can enter, $XDG_RUNTIME_DIR/cudajitcache
- * or /tmp/cudajitcache-<uid>, made 0700 and checked to be this user's own,
- * 0700, a real directory (else no helper: the compile asks the server
- * itself).  In it, for each store's settings, <name>.sock and <name>.lock,
- * <name> a hash of everything that decides what the helper does: the URL
- * (credentials included), the token and CA files, the connect timeout, the
- * proxy, CA and AWS variables, the helper's format.  Paths are reached
- * through the directory's fd (/proc/self/fd/N/...), never by name again.
+ * (when XDG_RUNTIME_DIR is this user's) or /tmp/cudajitcache-<uid>, made
+ * 0700 and checked to be this user's own, 0700, a real directory (else no
+ * helper: the compile asks the server itself).  In it the user's secret,
+ * `key` (32 random bytes, 0600), and for each store's settings <name>.sock
+ * and <name>.lock, <name> a hash, keyed with that secret (a socket's name
+ * is in /proc/net/unix for everyone to read), of everything that decides
+ * what the helper does: the URL (credentials included), the token's
+ * bytes, the CA files and their stamps, the network and mount namespaces,
+ * the connect timeout, the variables libcurl and what it loads read, the
+ * helper's format.  Paths are reached through the directory's fd
+ * (/proc/self/fd/N/...), never by name again.  The helper's environment
+ * holds only those variables and XDG_RUNTIME_DIR, and it is not dumpable
+ * (its /proc files are not its user's to read).
  *
  * Who: the helper takes peers of its own user only (SO_PEERCRED), and a
  * client talks only to a helper of its own user.  The helper holds the
@@ -71,8 +77,9 @@ void cjc_helper_allow(void);
 
 /* The helpers' directory, checked and open (O_PATH), or -1. */
 int cjc_helper_dir(void);
-/* The store's name in it: hex, CJC_HEX_LEN + 1 bytes. */
-void cjc_helper_name(const struct cjc_remote_url *u, char *name);
+/* The store's name in it (hex, CJC_HEX_LEN + 1 bytes), keyed with the
+ * user's secret there (32 bytes). */
+void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, char *name);
 
 /* Whether the peer of a unix socket is a process of this user's. */
 bool cjc_helper_peer_is_us(int fd);

@@ -283,8 +283,8 @@ static int parse_store(const char *word, struct store_spec *sp, struct cjc_buf *
 	}
 	bool http = cjc_starts_with(sp->u.url, "http://") || cjc_starts_with(sp->u.url, "https://") ||
 		    cjc_starts_with(sp->u.url, "s3://");
-	if (sp->helper != HELPER_DEFAULT && !http) {
-		cjc_buf_adds(why, "helper and no-helper are for http://, https:// and s3:// stores");
+	if (sp->helper == HELPER_ON && !http) { /* no-helper is no news to any other store */
+		cjc_buf_adds(why, "helper is for http://, https:// and s3:// stores");
 		return -1;
 	}
 	sp->u.helper = http && sp->helper != HELPER_OFF; /* on unless turned off */
