@@ -139,7 +139,8 @@ static void add_link(struct cjc_hash *h, const char *path)
 static void add_contents(struct cjc_hash *h, const char *path)
 {
 	struct cjc_buf text = CJC_BUF_INIT;
-	if (path && !cjc_read_regular_and_close(open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), 8192, &text))
+	int fd = path ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+	if (!cjc_read_regular_and_close(fd, 8192, &text))
 		cjc_hash_update(h, text.data, text.len);
 	add_field(h, text.len ? "" : "(none)");
 	cjc_buf_release(&text);
@@ -367,46 +368,50 @@ static char *absolute(const char *path)
 	return getcwd(cwd, sizeof cwd) ? cjc_path_join(cwd, path) : cjc_xstrdup(path);
 }
 
-/* A connection to the store's helper that greeted us, or -1 (one is
- * started when none lives).  The socket does not block: connecting to a
- * helper whose queue is full (a stopped helper) fails at once. */
-static int reach_helper(const struct cjc_remote_url *given)
+/* A connection to the helper named name in dir that greeted us, or -1
+ * (one is started when none lives).  The socket does not block:
+ * connecting to a helper whose queue is full (a stopped helper) fails at
+ * once. */
+static int greeted_by(const struct cjc_remote_url *u, int dir, const char *name)
 {
-	int dir = cjc_helper_dir();
-	if (dir < 0)
-		return -1;
-	struct cjc_remote_url u = *given;
-	u.bearer_token_file = absolute(given->bearer_token_file);
-	u.ca_file = absolute(given->ca_file);
-	char name[CJC_HEX_LEN + 1];
-	unsigned char key[KEY_LEN];
-	if (helper_key(dir, key)) {
-		close(dir);
-		free(u.bearer_token_file);
-		free(u.ca_file);
-		return -1;
-	}
-	cjc_helper_name(&u, key, name);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s.sock", dir, name);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	bool up = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof sa);
 	bool busy = !up && errno == EAGAIN;
 	char greeting[8];
-	long left = cjc_remote_time_left(&u), wait_ms = left < u.connect_ms ? left : u.connect_ms;
+	long left = cjc_remote_time_left(u), wait_ms = left < u->connect_ms ? left : u->connect_ms;
 	uint32_t version = CJC_HELPER_VERSION;
 	bool greeted = up && cjc_helper_peer_is_us(fd) &&
 		       !read_exact(fd, greeting, sizeof greeting, cjc_now_ms() + wait_ms) &&
 		       !memcmp(greeting, "CJCH", 4) && !memcmp(greeting + 4, &version, 4);
 	if (!up && !busy)
-		start_helper(&u, dir, name);
+		start_helper(u, dir, name);
 	else if (!greeted)
-		cjc_log("the helper of %s did not greet; asking the store itself", u.shown);
-	close(dir);
-	free(u.bearer_token_file);
-	free(u.ca_file);
+		cjc_log("the helper of %s did not greet; asking the store itself", u->shown);
 	if (!greeted && fd >= 0)
 		close(fd), fd = -1;
+	return fd;
+}
+
+/* A connection to the store's helper (greeted_by), or -1. */
+static int reach_helper(const struct cjc_remote_url *given)
+{
+	int dir = cjc_helper_dir(), fd = -1;
+	unsigned char key[KEY_LEN];
+	if (dir < 0)
+		return -1;
+	if (!helper_key(dir, key)) {
+		struct cjc_remote_url u = *given;
+		char name[CJC_HEX_LEN + 1];
+		u.bearer_token_file = absolute(given->bearer_token_file);
+		u.ca_file = absolute(given->ca_file);
+		cjc_helper_name(&u, key, name);
+		fd = greeted_by(&u, dir, name);
+		free(u.bearer_token_file);
+		free(u.ca_file);
+	}
+	close(dir);
 	return fd;
 }
 

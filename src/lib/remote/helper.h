@@ -7,9 +7,10 @@
  * ccache's (measured: 14 to 19 ms here); asking the helper costs a local
  * socket.
  *
- * Used for every such store unless its `no-helper` attribute says not;
- * only `cjc nvcc` uses it (cjc_helper_allow), never the JIT library or the
- * shim, which live in users' processes.  Only gets go through it (a hit's requests); puts,
+ * Used for every such store unless its `no-helper` attribute, or the
+ * remote_helper setting, says not; only `cjc nvcc` uses it
+ * (cjc_helper_allow), never the JIT library or the shim, which live in
+ * users' processes.  Only gets go through it (a hit's requests); puts,
  * exists and leases, which come after a compile, stay in the process.
  *
  * Where: a directory only this user can enter, $XDG_RUNTIME_DIR/cudajitcache
@@ -38,10 +39,11 @@
  * each request within the deadline its client sent; it exits after the
  * store's helper-idle time without clients, or once its socket is no
  * longer at its name (its directory removed, say).  A client waits for
- * the helper at most the store's connect-timeout to be greeted and its own
- * deadline for an answer, checks that every answer is well formed and within the
- * bound it asked for, and on any failure of the helper asks the server
- * itself for the rest of the compile.  Nothing a helper does fails a build.
+ * the helper at most the store's connect-timeout to be greeted and its
+ * own deadline for an answer, checks that every answer is well formed and
+ * within the bound it asked for, and on any failure of the helper asks
+ * the server itself for the rest of the compile.  Nothing a helper does
+ * fails a build.
  *
  * The protocol, in host byte order (both ends are this machine's cjc):
  *     greeting, helper to client:  "CJCH" u32 CJC_HELPER_VERSION
