@@ -78,21 +78,33 @@ static int read_key(int dir, unsigned char key[KEY_LEN])
 	return ok ? 0 : -1;
 }
 
+/* The key, made when missing; one that is there but damaged (a chmod, a
+ * write a power cut tore) is replaced, and said.  -1: no helper this
+ * time (no randomness yet at boot, a directory at the key's name). */
 static int helper_key(int dir, unsigned char key[KEY_LEN])
 {
 	if (!read_key(dir, key))
 		return 0;
+	struct stat st;
+	bool damaged = !fstatat(dir, KEY_FILE, &st, AT_SYMLINK_NOFOLLOW);
 	char temp[64];
-	snprintf(temp, sizeof temp, KEY_FILE ".%d", (int)getpid());
+	snprintf(temp, sizeof temp, KEY_FILE ".%d.%llx", (int)getpid(),
+		 (unsigned long long)cjc_wall_ns()); /* pids repeat across containers */
 	int fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	bool written = fd >= 0 && getrandom(key, KEY_LEN, 0) == KEY_LEN &&
-		       write(fd, key, KEY_LEN) == KEY_LEN;
+	bool written = fd >= 0 && getrandom(key, KEY_LEN, GRND_NONBLOCK) == KEY_LEN &&
+		       write(fd, key, KEY_LEN) == KEY_LEN && !fsync(fd);
 	if (fd >= 0)
 		close(fd);
-	if (written)
+	if (written && damaged)
+		(void)renameat(dir, temp, dir, KEY_FILE);
+	else if (written)
 		(void)linkat(dir, temp, dir, KEY_FILE, 0); /* the first one made stays */
-	(void)unlinkat(dir, temp, 0);
-	return read_key(dir, key);
+	if (fd >= 0)
+		(void)unlinkat(dir, temp, 0);
+	int rc = read_key(dir, key);
+	if (damaged)
+		cjc_log("the helpers' key was damaged: %s", rc ? "no helper is used" : "replaced");
+	return rc;
 }
 
 /* What libcurl and the libraries it loads read from the environment: a
@@ -160,11 +172,12 @@ void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, c
 	add_contents(&h, u->bearer_token_file);
 	add_field(&h, u->ca_file);
 	const char *bundles[] = { u->ca_file, getenv("SSL_CERT_FILE"), getenv("CURL_CA_BUNDLE"),
-				  "/etc/ssl/certs/ca-certificates.crt" };
+				  getenv("SSL_CERT_DIR"), "/etc/ssl/certs/ca-certificates.crt",
+				  "/etc/ssl/certs", "/etc/pki/tls/certs/ca-bundle.crt",
+				  "/var/lib/ca-certificates/ca-bundle.pem" }; /* Debian, Fedora, SUSE */
 	for (size_t i = 0; i < sizeof bundles / sizeof *bundles; i++)
 		add_stamp(&h, bundles[i]);
-	add_link(&h, "/proc/self/ns/net"); /* another network or mount namespace: */
-	add_link(&h, "/proc/self/ns/mnt"); /* other servers, other files */
+	add_link(&h, "/proc/self/ns/net"); /* another network: other servers */
 	for (size_t i = 0; i < NCURL_ENVIRONMENT; i++) {
 		add_field(&h, curl_environment[i]);
 		add_field(&h, getenv(curl_environment[i]));

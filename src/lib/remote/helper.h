@@ -21,7 +21,7 @@
  * and <name>.lock, <name> a hash, keyed with that secret (a socket's name
  * is in /proc/net/unix for everyone to read), of everything that decides
  * what the helper does: the URL (credentials included), the token's
- * bytes, the CA files and their stamps, the network and mount namespaces,
+ * bytes, the CA files and their stamps, the network namespace,
  * the connect timeout, the variables libcurl and what it loads read, the
  * helper's format.  Paths are reached through the directory's fd
  * (/proc/self/fd/N/...), never by name again.  The helper's environment
