@@ -4,12 +4,22 @@
 #include <string.h>
 #include <zlib.h>
 
-
 void cjc_blob_encode(struct cjc_buf *out, const char magic[4], const void *payload, size_t n)
+{
+	size_t start = cjc_blob_open(out, magic);
+	cjc_buf_add(out, payload, n);
+	cjc_blob_close(out, start);
+}
+
+size_t cjc_blob_open(struct cjc_buf *out, const char magic[4])
 {
 	size_t start = out->len;
 	cjc_buf_add(out, magic, 4);
-	cjc_buf_add(out, payload, n);
+	return start;
+}
+
+void cjc_blob_close(struct cjc_buf *out, size_t start)
+{
 	uLong crc = crc32(0L, (const Bytef *)out->data + start, (uInt)(out->len - start));
 	cjc_buf_add_u32(out, (uint32_t)crc);
 }

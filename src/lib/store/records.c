@@ -206,11 +206,13 @@ int cjc_manifest_add(const struct cjc_store *s, const char *sub,
 	struct cjc_manifest old;
 	if (cjc_manifest_read(s, sub, &old))
 		memset(&old, 0, sizeof old);
-	struct cjc_buf payload = CJC_BUF_INIT;
-	cjc_manifest_encode_with(&old, rec, &payload);
-	int rc = cjc_blob_write(s, sub, CJC_MANIFEST_MAGIC, &payload);
+	struct cjc_buf framed = CJC_BUF_INIT;
+	size_t start = cjc_blob_open(&framed, CJC_MANIFEST_MAGIC);
+	cjc_manifest_encode_with(&old, rec, &framed);
+	cjc_blob_close(&framed, start);
+	int rc = cjc_store_replace(s, sub, framed.data, framed.len);
 	int e = errno;
-	cjc_buf_release(&payload);
+	cjc_buf_release(&framed);
 	cjc_manifest_release(&old);
 	errno = e;
 	return rc;
@@ -230,17 +232,26 @@ static int load_records(const struct cjc_store *s, const char *sub, const char m
 	return 0;
 }
 
-/* Writes a file of the records encode gives, when it gives any. */
+/* Writes a file of the records encode gives, when it gives any: the
+ * layout of cjc_blob_write_records, framed in place (blob.h). */
 static int save_records(const struct cjc_store *s, const char *sub, const char magic[4],
 			uint32_t version, bool (*encode)(struct cjc_buf *, uint32_t *))
 {
-	struct cjc_buf records = CJC_BUF_INIT;
+	struct cjc_buf framed = CJC_BUF_INIT;
+	size_t start = cjc_blob_open(&framed, magic);
+	cjc_buf_add_u32(&framed, version);
+	size_t at = framed.len;
+	cjc_buf_add_u32(&framed, 0);
 	uint32_t count = 0;
-	int rc = encode(&records, &count) ? cjc_blob_write_records(s, sub, magic, version, count,
-								   &records)
-					  : 0;
+	int rc = 0;
+	if (encode(&framed, &count)) {
+		for (int i = 0; i < 4; i++) /* the count, little-endian, now known */
+			framed.data[at + i] = (char)(count >> (8 * i));
+		cjc_blob_close(&framed, start);
+		rc = cjc_blob_memo_replace(s, sub, framed.data, framed.len);
+	}
 	int e = errno;
-	cjc_buf_release(&records);
+	cjc_buf_release(&framed);
 	errno = e;
 	return rc;
 }
