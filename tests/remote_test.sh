@@ -123,6 +123,27 @@ testOlderRecordIsServedWhenTheNewestDoesNotMatch() {
 	assertEquals "nothing left in B's staging" "" "$(ls -A "$CASE"/B/v1/*/staging)"
 }
 
+# The fetch ahead also seals the entry it staged (written whole and
+# fsynced, remote.c: fetch_ahead), so that its fsyncs wait beside the match.
+# An fsync that fails there fails that fetch, as a bad artifact would: B
+# compiles, its output is right, nothing it began is visible or left in its
+# staging, and the failure is in its log.
+testSealFailingBesideTheMatchStillBuilds() {
+	export CJC_REMOTE=$REDIS_URL
+	compile_on A
+	CJC_FAULT=fsync:EIO:1 CJC_FAULT_DIR="$CASE/B" CJC_FAULT_PATH='v1/*/staging/s.*' \
+		CJC_FAULT_FIRED="$CASE/fired" LD_PRELOAD=$CJC_FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		compile_on B || fail "the build broke: $(cat "$CASE/B.err")"
+	assertEquals "one staging fsync failed" "fsync 1" "$(cut -d' ' -f1,2 "$CASE/fired")"
+	assertEquals "A and B compiled" 2 "$(nvcc_compiles)"
+	assertEquals "B's remote hits" 0 "$(remote_stat B remote_hits)"
+	assert_same_devcode "$CASE/A.cubin" "$CASE/B.cubin"
+	assertTrue "B's entries verify" "on B '$CJC' verify >/dev/null"
+	assertEquals "nothing left in B's staging" "" "$(ls -A "$CASE"/B/v1/*/staging)"
+	assertTrue "the failure is logged" "grep -q 'cannot stage.*Input/output error' '$CJC_LOG'"
+}
+
 # What a dropped fetch ahead did is undone (remote.c: struct undo): the
 # newest record's entry record is damaged on the server, which marks the
 # store failed for the compile that reads it (the fetch ahead always reads

@@ -823,7 +823,8 @@ static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, 
 
 /*
  * The entry of a manifest's first record (the newest: what a fleet's
- * runners match), fetched into a staging on a thread of its own while the
+ * runners match), fetched into a staging (sealed, when it is to be
+ * published: cjc_staging_seal) on a thread of its own while the
  * caller matches the manifest against this machine's files, so that the
  * requests, the record's parsing and the artifacts' checks run beside the
  * hashing instead of after it (measured: a heavy remote hit 7 % faster on
@@ -865,10 +866,18 @@ struct ahead {
 	struct undo undo;
 };
 
+/* The entry, staged; one to be published is also sealed here, so that its
+ * fsyncs wait beside the match instead of after it (docs/fleet.md), with
+ * its signature only when signatures are kept (fetch_from). */
 static void *fetch_ahead(void *arg)
 {
 	struct ahead *a = arg;
 	a->rc = fetch_entry(a->r, a->g, a->key, &a->f, &a->st, a->transient);
+	if (!a->rc && !a->transient &&
+	    cjc_staging_seal(&a->st, &a->f.meta, a->r->trusted_keys ? &a->f.sig : NULL)) {
+		cjc_log("cannot stage %s: %s", a->key, strerror(errno));
+		a->rc = -1;
+	}
 	return NULL;
 }
 

@@ -737,6 +737,16 @@ int cjc_staging_finish(struct cjc_staging *st, const struct cjc_buf *metadata,
 	return rc ? rc : write_staged(st, "metadata.json", metadata->data, metadata->len);
 }
 
+int cjc_staging_seal(struct cjc_staging *st, const struct cjc_buf *metadata,
+		     const struct cjc_buf *signature)
+{
+	int rc = cjc_staging_finish(st, metadata, signature);
+	if (!rc)
+		rc = sync_staged(st, signature && signature->len);
+	st->sealed = !rc;
+	return rc;
+}
+
 enum cjc_lookup cjc_staging_open_entry(const struct cjc_staging *st, const char *key,
 				       struct cjc_entry *e, struct cjc_buf *why)
 {
@@ -748,9 +758,7 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 			const struct cjc_buf *metadata, const struct cjc_buf *signature, bool *won)
 {
 	*won = false;
-	int rc = cjc_staging_finish(st, metadata, signature);
-	if (!rc)
-		rc = sync_staged(st, signature && signature->len);
+	int rc = st->sealed ? 0 : cjc_staging_seal(st, metadata, signature);
 	char *name = cjc_store_entry_name(key);
 	char *shard_name = cjc_dirname(name);
 	int shard = rc ? -1 : walk(s, shard_name, true, O_PATH | O_DIRECTORY, 0);
@@ -788,6 +796,7 @@ void cjc_staging_abort(struct cjc_staging *st)
 	free(st->name);
 	st->dir = st->name = NULL;
 	st->dfd = st->parent = -1;
+	st->sealed = false;
 	for (size_t i = 0; i < st->nfiles; i++)
 		free(st->files[i].name);
 	st->nfiles = 0;

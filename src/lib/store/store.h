@@ -179,6 +179,7 @@ struct cjc_staging {
 	size_t nfiles;
 	json_t *index_doc; /* borrowed: the metadata as a document, for the index (index.h); or NULL */
 	bool transient;    /* to be read and removed, never published: no write-back started */
+	bool sealed;       /* finished and fsynced (cjc_staging_seal): only the rename is left */
 };
 
 /* Makes and opens this writer's directory in staging/ (registered as a
@@ -201,12 +202,18 @@ int cjc_staging_add_checked(struct cjc_staging *st, const char *name, const void
  * metadata.json: the staging then holds a whole entry. */
 int cjc_staging_finish(struct cjc_staging *st, const struct cjc_buf *metadata,
 		       const struct cjc_buf *signature);
+/* Finishes the staging and fsyncs it, so that publishing it is one
+ * rename: a caller with time to spare (a fetch ahead, remote.c) seals it
+ * there, beside other work, instead of in cjc_staging_publish. */
+int cjc_staging_seal(struct cjc_staging *st, const struct cjc_buf *metadata,
+		     const struct cjc_buf *signature);
 /* A finished staging, opened as an entry (through its fd, parsed, verified
  * as it is read like any entry); the staging stays this writer's. */
 enum cjc_lookup cjc_staging_open_entry(const struct cjc_staging *st, const char *key,
 				       struct cjc_entry *e, struct cjc_buf *why);
-/* Finishes the staging, fsyncs it and renames it into place.  *won is false
- * when an entry with that key was already there (not an error). */
+/* Seals the staging, unless it was sealed, and renames it into place.
+ * *won is false when an entry with that key was already there (not an
+ * error). */
 int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
 			const struct cjc_buf *metadata, const struct cjc_buf *signature, bool *won);
 /* Removes this writer's staging directory (by its name in staging/'s fd);
