@@ -132,10 +132,16 @@ char *cjc_buf_detach(struct cjc_buf *b)
 
 void cjc_buf_add_u32(struct cjc_buf *b, uint32_t v)
 {
-	unsigned char le[4];
+	cjc_buf_grow(b, 4);
+	b->len += 4;
+	b->data[b->len] = '\0';
+	cjc_buf_set_u32(b, b->len - 4, v);
+}
+
+void cjc_buf_set_u32(struct cjc_buf *b, size_t at, uint32_t v)
+{
 	for (int i = 0; i < 4; i++)
-		le[i] = (unsigned char)(v >> (8 * i));
-	cjc_buf_add(b, le, 4);
+		b->data[at + i] = (char)(v >> (8 * i));
 }
 
 void cjc_buf_add_u64(struct cjc_buf *b, uint64_t v)

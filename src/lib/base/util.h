@@ -46,6 +46,8 @@ char *cjc_buf_detach(struct cjc_buf *b);
 /* Little-endian fixed-width integers, for the binary files; strings there
  * are a u32 length, then the bytes (no NUL). */
 void cjc_buf_add_u32(struct cjc_buf *b, uint32_t v);
+/* Overwrites the u32 at offset at (within b->len), once its value is known. */
+void cjc_buf_set_u32(struct cjc_buf *b, size_t at, uint32_t v);
 void cjc_buf_add_u64(struct cjc_buf *b, uint64_t v);
 void cjc_buf_add_str(struct cjc_buf *b, const char *s);
 

@@ -734,6 +734,8 @@ static int fetch_record(struct cjc_remotes *r, struct group *g, const char *key,
 		cjc_buf_release(&why);
 		return -1;
 	}
+	if (!r->trusted_keys)
+		cjc_buf_reset(&f->sig); /* not checked here: not kept, not passed on */
 	f->doc = cjc_metadata_parse(f->meta.data, f->meta.len, key, &why);
 	if (f->doc)
 		f->files = cjc_metadata_artifacts(f->doc, &f->nfiles);
@@ -867,14 +869,14 @@ struct ahead {
 };
 
 /* The entry, staged; one to be published is also sealed here, so that its
- * fsyncs wait beside the match instead of after it (docs/fleet.md), with
- * its signature only when signatures are kept (fetch_from). */
+ * fsyncs wait beside the match instead of after it (docs/fleet.md).  One
+ * already stopped is not: it is dropped, and the caller is waiting. */
 static void *fetch_ahead(void *arg)
 {
 	struct ahead *a = arg;
 	a->rc = fetch_entry(a->r, a->g, a->key, &a->f, &a->st, a->transient);
-	if (!a->rc && !a->transient &&
-	    cjc_staging_seal(&a->st, &a->f.meta, a->r->trusted_keys ? &a->f.sig : NULL)) {
+	if (!a->rc && !a->transient && !atomic_load(&a->stop) &&
+	    cjc_staging_seal(&a->st, &a->f.meta, &a->f.sig)) {
 		cjc_log("cannot stage %s: %s", a->key, strerror(errno));
 		a->rc = -1;
 	}
@@ -996,8 +998,6 @@ static int fetch_from(struct cjc_remotes *r, struct group *g, const char *direct
 	long i = rc ? -1 : match(ctx, &m);
 	rc = entry_of(&a, &m, i, &f, &st);
 	st.index_doc = f.doc;
-	if (!r->trusted_keys)
-		cjc_buf_reset(&f.sig); /* not checked here: not kept, not passed on */
 	if (!rc)
 		rc = settle(r, &f, &st, direct_key, &m.recs[i], keep, new_bytes);
 	else if (st.dir)

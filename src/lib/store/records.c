@@ -173,18 +173,38 @@ int cjc_blob_read_records(const struct cjc_store *s, const char *sub, const char
 	return 0;
 }
 
+/* A file of records, framed in place (blob.h): records_open() starts it
+ * (magic, version, a count to be set), the caller appends the records,
+ * records_write() sets the count, closes the frame and writes the memo. */
+#define RECORDS_COUNT_AT 8 /* after the magic and the version */
+
+static size_t records_open(struct cjc_buf *framed, const char magic[4], uint32_t version)
+{
+	size_t start = cjc_blob_open(framed, magic);
+	cjc_buf_add_u32(framed, version);
+	cjc_buf_add_u32(framed, 0);
+	return start;
+}
+
+static int records_write(const struct cjc_store *s, const char *sub, struct cjc_buf *framed,
+			 size_t start, uint32_t count)
+{
+	cjc_buf_set_u32(framed, start + RECORDS_COUNT_AT, count);
+	cjc_blob_close(framed, start);
+	int rc = cjc_blob_memo_replace(s, sub, framed->data, framed->len);
+	int e = errno;
+	cjc_buf_release(framed);
+	errno = e;
+	return rc;
+}
+
 int cjc_blob_write_records(const struct cjc_store *s, const char *sub, const char magic[4],
 			   uint32_t version, uint32_t count, const struct cjc_buf *records)
 {
-	struct cjc_buf payload = CJC_BUF_INIT;
-	cjc_buf_add_u32(&payload, version);
-	cjc_buf_add_u32(&payload, count);
-	cjc_buf_add(&payload, records->data, records->len);
-	int rc = cjc_blob_write_memo(s, sub, magic, &payload);
-	int e = errno;
-	cjc_buf_release(&payload);
-	errno = e;
-	return rc;
+	struct cjc_buf framed = CJC_BUF_INIT;
+	size_t start = records_open(&framed, magic, version);
+	cjc_buf_add(&framed, records->data, records->len);
+	return records_write(s, sub, &framed, start, count);
 }
 
 int cjc_manifest_read(const struct cjc_store *s, const char *sub, struct cjc_manifest *m)
@@ -232,28 +252,17 @@ static int load_records(const struct cjc_store *s, const char *sub, const char m
 	return 0;
 }
 
-/* Writes a file of the records encode gives, when it gives any: the
- * layout of cjc_blob_write_records, framed in place (blob.h). */
+/* Writes a file of the records encode gives, when it gives any. */
 static int save_records(const struct cjc_store *s, const char *sub, const char magic[4],
 			uint32_t version, bool (*encode)(struct cjc_buf *, uint32_t *))
 {
 	struct cjc_buf framed = CJC_BUF_INIT;
-	size_t start = cjc_blob_open(&framed, magic);
-	cjc_buf_add_u32(&framed, version);
-	size_t at = framed.len;
-	cjc_buf_add_u32(&framed, 0);
+	size_t start = records_open(&framed, magic, version);
 	uint32_t count = 0;
-	int rc = 0;
-	if (encode(&framed, &count)) {
-		for (int i = 0; i < 4; i++) /* the count, little-endian, now known */
-			framed.data[at + i] = (char)(count >> (8 * i));
-		cjc_blob_close(&framed, start);
-		rc = cjc_blob_memo_replace(s, sub, framed.data, framed.len);
-	}
-	int e = errno;
+	if (encode(&framed, &count))
+		return records_write(s, sub, &framed, start, count);
 	cjc_buf_release(&framed);
-	errno = e;
-	return rc;
+	return 0;
 }
 
 int cjc_filehash_load(const struct cjc_store *s, const char *sub)
