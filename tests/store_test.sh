@@ -1,7 +1,8 @@
 #!/bin/bash
 # store_test.sh - docs/store.md and docs/command-line.md for the store as a whole: eviction of the
 # least recently used entries (automatic with max_size, on demand with
-# `cjc gc`), a store shared by a group, and symbolic links planted in it.
+# `cjc gc`), a store shared by a group, and symbolic links planted in it;
+# cjc's own heap, advised for 2 MB pages (src/tool/main.c).
 # The compiles are --cubin: no host compile, and an entry like any other.
 
 . "$(dirname "$0")/helpers.sh"
@@ -114,6 +115,28 @@ plant_links() {
 
 outside_untouched() {
 	assertEquals "$1: nothing outside the store changed" "$BEFORE" "$(find "$OUTSIDE" -printf '%p %s %T@\n' | sort)"
+}
+
+# cjc's heap is advised for 2 MB pages (src/tool/main.c): read from cjc's
+# own /proc entry while it runs, by an nvcc that then execs the real one.
+testHeapIsAdvisedForHugePages() {
+	if [ -n "$SANITIZED" ]; then
+		echo "testHeapIsAdvisedForHugePages: the sanitizer's allocator keeps its own heap"
+		return
+	fi
+	if [ ! -d /sys/kernel/mm/transparent_hugepage ]; then
+		echo "testHeapIsAdvisedForHugePages: this kernel has no transparent huge pages"
+		return
+	fi
+	mkdir "$TEST_DIR/peek"
+	cat >"$TEST_DIR/peek/nvcc" <<PEEK
+#!/bin/sh
+awk '/^[0-9a-f]+-[0-9a-f]+ / { heap = / \\[heap\\]\$/ } heap && /^VmFlags:/' /proc/\$PPID/smaps >>"$TEST_DIR/heap-flags"
+exec "$NVCC" "\$@"
+PEEK
+	chmod +x "$TEST_DIR/peek/nvcc"
+	"$CJC" "$TEST_DIR/peek/nvcc" --cubin k.cu -o k.cubin -arch=$ARCH || fail "the compile failed"
+	assertTrue "cjc's heap, advised: $(cat "$TEST_DIR/heap-flags")" "grep -q ' hg' '$TEST_DIR/heap-flags'"
 }
 
 testSymlinksInTheStoreCannotReachOutside() {

@@ -2,13 +2,16 @@
  * unit_test.c - C unit tests: the nvcc option table and parser, key
  * derivation, the metadata validator, dependency files, manifests, sizes,
  * the spill detector of check_spills, named counters, where paths resolve,
- * the journal's reader for reports (bounded lines, skimmed records).
+ * the journal's reader for reports (bounded lines, skimmed records), a
+ * worker thread started away from its creator's CPU.
  * Prints one line per failed check and "N passed, N failed" at the end.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/thread.h"
 #include "compile/diagnostics.h"
 #include "cudajitcache.h"
 #include "keys/nvcc_args.h"
@@ -505,6 +508,35 @@ static void test_native_arch(void)
 	cjc_compile_release(&c);
 }
 
+/* What a thread started by cjc_thread_start found when it ran. */
+struct started {
+	bool ran;
+	cpu_set_t allowed;
+};
+
+static void *note_start(void *arg)
+{
+	struct started *s = arg;
+	s->ran = !sched_getaffinity(0, sizeof s->allowed, &s->allowed);
+	return s;
+}
+
+/* base/thread.h: the worker runs fn(arg), returns its value to the join,
+ * and, having started away from this CPU, may run on all of this
+ * thread's CPUs again. */
+static void test_thread_start(void)
+{
+	cpu_set_t mine;
+	struct started s = { 0 };
+	pthread_t t;
+	void *back = NULL;
+	CHECK(!sched_getaffinity(0, sizeof mine, &mine));
+	CHECK(!cjc_thread_start(&t, note_start, &s));
+	CHECK(!pthread_join(t, &back));
+	CHECK(back == &s && s.ran);
+	CHECK(CPU_EQUAL(&s.allowed, &mine));
+}
+
 int main(void)
 {
 	test_option_table_sorted();
@@ -523,6 +555,7 @@ int main(void)
 	test_journal_skim();
 	test_journal_scan();
 	test_place();
+	test_thread_start();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

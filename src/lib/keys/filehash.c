@@ -13,6 +13,7 @@
 
 #include "base/fs.h"
 #include "base/stamp.h"
+#include "base/thread.h"
 #include "base/util.h"
 
 #define FILEHASH_MAX 16384
@@ -426,7 +427,7 @@ void cjc_filehash_prefetch(char *const *paths, size_t n)
 	pthread_mutex_unlock(&memo_lock);
 	pthread_t t[PREFETCH_THREADS];
 	size_t started = 0;
-	while (started < threads - 1 && !pthread_create(&t[started], NULL, prefetch_some, &p))
+	while (started < threads - 1 && !cjc_thread_start(&t[started], prefetch_some, &p))
 		started++; /* with no thread at all, this one does all of it */
 	prefetch_some(&p);
 	for (size_t k = 0; k < started; k++)

@@ -14,6 +14,7 @@
 #include "base/fs.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "keys/metadata.h"
 #include "keys/metamemo.h"
 #include "remote/helper.h"
@@ -901,7 +902,7 @@ static void start_ahead(struct ahead *a, const struct cjc_manifest *m)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	a->started = !pthread_create(&a->thread, NULL, fetch_ahead, a);
+	a->started = !cjc_thread_start(&a->thread, fetch_ahead, a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!a->started) {
 		cjc_staging_abort(&a->st);

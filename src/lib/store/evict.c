@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/thread.h"
 #include "store/stats.h"
 
 #define REMOVERS 8 /* threads removing entries at once: see remove_all() */
@@ -189,7 +190,7 @@ static void remove_all(const struct cjc_store *s, struct candidate *v, size_t n,
 	pthread_t t[REMOVERS];
 	size_t started = 0;
 	while (started + 1 < REMOVERS && started + 1 < n &&
-	       !pthread_create(&t[started], NULL, remove_some, &r))
+	       !cjc_thread_start(&t[started], remove_some, &r))
 		started++;
 	remove_some(&r); /* this thread is one of them; with no other, it does them all */
 	for (size_t i = 0; i < started; i++)

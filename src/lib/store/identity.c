@@ -10,6 +10,7 @@
 #include "base/fs.h"
 #include "base/run.h"
 #include "base/stamp.h"
+#include "base/thread.h"
 #include "store/records.h"
 
 /*
@@ -181,7 +182,7 @@ static int compute(struct cjc_identity *id, char *const *files, size_t n, const 
 	struct file_digest f[MAX_FILES] = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		f[i].path = files[i];
-		f[i].threaded = !pthread_create(&f[i].thread, NULL, digest_file, &f[i]);
+		f[i].threaded = !cjc_thread_start(&f[i].thread, digest_file, &f[i]);
 		if (!f[i].threaded)
 			digest_file(&f[i]);
 	}
