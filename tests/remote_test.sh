@@ -144,6 +144,30 @@ testSealFailingBesideTheMatchStillBuilds() {
 	assertTrue "the failure is logged" "grep -q 'cannot stage.*Input/output error' '$CJC_LOG'"
 }
 
+# compile_probed MACHINE: compile_on MACHINE with every fsync of a shard
+# directory of its store (entries/<kk>/) failing, and noted in
+# $CASE/fired.MACHINE (the failure of a directory's fsync is ignored).
+compile_probed() {
+	CJC_FAULT=fsync:EIO CJC_FAULT_DIR="$CASE/$1" CJC_FAULT_PATH='v1/*/entries/*' \
+		CJC_FAULT_FIRED="$CASE/fired.$1" LD_PRELOAD=$CJC_FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		compile_on "$1" || fail "the build broke: $(cat "$CASE/$1.err")"
+}
+
+# A remote hit's local copy is published by a rename that is not made
+# durable (store.h, struct cjc_staging's copy; docs/store.md): a crash
+# that loses it costs a fetch.  A's own entry, compiled here, is.
+testRemoteCopyIsPublishedWithoutSyncingItsDirectory() {
+	export CJC_REMOTE=$REDIS_URL
+	compile_probed A
+	compile_probed B
+	assertEquals "A fsynced the directory of its own entry" fsync "$(cut -d' ' -f1 "$CASE/fired.A" | sort -u)"
+	assertFalse "B did not fsync its copy's: $(cat "$CASE/fired.B" 2>/dev/null)" "[ -s '$CASE/fired.B' ]"
+	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
+	assertTrue "B was served A's cubin" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+	assertTrue "B's entries verify" "on B '$CJC' verify >/dev/null"
+}
+
 # What a dropped fetch ahead did is undone (remote.c: struct undo): the
 # newest record's entry record is damaged on the server, which marks the
 # store failed for the compile that reads it (the fetch ahead always reads

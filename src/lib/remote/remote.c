@@ -811,6 +811,16 @@ static int fetch_manifest(struct cjc_remotes *r, struct group *g, const char *di
 	return rc;
 }
 
+/* The staging of a fetched entry: a local copy of one the remote store
+ * keeps, whose rename need not be made durable (store.h), or with
+ * transient one that is only served. */
+static int begin_copy(const struct cjc_remotes *r, struct cjc_staging *st, bool transient)
+{
+	int rc = cjc_staging_begin_as(r->local, st, transient);
+	st->copy = true;
+	return rc;
+}
+
 /* An entry's record, checked, and its artifacts, staged (into st, begun
  * here unless the caller began it): 0, or -1 (counted). */
 static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, struct fetched *f,
@@ -818,7 +828,7 @@ static int fetch_entry(struct cjc_remotes *r, struct group *g, const char *key, 
 {
 	int rc = fetch_record(r, g, key, f);
 	if (!rc && !st->dir)
-		rc = cjc_staging_begin_as(r->local, st, transient);
+		rc = begin_copy(r, st, transient);
 	if (!rc)
 		rc = fetch_artifacts(r, g, key, f, st);
 	return rc;
@@ -889,7 +899,7 @@ static void *fetch_ahead(void *arg)
 static void start_ahead(struct ahead *a, const struct cjc_manifest *m)
 {
 	if (!m->n || m->recs[0].ndeps < AHEAD_MIN ||
-	    cjc_staging_begin_as(a->r->local, &a->st, a->transient))
+	    begin_copy(a->r, &a->st, a->transient))
 		return;
 	struct undo *u = &a->undo;
 	a->key = m->recs[0].entry_key;

@@ -768,7 +768,8 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 		if (!renameat(st->parent, st->name, shard, key)) {
 			*won = true;
 			cjc_tempfile_forget_at(st->parent, st->name);
-			sync_dir(shard);
+			if (!st->copy) /* a copy lost to a crash is fetched again */
+				sync_dir(shard);
 			index_entry(s, st, key);
 		} else if (errno != EEXIST && errno != ENOTEMPTY) {
 			rc = -1;

@@ -180,6 +180,7 @@ struct cjc_staging {
 	json_t *index_doc; /* borrowed: the metadata as a document, for the index (index.h); or NULL */
 	bool transient;    /* to be read and removed, never published: no write-back started */
 	bool sealed;       /* finished and fsynced (cjc_staging_seal): only the rename is left */
+	bool copy;         /* of an entry a remote store keeps: the rename is not made durable */
 };
 
 /* Makes and opens this writer's directory in staging/ (registered as a
