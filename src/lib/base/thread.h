@@ -5,8 +5,9 @@
  * creator's time slice ends: measured on this project's 2-vCPU machine,
  * a new thread first ran 1.5 to 3.8 ms later in 6 of 8 tries, beside an
  * idle CPU (docs/fleet.md).  The workers here (a remote fetch beside the
- * match, the hashing of a manifest's files, removals) are started exactly
- * so that they run beside their creator, which then goes on working.
+ * match, the hashing of a manifest's files or of a compiler's, removals)
+ * are started exactly so that they run beside their creator, which then
+ * goes on working.
  *
  * cjc_thread_start starts fn(arg) on a thread allowed, at first, on every
  * CPU of the caller's but the one the caller is on, so the scheduler puts
