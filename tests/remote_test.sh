@@ -165,6 +165,7 @@ testRemoteCopyIsPublishedWithoutSyncingItsDirectory() {
 	assertFalse "B did not fsync its copy's: $(cat "$CASE/fired.B" 2>/dev/null)" "[ -s '$CASE/fired.B' ]"
 	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
 	assertTrue "B was served A's cubin" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+	assertEquals "B holds the entry" 1 "$(on B "$CJC" ls --json | jq length)"
 	assertTrue "B's entries verify" "on B '$CJC' verify >/dev/null"
 }
 

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -160,7 +161,8 @@ static void *serve_client(void *arg)
 			;
 	close(fd);
 	atomic_store(&last_seen_ms, cjc_now_ms());
-	atomic_fetch_sub(&clients, 1);
+	if (atomic_fetch_sub(&clients, 1) == 1)
+		malloc_trim(0); /* cjc's heap is not trimmed by itself (main.c) */
 	return NULL;
 }
 

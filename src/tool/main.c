@@ -31,18 +31,30 @@
  * glibc's malloc does this itself under GLIBC_TUNABLES=glibc.malloc.hugetlb=1,
  * which only the environment can set; here the same is done once, before
  * the heap is used: big buffers come from the heap too (up to 32 MB), the
- * heap grows in 32 MB of address space at a time and is never trimmed (a
- * short process; the helper's heap stays small), a filler that is never
- * touched or freed takes the heap up to the next 2 MB boundary, and the
- * rest is advised.  Not under a sanitizer (its own allocator), and not
- * where the heap cannot be told (madvise is then not called, or refused).
+ * heap grows 32 MB of address space at a time and is not trimmed (a short
+ * process; the helper trims when its last client leaves), a filler that is
+ * never touched or freed takes it up to the next 2 MB boundary, and what
+ * it has grown to is advised; past that, in the rare compile that needs
+ * more, the heap grows in 4 kB pages.  Not under a sanitizer (its own
+ * allocator), and not where the heap cannot be told (madvise is then not
+ * called, or refused).
  */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+	__has_feature(memory_sanitizer)
+#define CJC_OWN_ALLOCATOR 1 /* clang's */
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CJC_OWN_ALLOCATOR 1 /* gcc's */
+#endif
+
 /* volatile: kept, and made before sbrk is asked; reachable, so no leak */
 static void *volatile heap_filler;
 
 static void heap_in_huge_pages(void)
 {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__GLIBC__) && !defined(CJC_OWN_ALLOCATOR)
 	const uintptr_t huge = (uintptr_t)2 << 20;
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TOP_PAD, 32 << 20);

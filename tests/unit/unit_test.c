@@ -508,33 +508,31 @@ static void test_native_arch(void)
 	cjc_compile_release(&c);
 }
 
-/* What a thread started by cjc_thread_start found when it ran. */
-struct started {
-	bool ran;
-	cpu_set_t allowed;
-};
-
-static void *note_start(void *arg)
+/* A worker that waits until the test has looked at it. */
+static void *wait_to_be_seen(void *arg)
 {
-	struct started *s = arg;
-	s->ran = !sched_getaffinity(0, sizeof s->allowed, &s->allowed);
-	return s;
+	pthread_barrier_wait(arg);
+	return arg;
 }
 
-/* base/thread.h: the worker runs fn(arg), returns its value to the join,
- * and, having started away from this CPU, may run on all of this
- * thread's CPUs again. */
+/* base/thread.h: the worker runs fn(arg) and returns its value to the
+ * join; once started (away from this CPU, where there is another), it may
+ * run on all of this thread's CPUs again. */
 static void test_thread_start(void)
 {
-	cpu_set_t mine;
-	struct started s = { 0 };
+	cpu_set_t mine, its;
+	pthread_barrier_t seen;
 	pthread_t t;
 	void *back = NULL;
 	CHECK(!sched_getaffinity(0, sizeof mine, &mine));
-	CHECK(!cjc_thread_start(&t, note_start, &s));
+	CHECK(!pthread_barrier_init(&seen, NULL, 2));
+	CHECK(!cjc_thread_start(&t, wait_to_be_seen, &seen));
+	CHECK(!pthread_getaffinity_np(t, sizeof its, &its));
+	CHECK(CPU_EQUAL(&its, &mine));
+	pthread_barrier_wait(&seen);
 	CHECK(!pthread_join(t, &back));
-	CHECK(back == &s && s.ran);
-	CHECK(CPU_EQUAL(&s.allowed, &mine));
+	CHECK(back == &seen);
+	pthread_barrier_destroy(&seen);
 }
 
 int main(void)

@@ -2,24 +2,6 @@
 
 #include <sched.h>
 #include <stdbool.h>
-#include <stdlib.h>
-
-#include "base/util.h"
-
-/* What a thread started away from its creator's CPU needs first. */
-struct start {
-	void *(*fn)(void *);
-	void *arg;
-	cpu_set_t allowed; /* the creator's CPUs, given back */
-};
-
-static void *begin(void *p)
-{
-	struct start s = *(struct start *)p;
-	free(p);
-	(void)pthread_setaffinity_np(pthread_self(), sizeof s.allowed, &s.allowed);
-	return s.fn(s.arg);
-}
 
 /* The caller's CPUs in *allowed, and in *away all of them but the one it is
  * on: false when there is no other, or it cannot be told. */
@@ -36,20 +18,18 @@ static bool cpus_away(cpu_set_t *allowed, cpu_set_t *away)
 
 int cjc_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
-	struct start *s = cjc_xmalloc(sizeof *s);
-	cpu_set_t away;
+	cpu_set_t allowed, away;
 	pthread_attr_t attr;
-	int rc = -1;
-	if (cpus_away(&s->allowed, &away) && !pthread_attr_init(&attr)) {
-		s->fn = fn;
-		s->arg = arg;
-		if (!pthread_attr_setaffinity_np(&attr, sizeof away, &away))
-			rc = pthread_create(thread, &attr, begin, s);
-		pthread_attr_destroy(&attr);
-	}
-	if (rc) { /* not away: as it comes */
-		free(s);
-		rc = pthread_create(thread, NULL, fn, arg);
-	}
-	return rc;
+	if (!cpus_away(&allowed, &away) || pthread_attr_init(&attr))
+		return pthread_create(thread, NULL, fn, arg);
+	int rc = pthread_attr_setaffinity_np(&attr, sizeof away, &away);
+	if (!rc)
+		rc = pthread_create(thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	if (rc) /* not away: as it comes */
+		return pthread_create(thread, NULL, fn, arg);
+	/* placed on another CPU by now; where that one is busy, this one can
+	 * still take it when it blocks */
+	(void)pthread_setaffinity_np(*thread, sizeof allowed, &allowed);
+	return 0;
 }
