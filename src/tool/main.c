@@ -49,8 +49,10 @@
 #define CJC_OWN_ALLOCATOR 1 /* gcc's */
 #endif
 
+#if defined(__GLIBC__) && !defined(CJC_OWN_ALLOCATOR)
 /* volatile: kept, and made before sbrk is asked; reachable, so no leak */
 static void *volatile heap_filler;
+#endif
 
 static void heap_in_huge_pages(void)
 {
