@@ -20,12 +20,12 @@ int cjc_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
 	cpu_set_t allowed, away;
 	pthread_attr_t attr;
-	if (!cpus_away(&allowed, &away) || pthread_attr_init(&attr))
-		return pthread_create(thread, NULL, fn, arg);
-	int rc = pthread_attr_setaffinity_np(&attr, sizeof away, &away);
-	if (!rc)
-		rc = pthread_create(thread, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
+	int rc = -1;
+	if (cpus_away(&allowed, &away) && !pthread_attr_init(&attr)) {
+		if (!pthread_attr_setaffinity_np(&attr, sizeof away, &away))
+			rc = pthread_create(thread, &attr, fn, arg);
+		pthread_attr_destroy(&attr);
+	}
 	if (rc) /* not away: as it comes */
 		return pthread_create(thread, NULL, fn, arg);
 	/* placed on another CPU by now; where that one is busy, this one can

@@ -16,10 +16,9 @@
  * caller's can still take it once the caller waits (a test program on
  * that machine, loaded by another job: it first ran 0.15 to 0.5 ms later;
  * 0.3 to 7 ms with pthread_create alone).  Where the caller has only one
- * CPU, or that cannot be
- * told, it is an ordinary pthread_create.  Returns pthread_create's
- * result; join the thread with pthread_join.  The new thread starts with
- * the caller's signal mask, as with pthread_create.
+ * CPU, or that cannot be told, it is an ordinary pthread_create.  Returns
+ * pthread_create's result; join the thread with pthread_join.  The new
+ * thread starts with the caller's signal mask, as with pthread_create.
  */
 #ifndef CJC_THREAD_H
 #define CJC_THREAD_H

@@ -817,7 +817,8 @@ static int fetch_manifest(struct cjc_remotes *r, struct group *g, const char *di
 static int begin_copy(const struct cjc_remotes *r, struct cjc_staging *st, bool transient)
 {
 	int rc = cjc_staging_begin_as(r->local, st, transient);
-	st->copy = true;
+	if (!rc)
+		st->copy = true;
 	return rc;
 }
 
