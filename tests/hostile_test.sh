@@ -113,27 +113,37 @@ check_case() {
 	unset CJC_DIR
 }
 
-# layout_cases: "PATH KIND" a line, every kind at every path.  Directories
-# get links, FIFOs and files; files get links, FIFOs, huge files and
-# directories.
+# path_class PATH: PATH with what differs from one template to another
+# named by its kind: a key or digest (H), a shard (S), a counter shard (N).
+path_class() {
+	sed -E 's#[0-9a-f]{16,}#H#g; s#^([a-z]+)/[0-9a-f]{2}(/|$)#\1/S\2#; s#^stats/[0-9]+$#stats/N#' <<<"$1"
+}
+
+# layout_cases: "CLASS KIND PATH" a line, every kind at every path, in the
+# order of their classes (every share's template has the same classes, not
+# the same paths).  Directories get links, FIFOs and files; files get links,
+# FIFOs, huge files and directories.
 layout_cases() {
 	local p k kinds
 	for p in $PATHS; do
 		if [ -d "$NS/$p" ]; then kinds="outside fifo huge"; else kinds="devzero outside fifo huge dir"; fi
-		for k in $kinds; do echo "$p $k"; done
-	done
+		for k in $kinds; do echo "$(path_class "$p") $k $p"; done
+	done | LC_ALL=C sort -k1,2
 }
 
-# The cases this run takes: every other one in each of CI's two builds
-# (half_here: the first, third, ... in the plain build; the second, fourth,
-# ... under the sanitizers; so every path gets kinds in both), then every
-# N-th of those from the I-th (CJC_SHARD=I/N).
+# The cases this run takes, "PATH KIND" a line, a class and kind at a time:
+# every other one in each of CI's two builds (half_here: the first, third,
+# ... in the plain build; the second, fourth, ... under the sanitizers; so
+# every path gets kinds in both), then every N-th of those from the I-th
+# (CJC_SHARD=I/N).  So CI plants every class and kind once, at each of its
+# paths.
 my_cases() {
 	local shard=${CJC_SHARD:-1/1} plain=0 sanitized=0
 	half_here plain >/dev/null && plain=1
 	half_here sanitized >/dev/null && sanitized=1
-	layout_cases | awk -v p=$plain -v s=$sanitized '(NR % 2 ? p : s)' |
-		awk -v i="${shard%/*}" -v n="${shard#*/}" 'NR % n == i % n'
+	layout_cases | awk -v p=$plain -v s=$sanitized -v i="${shard%/*}" -v n="${shard#*/}" '
+		{ c = $1 " " $2; if (c != last) { m++; last = c; mine = m % 2 ? p : s; if (mine) j++ } }
+		mine && j % n == i % n { print $3, $2 }'
 }
 
 # first_share: whether this run is the first share (cases outside the

@@ -337,13 +337,16 @@ testShardsSpreadKeysOverServers() {
 	local second=$CASE/second.sock i
 	redis-server --port 0 --unixsocket "$second" --unixsocketperm 700 --save '' --appendonly no \
 		--requirepass "$REDIS_PASSWORD" --dir "$CASE" </dev/null >"$CASE/second.log" 2>&1 &
-	local pid=$!
-	for i in $(seq 300); do
-		[ "$(redis-cli -s "$second" -a "$REDIS_PASSWORD" --no-auth-warning ping 2>/dev/null)" = PONG ] && break
-		kill -0 $pid || break
-		redis-cli -s "$second" ping >/dev/null 2>&1 || true # a real request bounds each turn
+	local pid=$! end=$((SECONDS + SERVERS_TIMEOUT))
+	until [ "$(redis-cli -s "$second" -a "$REDIS_PASSWORD" --no-auth-warning ping 2>/dev/null)" = PONG ]; do
+		if ! kill -0 $pid || [ $SECONDS -ge $end ]; then
+			fail "the second server is not ready: $(cat "$CASE/second.log")"
+			kill $pid 2>/dev/null
+			return
+		fi
+		sleep 0.05 # waiting for a state, bounded above
 	done
-	# fixed shard names (relative paths), so where each key goes is the same every run
+	# fixed shard names (relative paths): where a key goes depends on it and them alone
 	ln -sf "$REDIS_SOCKET" s1.sock && ln -sf "$second" s2.sock
 	expect_shared "redis+unix://:$REDIS_PASSWORD@*|shards=s1.sock,s2.sock"
 	for i in 1 2 3; do # more keys: 4 manifests, 4 records, artifacts
@@ -541,7 +544,7 @@ testServerFailingThroughTheHelper() {
 	start_partial "$CASE/partial" "$CASE/http-reply" || fail "partial server"
 	local url
 	for url in "http://127.0.0.1:$PARTIAL_PORT/cache" \
-		"http://127.0.0.1:$BLACKHOLE_PORT/cache|operation-timeout=300ms"; do
+		"http://127.0.0.1:$BLACKHOLE_PORT/cache|operation-timeout=2s"; do
 		export CJC_REMOTE="$url|helper-idle=60s|connect-timeout=5s"
 		rm -rf "$CASE/A" "$CASE/B" && : >"$CJC_LOG" && : >"$CASE/B.log"
 		compile_on A || fail "A's build failed"

@@ -144,9 +144,13 @@ testSymlinksInTheStoreCannotReachOutside() {
 	plant_links
 	local e
 	e=$(echo "$(ns)"/entries/*/*)
-	# A link in place of a shard of entries, an entry, and an artifact.
-	ln -s "$OUTSIDE/victim" "$(ns)/entries/ab"
-	ln -s "$OUTSIDE/victim" "$(ns)/entries/$(basename "$(dirname "$e")")/$(printf 'f%.0s' $(seq 64))"
+	# A link in place of a shard of entries (not the entry's own), an entry,
+	# and an artifact.
+	local own other=ab
+	own=$(basename "$(dirname "$e")")
+	[ "$own" != ab ] || other=cd
+	ln -s "$OUTSIDE/victim" "$(ns)/entries/$other"
+	ln -s "$OUTSIDE/victim" "$(ns)/entries/$own/$(printf 'f%.0s' $(seq 64))"
 	chmod u+w "$e" && rm -f "$e/output.cubin" && ln -s "$OUTSIDE/victim/file" "$e/output.cubin"
 	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail "the build broke"
 	assert_same_devcode a.cubin b.cubin
