@@ -317,6 +317,8 @@ testS3() {
 	assertTrue "objects under the prefix" "find '$S3_ROOT' -path '*ci/v1/*/c/*' | grep -q ."
 }
 
+redis_pong() { [ "$(redis-cli -s "$1" -a "$REDIS_PASSWORD" --no-auth-warning ping)" = PONG ]; }
+
 # The shard (of equal weights) that rendezvous hashing picks for a Redis
 # key: it hashes the store's name, the key without Redis's "cjc/".
 shard_of() {
@@ -325,9 +327,7 @@ shard_of() {
 	for shard; do
 		local h
 		h=$(printf '%s\0%s\0' "$shard" "$key" | sha256sum | cut -c1-16)
-		if [ -z "$best" ] || [[ $h > $best_hash ]]; then
-			best=$shard best_hash=$h
-		fi
+		[[ $h > $best_hash ]] && best=$shard best_hash=$h
 	done
 	echo "$best"
 }
@@ -337,15 +337,9 @@ testShardsSpreadKeysOverServers() {
 	local second=$CASE/second.sock i
 	redis-server --port 0 --unixsocket "$second" --unixsocketperm 700 --save '' --appendonly no \
 		--requirepass "$REDIS_PASSWORD" --dir "$CASE" </dev/null >"$CASE/second.log" 2>&1 &
-	local pid=$! end=$((SECONDS + SERVERS_TIMEOUT))
-	until [ "$(redis-cli -s "$second" -a "$REDIS_PASSWORD" --no-auth-warning ping 2>/dev/null)" = PONG ]; do
-		if ! kill -0 $pid || [ $SECONDS -ge $end ]; then
-			fail "the second server is not ready: $(cat "$CASE/second.log")"
-			kill $pid 2>/dev/null
-			return
-		fi
-		sleep 0.05 # waiting for a state, bounded above
-	done
+	local pid=$!
+	wait_for_server "second redis" $pid "$CASE/second.log" redis_pong "$second" ||
+		{ fail "the second server is not ready"; return; }
 	# fixed shard names (relative paths): where a key goes depends on it and them alone
 	ln -sf "$REDIS_SOCKET" s1.sock && ln -sf "$second" s2.sock
 	expect_shared "redis+unix://:$REDIS_PASSWORD@*|shards=s1.sock,s2.sock"

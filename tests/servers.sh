@@ -83,6 +83,8 @@
 #   restart_server NAME   start it again as before, on the same port(s) and
 #	directory, and wait until it is ready (Redis comes back empty; the files
 #	of nginx and s3rver are kept).
+#   wait_for_server NAME PID LOG CHECK...   a server a case started
+#	itself, awaited as these are: 0 once CHECK succeeds, else 1 (killed).
 #   servers_stop_all      kill every server this shell started.  Call it from
 #	oneTimeTearDown: shunit2 takes the EXIT trap that this file sets.  A
 #	watchdog (tail --pid) kills them anyway when the shell that started them
@@ -189,6 +191,17 @@ _servers_wait() {
 		fi
 		sleep 0.05
 	done
+}
+
+# wait_for_server NAME PID LOG CHECK...: a server a case started itself,
+# writing to a new LOG, awaited as this file's own are (_servers_wait): 0
+# once CHECK succeeds; 1 once it died or SERVERS_TIMEOUT passed (its log
+# shown, the server killed).
+wait_for_server() {
+	_SRV_LOGFROM=0
+	_servers_wait "$@" && return 0
+	kill -9 "$2" 2>/dev/null
+	return 1
 }
 
 # _servers_start NAME DIR ARG...: runs _start_NAME_on DIR PORT ARG... on
