@@ -93,11 +93,6 @@ start_blocked_audit() {
 	read -r SLEEPER CHILD <"$TEST_DIR/blocked"
 }
 
-# gone PID: the process has exited (a zombie counts).
-gone() {
-	[ ! -e "/proc/$1" ] || grep -q ') Z ' "/proc/$1/stat" 2>/dev/null
-}
-
 testObjectAndFatbinReproduce() {
 	cjc_nvcc -c k.cu -o k.o -arch=$ARCH || fail
 	cjc_nvcc --fatbin k.cu -o k.fatbin -arch=$ARCH || fail

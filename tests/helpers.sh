@@ -175,8 +175,14 @@ jit() {
 have_nvrtc() {
 	local root
 	root=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")
-	ls "$root"/lib64/libnvrtc.so "$root"/lib/libnvrtc.so >/dev/null 2>&1 ||
+	[ -e "$root/lib64/libnvrtc.so" ] || [ -e "$root/lib/libnvrtc.so" ] ||
 		ldconfig -p | grep -q 'libnvrtc\.so '
+}
+
+# gone PID: the process has exited.  A zombie counts: an orphan is reaped
+# by PID 1 when PID 1 gets to it, which some machines' never do.
+gone() {
+	[ ! -e "/proc/$1" ] || grep -q ') Z ' "/proc/$1/stat" 2>/dev/null
 }
 
 # expect_why PATH TEXT: the first line of `cjc why PATH` contains TEXT.

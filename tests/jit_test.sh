@@ -235,7 +235,7 @@ testARepeatedRequestIsServedFromMemory() {
 # gone, yours), and leaves a live process's and another host's.
 testAKilledProcesssPrivateDirectoryIsReclaimed() {
 	local host dead
-	host=$(hostname | tr './' '__')
+	host=$(uname -n | tr './' '__')
 	sh -c 'exit 0' &
 	dead=$!
 	wait $dead
@@ -639,7 +639,7 @@ SRC
 	assertContains "on a hit too" "$(cat err)" "CHECK_NO_LOCAL_MEMORY is set"
 	expect_nvcc_runs 2
 	expect_stat hits 1
-	have_nvrtc || return
+	have_nvrtc || { fail "no NVRTC for the rest"; return; }
 	export CJC_JIT_COMPILER=nvrtc
 	CJC_JIT_CHECK_NO_SPILLS=1 jit lmem.cu >/dev/null 2>err || fail "NVRTC, no spills: $(cat err)"
 	CJC_JIT_CHECK_NO_LOCAL_MEMORY=1 jit lmem.cu >/dev/null 2>err && fail "NVRTC: local memory passed"
