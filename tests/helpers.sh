@@ -18,6 +18,13 @@ if [ ! -r "$SHUNIT2" ]; then
 fi
 command -v jq >/dev/null || { echo "jq not found: skipping" >&2; exit 125; }
 ARCH=${CJC_TEST_ARCH:-sm_80}
+# What the suites assume of the shell that runs them, set rather than
+# inherited: other users (the sharing tests' members) read what a test
+# writes and reach its directories, which a umask of 077 or a private
+# TMPDIR (libpam-tmpdir's /tmp/user/0) would not let them; and a socket's
+# path under TMPDIR must fit in 107 bytes.
+umask 022
+export TMPDIR=/tmp
 # SANITIZED=1 when the cjc under test is the ASan+UBSan build: suites that
 # run a matrix of cases take a sample of it there (HACKING.md, the budget).
 SANITIZED=
@@ -101,7 +108,7 @@ use_run_dir() {
 }
 
 setUp() {
-	TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-test.XXXXXX")
+	TEST_DIR=$(mktemp -d "$TMPDIR/cjc-test.XXXXXX")
 	use_run_dir "$TEST_DIR"
 	unset CJC_BASE_DIR
 	export CJC_DIR="$TEST_DIR/cache" CJC_LOG="$TEST_DIR/cjc.log" NVCC_LOG="$TEST_DIR/nvcc.log"
@@ -285,7 +292,7 @@ wait_for_lines() {
 # from template stores: SUITE_DIR with the counting nvcc and the sources,
 # and setUp/tearDown that keep to it.
 use_suite_dir() {
-	SUITE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cjc-$1.XXXXXX")
+	SUITE_DIR=$(mktemp -d "$TMPDIR/cjc-$1.XXXXXX")
 	mkdir -p "$SUITE_DIR/bin" "$SUITE_DIR/src"
 	use_run_dir "$SUITE_DIR"
 	NVCC="$SUITE_DIR/bin/nvcc"
