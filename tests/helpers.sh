@@ -186,10 +186,11 @@ have_nvrtc() {
 		ldconfig -p | grep -q 'libnvrtc\.so '
 }
 
-# gone PID: the process has exited.  A zombie counts: an orphan is reaped
-# by PID 1 when PID 1 gets to it, which some machines' never do.
+# gone PID: the process has exited (or there is no PID).  A zombie counts:
+# an orphan is reaped by PID 1 when PID 1 gets to it, which some machines'
+# never do.
 gone() {
-	[ ! -e "/proc/$1" ] || grep -q ') Z ' "/proc/$1/stat" 2>/dev/null
+	[ -z "$1" ] || [ ! -e "/proc/$1" ] || grep -q ') Z ' "/proc/$1/stat" 2>/dev/null
 }
 
 # expect_why PATH TEXT: the first line of `cjc why PATH` contains TEXT.
