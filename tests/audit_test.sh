@@ -56,16 +56,6 @@ expect_planted_not_run() {
 	assertFalse "the planted program ran" "[ -e '$TEST_DIR/planted-ran' ]"
 }
 
-# wait_until CONDITION: polls the shell condition, for a minute at most.
-wait_until() {
-	local i
-	for i in $(seq 600); do
-		eval "$1" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # block_nvcc: $NVCC answers --version as before, but a compile writes
 # "<its pid> <the audit child's pid>" to $TEST_DIR/blocked and hangs.
 block_nvcc() {

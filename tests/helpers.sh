@@ -186,6 +186,16 @@ have_nvrtc() {
 		ldconfig -p | grep -q 'libnvrtc\.so '
 }
 
+# wait_until CONDITION: polls the shell condition, for a minute at most.
+wait_until() {
+	local i
+	for i in $(seq 600); do
+		eval "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # gone PID: the process has exited (or there is no PID).  A zombie counts:
 # an orphan is reaped by PID 1 when PID 1 gets to it, which some machines'
 # never do.

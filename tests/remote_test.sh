@@ -930,11 +930,11 @@ testHelperStopsWithItsDirectory() {
 	use_helper
 	compile_on A
 	wait_for_helper || fail "no helper listens"
-	local pid i
+	local pid
 	pid=$(helper_pids)
 	rm -rf "$XDG_RUNTIME_DIR/cudajitcache"
-	for i in $(seq 600); do gone "$pid" && break; sleep 0.05; done
-	assertTrue "the helper exited" "gone $pid"
+	wait_until "gone '$pid'"
+	assertTrue "the helper exited" $?
 	compile_on B || fail "B's build failed"
 	assertEquals "B: a hit" 1 "$(remote_stat B remote_hits)"
 	assertEquals "a new helper" 2 "$(helper_pids | wc -l)"
@@ -962,7 +962,7 @@ testStoppedOrDeadHelperIsNoFailure() {
 	use_helper
 	compile_on A
 	wait_for_helper || fail "no helper listens"
-	local pid i
+	local pid
 	pid=$(helper_pids)
 	kill -STOP "$pid"
 	CJC_LOG=$CASE/B.log compile_on B || fail "B's build failed"
@@ -990,7 +990,7 @@ time.sleep(600)' "$(helper_socket)" "$CASE/queue.full") &
 	assertEquals "B2: a hit all the same" 1 "$(remote_stat B2 remote_hits)"
 	assertEquals "B2 said why" 1 "$(grep -c 'did not greet' "$CASE/B2.log")"
 	kill -KILL "$pid"
-	for i in $(seq 600); do gone "$pid" && break; sleep 0.05; done
+	wait_until "gone '$pid'"
 	compile_on C || fail "C's build failed"
 	assertEquals "C: a hit" 1 "$(remote_stat C remote_hits)"
 	assertEquals "a new helper" 2 "$(helper_pids | wc -l)"
