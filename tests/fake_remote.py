@@ -24,6 +24,12 @@ PORTFILE.requests ("METHOD PATH").  MODE:
                    bytes that ends in "XY", not "\\r\\n".
   redis-cut        RESP: the first command is answered "$65536\\r\\n" and 100
                    bytes, then the connection is closed.
+  redis-held       RESP: a lease server that answers "held" to everything:
+                   SET ... NX is nil, EXISTS is 1 after FAKE_DELAY seconds
+                   (0.9), GETRANGE is empty (absent), any other command OK.
+  redis-evil       RESP: every command is answered with an error whose text
+                   holds ESC sequences and a bidi override (U+202E), as
+                   NOAUTH, so the client shows it to the user.
   http-slow        HTTP: every request is answered after FAKE_DELAY seconds
                    (0.9): GET and HEAD 404, PUT 201.
   http-oracle      HTTP: a server that probes the client's files (issue 22,
@@ -186,7 +192,16 @@ class Resp(socketserver.StreamRequestHandler):
     def handle(self):
         sent = 0
         try:
-            while self.read_command():
+            while True:
+                args = self.read_command()
+                if args is None:
+                    break
+                if MODE in ("redis-held", "redis-evil"):
+                    reply = self.hostile_reply(args)
+                    self.wfile.write(reply)
+                    self.wfile.flush()
+                    sent += len(reply)
+                    continue
                 if MODE == "redis-huge":
                     sent += stream_zeros(self.wfile, b"$%d\r\n" % HUGE)
                     break
@@ -209,14 +224,30 @@ class Resp(socketserver.StreamRequestHandler):
         count_sent(PORTFILE, sent)
 
     def read_command(self):
-        """Reads one RESP array of bulk strings; False at the end."""
+        """Reads one RESP array of bulk strings: its words; None at the end."""
         line = self.rfile.readline()
         if not line.startswith(b"*"):
-            return False
+            return None
+        args = []
         for _ in range(int(line[1:])):
             size = int(self.rfile.readline()[1:])
-            self.rfile.read(size + 2)
-        return True
+            args.append(self.rfile.read(size + 2)[:-2])
+        return args
+
+    @staticmethod
+    def hostile_reply(args):
+        """redis-held's and redis-evil's answer to one command."""
+        if MODE == "redis-evil":
+            return b"-NOAUTH \x1b[2J\x1b]0;owned\x07evil \xe2\x80\xaeoverride\r\n"
+        verb = args[0].upper() if args else b""
+        if verb == b"SET" and b"NX" in [a.upper() for a in args[3:]]:
+            return b"$-1\r\n"
+        if verb == b"EXISTS":
+            time.sleep(DELAY)
+            return b":1\r\n"
+        if verb in (b"GETRANGE", b"GET"):
+            return b"$0\r\n\r\n"
+        return b"+OK\r\n"
 
 
 class Server(socketserver.ThreadingTCPServer):

@@ -273,6 +273,51 @@ testDeadRemoteLeaseHolderCostsABoundedWait() {
 	assertEquals "B published" 1 "$(redis_cli --raw KEYS 'cjc/*/e/*' | grep -c .)"
 }
 
+# A lease server that answers "held" to every lease, and each poll in 0.9 s
+# of a 1 s bound, as a hostile or broken one may (issue 36): B's first
+# compile waits no longer than its bound (no poll runs past it: two polls,
+# 1.8 s, before), and the server is remembered as stalled, so the next
+# compile of the build, another process, does not wait on it at all.
+testStalledLeaseServerIsNotWaitedOnAgain() {
+	local waited log
+	FAKE_DELAY=0.9 start_fake "$CASE/fake" redis-held || fail "fake server"
+	export CJC_REMOTE="redis://127.0.0.1:$FAKE_PORT|operation-timeout=5s"
+	CJC_LEASE_WAIT=1s bounded_compile B
+	expect_compiled B $?
+	waited=$(sed -n 's/.*waited \([0-9]*\) ms, the bound.*/\1/p' "$CJC_LOG")
+	assertTrue "B waited its bound, ${waited:-never}, not longer" "[ -n '$waited' ] && [ $waited -le 1400 ]"
+	assertEquals "B's wait ran to its bound" 1 "$(remote_stat B lease_timeouts)"
+	assertContains "$(cat "$CJC_LOG")" "not waited on again"
+	: >"$CJC_LOG"
+	CJC_DIR="$CASE/B" CJC_LEASE_WAIT=1s timeout -s KILL 60 "$CJC" "$NVCC" --cubin -DSECOND k.cu -o "$CASE/B2.cubin" \
+		-arch=$ARCH 2>"$CASE/B2.err" || fail "the second compile failed: $(cat "$CASE/B2.err")"
+	log=$(cat "$CJC_LOG")
+	assertEquals "nvcc ran for both" 2 "$(nvcc_compiles)"
+	assertContains "the second was told the lease is held" "$log" "stalled lately: not waiting"
+	assertNotContains "and did not wait" "$log" "waiting for its entry"
+	assertEquals "B waited once in all" 1 "$(remote_stat B lease_waits)"
+	kill_server fake
+}
+
+# What a server says is escaped wherever it is shown (SPEC 9): a Redis
+# error of ESC sequences, a BEL and a bidi override reaches the terminal
+# (as a refused login), the log, debug output and `cjc remote check` as
+# \xNN and \u{XXXX} text, never as the bytes themselves.
+testServerWordsAreEscapedEverywhere() {
+	local f
+	start_fake "$CASE/fake" redis-evil || fail "fake server"
+	export CJC_REMOTE="redis://127.0.0.1:$FAKE_PORT|operation-timeout=2s"
+	CJC_DEBUG=1 bounded_compile B
+	expect_compiled B $?
+	on B "$CJC" remote check >"$CASE/check.out" 2>&1
+	assertContains "the terminal saw the words" "$(cat "$CASE/B.err")" "authentication refused"
+	for f in "$CASE/B.err" "$CJC_LOG" "$CASE/check.out"; do
+		assertContains "$f: escaped" "$(cat "$f")" '\x1b[2J\x1b]0;owned\x07evil \u{202e}override'
+		assertFalse "$f: no ESC, BEL or U+202E" "grep -q $'[\e\a]\\|\xe2\x80\xae' '$f'"
+	done
+	kill_server fake
+}
+
 # An unmodified program's NVRTC compiles through the shim (docs/nvrtc-shim.md),
 # a header read through -I among them: compiled on A, served to B from Redis.
 testShimCompilesOnceForTwoMachines() {

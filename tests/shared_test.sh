@@ -20,6 +20,7 @@ command -v useradd >/dev/null || { echo "useradd not found: skipping" >&2; exit 
 [ "$(id -u)" = 0 ] || { echo "not root: cannot act as other users: skipping" >&2; exit 125; }
 
 MEMBER=cjc-member2
+MEMBER3=cjc-member3
 OUTSIDER=cjc-outsider
 GROUP=cjc-team
 
@@ -34,7 +35,7 @@ add_user() {
 
 oneTimeSetUp() {
 	getent group "$GROUP" >/dev/null || groupadd "$GROUP" || getent group "$GROUP" >/dev/null || exit 1
-	add_user "$MEMBER" -g "$GROUP" && add_user "$OUTSIDER" || exit 1
+	add_user "$MEMBER" -g "$GROUP" && add_user "$MEMBER3" -g "$GROUP" && add_user "$OUTSIDER" || exit 1
 	use_others_dir
 }
 
@@ -171,6 +172,135 @@ testAMemberRacingStagingRedirectsNoWrite() {
 	done
 	stop_holder
 	assertEquals "nothing written in root's directory" "" "$(ls -A "$private")"
+}
+
+# --- 4. nobody plants or breaks the store itself (docs/trust.md) ----------
+
+# Without HOME (root under env -i, a systemd unit), the default store was
+# /tmp/.cache/cudajitcache, which any user can make first.  The test runs
+# in a mount namespace of its own with a fresh /tmp and /root, so that it
+# neither races anyone for /tmp/.cache nor touches root's real home.
+testWithoutHomeNoOtherUsersDirectoryIsTheStore() {
+	if ! unshare -m true 2>/dev/null; then
+		echo "no mount namespace here: skipping" >&2
+		startSkipping
+		return
+	fi
+	[ -x "${CJC_JIT_CLI:-}" ] || fail "CJC_JIT_CLI: set it to build/tests/jit_cli"
+	chmod 755 "$TEST_DIR"
+	unshare -m bash -c '
+		mount --make-rprivate / && mount -t tmpfs -o mode=700 none /root &&
+		mkdir /root/t && mount --bind "$1" /root/t &&
+		mount -t tmpfs -o mode=1777 none /tmp || exit 1
+		setpriv --reuid="$2" --regid="$(id -g "$2")" --init-groups \
+			sh -c "mkdir -p -m 777 /tmp/.cache/cudajitcache && chmod 777 /tmp/.cache" || exit 1
+		cd /root/t/src || exit 1
+		env -i PATH=/usr/bin:/bin "$3" "$4" --cubin k.cu -o k.cubin -arch="$5" || exit 1
+		env -i "$6" --setting CACHE_DIR >/root/t/jit-dir || exit 1
+		ls -A /tmp/.cache/cudajitcache >/root/t/planted
+		ls -d /root/.cache/cudajitcache/v1 >/root/t/private' \
+		sh "$TEST_DIR" "$OUTSIDER" "$CJC" "$REAL_NVCC" "$ARCH" "$CJC_JIT_CLI"
+	assertEquals "root's compile and JIT open succeed" 0 $?
+	assertTrue "the output" "[ -s k.cubin ]"
+	assertEquals "nothing of root's in the outsider's directory" "" "$(cat "$TEST_DIR/planted")"
+	assertEquals "root's store is in its home" /root/.cache/cudajitcache/v1 "$(cat "$TEST_DIR/private")"
+	assertEquals "so is the JIT library's" /root/.cache/cudajitcache "$(cat "$TEST_DIR/jit-dir")"
+}
+
+# unusable NAME: a compile with the store at CJC_DIR runs uncached and says
+# NAME in the log; cjc stats says so once and exits 1.
+unusable() {
+	"$CJC" "$NVCC" --cubin k.cu -o u.cubin -arch=$ARCH 2>err.txt
+	assertEquals "the compile succeeds: $(cat err.txt)" 0 $?
+	assertTrue "the output" "[ -s u.cubin ]"
+	assertFalse "no store made there" "[ -e '$CJC_DIR/v1' ]"
+	assertTrue "the log says why: $(tail -1 "$CJC_LOG")" \
+		"grep -q 'running uncached: cache directory .* is unusable: $1' '$CJC_LOG'"
+	"$CJC" stats >out.txt 2>err.txt
+	assertEquals "stats fails" 1 $?
+	assertEquals "with one message: $(cat err.txt)" 1 "$(grep -c "$1" err.txt)"
+}
+
+# A directory on the way to the store that another user can write, or
+# that is another user's, or a link of hers in a sticky directory: she
+# could swap the store for one of hers.
+testAStoreOnAPathAnotherUserControlsIsUnusable() {
+	chmod 755 "$TEST_DIR"
+	mkdir -p -m 777 "$TEST_DIR/open" && chmod 777 "$TEST_DIR/open" || fail "the directory"
+	export CJC_DIR=$TEST_DIR/open/store
+	unusable "$TEST_DIR/open can be written by others"
+	mkdir -m 755 "$TEST_DIR/hers" && chown "$OUTSIDER" "$TEST_DIR/hers" || fail "hers"
+	export CJC_DIR=$TEST_DIR/hers/store
+	unusable "$TEST_DIR/hers belongs to another user"
+	mkdir -m 1777 "$TEST_DIR/sticky" && mkdir "$TEST_DIR/mine" || fail "sticky"
+	as "$OUTSIDER" ln -s "$TEST_DIR/mine" "$TEST_DIR/sticky/link" || fail "her link"
+	export CJC_DIR=$TEST_DIR/sticky/link/store
+	unusable "$TEST_DIR/sticky/link is a link owned by another user"
+	assertFalse "nothing made through her link" "[ -e '$TEST_DIR/mine/store' ]"
+	rm "$TEST_DIR/sticky/link" && ln -s "$TEST_DIR/mine" "$TEST_DIR/sticky/link" || fail "root's link"
+	"$CJC" "$NVCC" --cubin k.cu -o u.cubin -arch=$ARCH || fail "the compile"
+	assertTrue "root's own link in a sticky directory is followed" "[ -d '$TEST_DIR/mine/store/v1' ]"
+}
+
+# A group store a member set up for the team (hers, the group's, 2775) is
+# a store for every other member; for root, who is not in the group, and
+# for anyone when it is not the group's to write, it is another user's.
+testAGroupStoreAMemberMadeServesTheOtherMembers() {
+	chmod 755 "$TEST_DIR"
+	mkdir -m 755 "$TEST_DIR/team" "$TEST_DIR/src3" && cp ./*.cu ./*.h "$TEST_DIR/src3/" &&
+		chmod 1777 "$TEST_DIR/src3" || fail "the directories"
+	# as an administrator makes it for her: mkdir, chown lead:team, chmod 2775
+	mkdir "$TEST_DIR/team/store" && chown "$MEMBER:$GROUP" "$TEST_DIR/team/store" &&
+		as "$MEMBER" chmod 2775 "$TEST_DIR/team/store" || fail "her store"
+	export CJC_DIR=$TEST_DIR/team/store
+	(cd "$TEST_DIR/src3" && as "$MEMBER3" env -u CJC_LOG CJC_UMASK=002 "$OTHERS_CJC" "$REAL_NVCC" \
+		--cubin k.cu -o m3.cubin -arch=$ARCH) || fail "the third user's compile"
+	assertEquals "the third user's entry is in her store" 1 \
+		"$(find "$CJC_DIR"/v1/*/entries -name metadata.json | wc -l)"
+	"$CJC" "$NVCC" --cubin k.cu -o r.cubin -arch=$ARCH 2>err.txt
+	assertEquals "root's compile succeeds" 0 $?
+	assertTrue "root, not in the group, is told: $(cat err.txt)" "grep -q 'belongs to another user' err.txt"
+	as "$MEMBER" chmod 2755 "$CJC_DIR" || fail "chmod"
+	(cd "$TEST_DIR/src3" && as "$MEMBER3" env CJC_LOG="$TEST_DIR/src3/log" "$OTHERS_CJC" "$REAL_NVCC" \
+		--cubin k.cu -o m4.cubin -arch=$ARCH) || fail "the third user's second compile"
+	assertTrue "not the group's to write: another user's" \
+		"grep -q 'belongs to another user' '$TEST_DIR/src3/log'"
+}
+
+# Counters are rewritten in place: a member's hard link at each of them, to
+# a file of hers outside the store (any file at all where
+# fs.protected_hardlinks is 0, root's too), must not have root write there.
+testAMembersHardLinksAtTheCountersRedirectNoWrite() {
+	group_store
+	mkdir -m 755 "$TEST_DIR/hers" && chown "$MEMBER" "$TEST_DIR/hers" || fail "hers"
+	as "$MEMBER" sh -c 'echo precious >"$1/precious" && cd "$2" || exit 1
+		for f in $(seq 0 15) targets uncacheable remotes; do
+			rm -f "$f" && ln "$1/precious" "$f" || exit 1
+		done' sh "$TEST_DIR/hers" "$(ns)/stats" || fail "the member's links"
+	"$CJC" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH -DV=1 2>err.txt
+	assertEquals "the compile succeeds: $(cat err.txt)" 0 $?
+	assertTrue "her file is untouched" "echo precious | cmp -s - '$TEST_DIR/hers/precious'"
+	expect_stat misses 1
+}
+
+# One clean by root under umask 077 (no umask setting) made manifests/ and
+# hashes/ 0700: every other member's compile then counted an error.
+testACleanUnderAPrivateUmaskLocksNoMemberOut() {
+	group_store
+	"$CJC" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH -DV=1 || fail "root's compile"
+	(umask 077 && unset CJC_UMASK && "$CJC" clean >/dev/null) || fail "the clean"
+	local d
+	for d in manifests hashes staging entries; do
+		assertEquals "$d: the store root's mode and group" "2775 $GROUP" \
+			"$(stat -c '%a %G' "$(ns)/$d")"
+	done
+	mkdir -m 1777 "$TEST_DIR/out" || fail "out"
+	as "$MEMBER" env -u CJC_LOG "$OTHERS_CJC" "$REAL_NVCC" --cubin k.cu \
+		-o "$TEST_DIR/out/m.cubin" -arch=$ARCH -DV=2 || fail "the member's compile"
+	expect_stat errors 0
+	expect_stat misses 2
+	assertEquals "her entry's shard: the store root's mode and group" "2775 $GROUP" \
+		"$(stat -c '%a %G' "$(ns)"/entries/* | sort -u)"
 }
 
 # --- 5. nobody waits on anyone ---------------------------------------------

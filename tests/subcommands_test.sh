@@ -148,6 +148,30 @@ testLsAndShow() {
 	assertFalse "unknown key" "\"$CJC\" show ffffffffff 2>/dev/null"
 }
 
+# A target's name is whatever the build said, kept in the store's named
+# counters and metadata: every listing shows its ESC and bidi override as
+# \xNN and \u{XXXX} text (SPEC 9), --json as \u escapes, never raw.
+testStoredNamesAreEscapedInEveryListing() {
+	write_sources
+	"$CJC" --target $'evil\e[2J\xe2\x80\xaename' "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH || fail
+	local key out
+	key=$("$CJC" ls --json | jq -r '.[0].key')
+	"$CJC" stats --by-target >out.stats && "$CJC" ls >out.ls && "$CJC" show "$key" >out.show &&
+		"$CJC" report --markdown >out.md && "$CJC" stats --format=openmetrics >out.metrics &&
+		"$CJC" stats --json --by-target >out.json && "$CJC" show "$key" --json >out.show.json || fail
+	for out in out.stats out.ls out.show; do
+		assertTrue "$out escapes: $(grep -a evil $out)" "grep -qF 'evil\x1b[2J\u{202e}name' $out"
+	done
+	# Markdown escapes the backslashes and brackets again: it renders as the others show it
+	assertTrue "markdown escapes" "grep -qF 'evil\\\\x1b\\[2J\\\\u{202e}name' out.md"
+	# OpenMetrics escapes the backslashes again: the label reads as the others show it
+	assertTrue "openmetrics escapes: $(grep -a -m1 evil out.metrics)" "grep -qF 'target=\"evil\\\\x1b[2J\\\\u{202e}name\"' out.metrics"
+	for out in out.stats out.ls out.show out.md out.metrics out.json out.show.json; do
+		assertFalse "$out: no ESC or U+202E" "grep -q $'\e\\|\xe2\x80\xae' $out"
+	done
+	assertEquals "the name, whole, in JSON" $'evil\e[2J\xe2\x80\xaename' "$(jq -r '.targets | keys[0]' out.json)"
+}
+
 testConfigShowsWhereEachSettingCameFrom() {
 	mkdir -p "$CJC_DIR"
 	printf '[cache]\nmax_size = 2G\n' >"$CJC_DIR/cudajitcache.conf"

@@ -210,7 +210,7 @@ bool jit_store_ready(struct cjc_jit *h)
 	const char *dir = h->set.text[JIT_CACHE_DIR];
 	bool usable = !cjc_store_open(&store, dir);
 	char *why = usable ? NULL : cjc_xasprintf("cache directory %s is unusable: %s", dir,
-						  strerror(errno));
+						  cjc_store_strerror(errno));
 	jit_lock(h);
 	bool first = !atomic_load(&h->store_state);
 	if (first) {

@@ -153,13 +153,18 @@ static int check_compiler(struct audit *a, const char *what, const char *run, js
 	return rc;
 }
 
-/* Exactly the recorded values of the variables nvcc reads (key.h), as
- * changes for the rebuild's environment (run.h). */
+/* Exactly the recorded values of the keyed variables nvcc reads (key.h),
+ * as changes for the rebuild's environment (run.h); those that make a
+ * compile uncacheable were not set when it was recorded, so none is. */
 static void recorded_environment(json_t *recorded, struct cjc_strvec *env)
 {
-	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
-		const char *v = json_string_value(json_object_get(recorded, cjc_key_env[i]));
-		char *change = v ? cjc_xasprintf("%s=%s", cjc_key_env[i], v) : cjc_xstrdup(cjc_key_env[i]);
+	for (size_t i = 0; i < cjc_env_count; i++) {
+		const char *name = cjc_env_vars[i].name;
+		if (cjc_env_vars[i].rule != CJC_ENV_KEYED && cjc_env_vars[i].rule != CJC_ENV_UNCACHEABLE)
+			continue;
+		const char *v = cjc_env_vars[i].rule == CJC_ENV_KEYED
+			? json_string_value(json_object_get(recorded, name)) : NULL;
+		char *change = v ? cjc_xasprintf("%s=%s", name, v) : cjc_xstrdup(name);
 		cjc_strvec_push(env, change);
 		free(change);
 	}
@@ -551,8 +556,10 @@ static void plain_array(json_t *array, const char *name)
  */
 static int plain_environment(struct audit *a, json_t *env)
 {
-	for (size_t i = 0; i < CJC_KEY_ENV_COUNT; i++) {
-		const char *name = cjc_key_env[i], *now = getenv(name);
+	for (size_t i = 0; i < cjc_env_count; i++) {
+		const char *name = cjc_env_vars[i].name, *now = getenv(name);
+		if (cjc_env_vars[i].rule != CJC_ENV_KEYED)
+			continue;
 		const char *want = json_string_value(json_object_get(json_object_get(env, name), "sha256"));
 		char hex[CJC_HEX_LEN + 1];
 		if (!want) {

@@ -197,7 +197,7 @@ static int open_session(struct session *s)
 	if (s->cfg.umask >= 0)
 		umask((mode_t)s->cfg.umask);
 	if (cjc_store_open(&s->store, s->cfg.dir)) {
-		fprintf(stderr, "cjc: cache directory %s is unusable: %s\n", s->cfg.dir, strerror(errno));
+		fprintf(stderr, "cjc: cache directory %s is unusable: %s\n", s->cfg.dir, cjc_store_strerror(errno));
 		cjc_config_release(&s->cfg);
 		return 1;
 	}
@@ -511,10 +511,22 @@ static void print_entry_summary(json_t *meta)
 	printf("%-14s %zu\n", "inputs", json_array_size(json_object_get(meta, "inputs")));
 	const char *name;
 	json_t *f;
-	json_object_foreach(json_object_get(meta, "files"), name, f)
-		printf("%-14s %s  %lld bytes  sha256 %s\n", "file", name,
-		       (long long)json_integer_value(json_object_get(f, "size")),
-		       json_string_value(json_object_get(f, "sha256")));
+	json_object_foreach(json_object_get(meta, "files"), name, f) {
+		char *shown = cjc_printable(name);
+		char *sha = cjc_json_shown(json_object_get(f, "sha256"), "?");
+		printf("%-14s %s  %lld bytes  sha256 %s\n", "file", shown,
+		       (long long)json_integer_value(json_object_get(f, "size")), sha);
+		free(shown);
+		free(sha);
+	}
+}
+
+/* printf("%s", text) of a message that may quote what the store holds. */
+static void print_escaped(FILE *to, const char *fmt, const char *a, const char *text, const char *b)
+{
+	char *shown = cjc_printable(text);
+	fprintf(to, fmt, a, shown, b);
+	free(shown);
 }
 
 static int cmd_show(struct session *s)
@@ -530,8 +542,8 @@ static int cmd_show(struct session *s)
 		struct cjc_entry e;
 		struct cjc_buf why = CJC_BUF_INIT;
 		if (cjc_entry_open_dir(p.dir, p.key, &e, &why) != CJC_ENTRY_FOUND) {
-			fprintf(stderr, "cjc show: entry %s is damaged: %s (run `cjc verify --fix`)\n",
-				p.key, why.data);
+			print_escaped(stderr, "cjc show: entry %s is damaged: %s%s\n", p.key, why.data,
+				      " (run `cjc verify --fix`)");
 		} else {
 			if (s->json)
 				cjc_print_json(json_incref(e.meta));
@@ -568,11 +580,13 @@ static bool verify_signature(struct verify_run *v, const char *key, const struct
 		v->unsigned_n++;
 	if (rc == -1 && !own)
 		v->not_served++;
+	char *shown = cjc_printable(reason.data ? reason.data : "");
 	if (rc == -1 && !v->s->json && own)
-		printf("%s: %s (not damage: served locally, never from a remote store)\n", key, reason.data);
+		printf("%s: %s (not damage: served locally, never from a remote store)\n", key, shown);
 	else if (rc == -1 && !v->s->json)
 		printf("%s: %s (not damage, but not served: written by uid %ld, not you or root)\n",
-		       key, reason.data, (long)writer);
+		       key, shown, (long)writer);
+	free(shown);
 	if (rc == -2)
 		cjc_buf_addf(why, "%s", reason.data);
 	cjc_buf_release(&reason);
@@ -600,8 +614,8 @@ static int verify_one(const char *key, const char *dir, void *ctx)
 			free(dest);
 		}
 		if (!v->s->json)
-			printf("%s: %s%s\n", key, why.data,
-			       v->s->fix ? " (moved to quarantine)" : "");
+			print_escaped(stdout, "%s: %s%s\n", key, why.data ? why.data : "",
+				      v->s->fix ? " (moved to quarantine)" : "");
 		json_array_append_new(v->bad, row);
 	}
 	cjc_buf_release(&why);

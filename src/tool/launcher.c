@@ -106,6 +106,15 @@ static void count(struct job *j, enum cjc_counter what, uint64_t saved_ms)
 		cjc_log("cannot update the counters: %s", strerror(errno));
 }
 
+/* An uncacheable compile, counted under its reason (stats/uncacheable). */
+static void count_uncacheable(struct job *j, const char *reason)
+{
+	count(j, CJC_STAT_UNCACHEABLE, 0);
+	if (j->have_store && cjc_stats_bump_named(&j->store, CJC_STATS_BY_REASON, reason,
+						  CJC_STAT_UNCACHEABLE, 0))
+		cjc_log("cannot update the counters: %s", strerror(errno));
+}
+
 /* Starts this compile's journal record; written by record_write(). */
 static void record_start(struct job *j, const char *result, const char *reason)
 {
@@ -166,8 +175,6 @@ static int compute_direct_key(struct job *j, struct cjc_buf *why)
 		.host_digest = j->host.digest,
 		.args = j->c.key_args.v,
 		.nargs = j->c.key_args.n,
-		.env_names = (char *const *)cjc_key_env,
-		.nenv = CJC_KEY_ENV_COUNT,
 		.cwd = j->c.place.keys_cwd ? j->cwd : "",
 	};
 	uint64_t size;
@@ -489,9 +496,10 @@ static int hash_dependency(void *ctx, const char *path, uint64_t *size,
 
 /* The manifest record of what nvcc read (miss.h). */
 static int record_dependencies(struct job *j, const struct compile_result *r,
-			       struct cjc_manifest_record *rec, bool *stable, struct cjc_buf *why)
+			       struct cjc_manifest_record *rec, bool *stable, struct cjc_buf *why,
+			       char **uncacheable)
 {
-	struct cjc_miss m = { &j->c, r->started, j->source_sha, hash_dependency, NULL };
+	struct cjc_miss m = { &j->c, r->started, j->source_sha, hash_dependency, NULL, uncacheable };
 	cjc_filehash_recheck(); /* nvcc ran since the lookup hashed them */
 	return cjc_miss_record(&m, r->tmp_dep, rec, stable, why);
 }
@@ -597,6 +605,7 @@ static int compile_miss(struct job *j)
 	struct cjc_manifest_record rec = { 0 };
 	struct cjc_buf why = CJC_BUF_INIT;
 	bool stable = false, published = false;
+	char *uncacheable = NULL; /* a time macro (miss.h) */
 	int rc = run_nvcc(j, &r);
 	if (!rc && r.status != 0) {
 		replay(&r.out, &r.err);
@@ -606,10 +615,10 @@ static int compile_miss(struct job *j)
 		goto out;
 	}
 	if (!rc)
-		rc = record_dependencies(j, &r, &rec, &stable, &why);
+		rc = record_dependencies(j, &r, &rec, &stable, &why, &uncacheable);
 	if (!rc && stable)
 		cjc_key_entry(j->direct_key, &rec, &j->c.place, rec.entry_key);
-	if (!rc && stable && !j->cfg.readonly)
+	if (!rc && stable && !uncacheable && !j->cfg.readonly)
 		published = publish(j, &r, &rec);
 	bool spilled = !rc && j->diag.check_spills && cjc_diagnostics_spilled(r.err.data, r.err.len);
 	if (!rc && !spilled && write_user_depfile(j, rec.deps, rec.ndeps))
@@ -624,6 +633,7 @@ static int compile_miss(struct job *j)
 		record_start(j, "error", why.len ? why.data : "cannot run nvcc");
 		result_release(&r);
 		cjc_manifest_record_release(&rec);
+		free(uncacheable);
 		rc = run_uncached(j, why.len ? why.data : "cannot run nvcc");
 		cjc_buf_release(&why);
 		return rc;
@@ -643,11 +653,19 @@ static int compile_miss(struct job *j)
 	cjc_log("miss for %s (%llu file hashes remembered, %llu files read)%s%s", j->c.source,
 		(unsigned long long)reused, (unsigned long long)hashed,
 		stable ? "" : ", not published: ", stable ? "" : why.data);
-	count(j, CJC_STAT_MISSES, 0);
-	record_miss(j, &r, &rec, stable, published, why.len ? why.data : "");
+	if (uncacheable) {
+		cjc_log("not cached: %s", uncacheable);
+		count_uncacheable(j, CJC_MISS_TIME_MACRO);
+		record_start(j, "uncacheable", uncacheable);
+		record_facts(j);
+	} else {
+		count(j, CJC_STAT_MISSES, 0);
+		record_miss(j, &r, &rec, stable, published, why.len ? why.data : "");
+	}
 	if (spilled)
 		rc = fail_on_spills();
 out:
+	free(uncacheable);
 	cjc_manifest_record_release(&rec);
 	result_release(&r);
 	cjc_buf_release(&why);
@@ -785,7 +803,11 @@ static int prepare(struct job *j, struct cjc_buf *why)
 {
 	store_umask(j, true);
 	if (cjc_store_open(&j->store, j->cfg.dir)) {
-		cjc_buf_addf(why, "cache directory %s is unusable: %s", j->cfg.dir, strerror(errno));
+		int e = errno;
+		cjc_buf_addf(why, "cache directory %s is unusable: %s", j->cfg.dir, cjc_store_strerror(e));
+		/* refused for trust (store.h): said, since the user must act */
+		if (e == EPERM)
+			fprintf(stderr, "cjc: %s; compiling without the cache\n", why->data);
 		return -1;
 	}
 	j->have_store = true;
@@ -807,10 +829,7 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	}
 	if (j->c.uncacheable) {
 		cjc_buf_addf(why, "uncacheable: %s", j->c.uncacheable);
-		count(j, CJC_STAT_UNCACHEABLE, 0);
-		if (cjc_stats_bump_named(&j->store, CJC_STATS_BY_REASON, j->c.uncacheable,
-					 CJC_STAT_UNCACHEABLE, 0))
-			cjc_log("cannot update the counters: %s", strerror(errno));
+		count_uncacheable(j, j->c.uncacheable);
 		record_start(j, "uncacheable", j->c.uncacheable);
 		return -1;
 	}

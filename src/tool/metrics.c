@@ -107,22 +107,19 @@ static const char *suffix(const struct family *f)
 	return strcmp(f->type, "counter") ? "" : "_total";
 }
 
-/* A label's value: \, " and newlines escaped as OpenMetrics asks, other
- * control bytes, and the bytes of a name that is not UTF-8, as \xNN text. */
+/* A label's value: control and bidi characters, and the bytes of a name
+ * that is not UTF-8, as \\xNN or \\u{XXXX} text (cjc_printable), then \
+ * and " escaped as OpenMetrics asks. */
 static void label_value(struct cjc_buf *b, const char *s)
 {
-	json_t *utf8 = json_string(s);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	char *shown = cjc_printable(s);
+	for (const char *p = shown; *p; p++) {
 		if (*p == '\\' || *p == '"')
 			cjc_buf_addf(b, "\\%c", *p);
-		else if (*p == '\n')
-			cjc_buf_adds(b, "\\n");
-		else if (*p < 0x20 || *p == 0x7f || (*p >= 0x80 && !utf8))
-			cjc_buf_addf(b, "\\\\x%02x", *p);
 		else
 			cjc_buf_add(b, p, 1);
 	}
-	json_decref(utf8);
+	free(shown);
 }
 
 static void write_breakdown(struct cjc_buf *b, const struct cjc_store *s, const struct breakdown *d)

@@ -6,7 +6,9 @@
 
 #include <jansson.h>
 
-/* Prints one JSON document on stdout, as every --json does; takes doc. */
+/* Prints one JSON document on stdout, as every --json does; takes doc.
+ * ASCII only: jansson escapes the controls, and every other character
+ * outside ASCII (a bidi control among them) is a \u escape (SPEC 9). */
 void cjc_print_json(json_t *doc);
 
 #endif

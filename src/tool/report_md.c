@@ -107,7 +107,9 @@ static void causes(struct cjc_buf *b, const struct report *r)
 	report_sorted_causes(r, sorted);
 	cjc_buf_adds(b, "### Why compiles missed\n\n| cause | misses | latest example |\n| --- | ---: | --- |\n");
 	for (size_t i = 0; i < r->ncauses; i++) {
-		cjc_buf_addf(b, "| %s | %llu | ", sorted[i].cause, (unsigned long long)sorted[i].misses);
+		cjc_buf_adds(b, "| ");
+		md(b, sorted[i].cause);
+		cjc_buf_addf(b, " | %llu | ", (unsigned long long)sorted[i].misses);
 		miss_words(b, sorted[i].example);
 		cjc_buf_adds(b, " |\n");
 	}

@@ -333,7 +333,9 @@ static void print_details(json_t *r)
 		const char *new = json_string_value(json_object_get(c, "new"));
 		if (json_object_get(c, "path") && !json_object_get(c, "argument"))
 			cjc_buf_addf(&b, ": sha256 %.16s -> %.16s", old ? old : "(none)", new ? new : "(none)");
-		printf("  %s\n", b.data);
+		char *shown = cjc_printable(b.data ? b.data : ""); /* paths and arguments the journal holds */
+		printf("  %s\n", shown);
+		free(shown);
 		cjc_buf_release(&b);
 	}
 }

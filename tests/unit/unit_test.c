@@ -38,6 +38,30 @@ static void test_option_table_sorted(void)
 		CHECK(cjc_nvcc_option_find(cjc_nvcc_option_name(i)) != NULL);
 }
 
+/* The environment's table (key.c) is bsearched: sorted, names unique; a
+ * rule that makes a compile uncacheable says why. */
+static void test_env_table(void)
+{
+	for (size_t i = 1; i < cjc_env_count; i++)
+		CHECK(strcmp(cjc_env_vars[i - 1].name, cjc_env_vars[i].name) < 0);
+	for (size_t i = 0; i < cjc_env_count; i++) {
+		CHECK(cjc_env_find(cjc_env_vars[i].name) == &cjc_env_vars[i]);
+		CHECK((cjc_env_vars[i].rule == CJC_ENV_UNCACHEABLE ||
+		       cjc_env_vars[i].rule == CJC_ENV_DIRECTORY) == (cjc_env_vars[i].why != NULL));
+	}
+	CHECK(cjc_env_find("PTXAS_FLAGS")->rule == CJC_ENV_KEYED);
+	CHECK(cjc_env_find("GCC_EXEC_PREFIX")->rule == CJC_ENV_UNCACHEABLE);
+	CHECK(!cjc_env_find("HOME_NOT_READ"));
+	struct cjc_strvec w = CJC_STRVEC_INIT;
+	CHECK(!cjc_key_env_words(" -Ia \"-Ib c\" '-Dd=e f' ", &w));
+	CHECK(w.n == 3 && !strcmp(w.v[1], "-Ib c") && !strcmp(w.v[2], "-Dd=e f"));
+	cjc_strvec_clear(&w);
+	CHECK(cjc_key_env_words("-I$HOME", &w) == -1);
+	cjc_strvec_clear(&w);
+	CHECK(cjc_key_env_words("-I\"a", &w) == -1);
+	cjc_strvec_clear(&w);
+}
+
 static void test_option_lookups(void)
 {
 	CHECK(cjc_nvcc_option_find("I") && cjc_nvcc_option_takes_value(cjc_nvcc_option_find("I")));
@@ -111,11 +135,10 @@ static void test_parse_uncacheable(void)
 static void test_keys(void)
 {
 	char *args[] = { "-c", "k.cu", "-DA=1" };
-	char *env[] = { "CJC_UNIT_TEST_VAR" };
 	struct cjc_key_input in = { .kind = "object", .nvcc_digest = "n", .host_digest = "h",
-		.args = args, .nargs = 3, .env_names = env, .nenv = 1, .cwd = "" };
+		.args = args, .nargs = 3, .cwd = "" };
 	char a[65], b[65];
-	unsetenv("CJC_UNIT_TEST_VAR");
+	unsetenv("PTXAS_FLAGS");
 	cjc_key_direct(&in, a);
 	cjc_key_direct(&in, b);
 	CHECK(!strcmp(a, b) && cjc_is_hex64(a));
@@ -131,10 +154,10 @@ static void test_keys(void)
 	cjc_key_direct(&in, b);
 	CHECK(strcmp(a, b));
 	in.source_sha[0] = 0;
-	setenv("CJC_UNIT_TEST_VAR", "", 1);
+	setenv("PTXAS_FLAGS", "", 1);
 	cjc_key_direct(&in, b);
 	CHECK(strcmp(a, b)); /* set-but-empty differs from unset */
-	unsetenv("CJC_UNIT_TEST_VAR");
+	unsetenv("PTXAS_FLAGS");
 	args[2] = "-DA=2";
 	cjc_key_direct(&in, b);
 	CHECK(strcmp(a, b));
@@ -515,6 +538,25 @@ static void *wait_to_be_seen(void *arg)
 	return arg;
 }
 
+/* base/util.h: cjc_printable escapes what could move or hide text on a
+ * terminal, and no other character. */
+static void test_printable(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "plain \xc3\xa9 \xf0\x9f\x98\x80 \\x", "plain \xc3\xa9 \xf0\x9f\x98\x80 \\x" },
+		{ "\x1b[2J\a\x7f\n", "\\x1b[2J\\x07\\x7f\\x0a" },
+		{ "\xc2\x9b" "31m", "\\u{009b}31m" },				/* C1 CSI */
+		{ "a\xe2\x80\xae" "b\xe2\x81\xa6" "c\xd8\x9c\xe2\x80\x8f", "a\\u{202e}b\\u{2066}c\\u{061c}\\u{200f}" },
+		{ "\xc0\xaf\xed\xa0\x80\xe2\x80", "\\xc0\\xaf\\xed\\xa0\\x80\\xe2\\x80" }, /* overlong, surrogate, cut */
+		{ "\xf4\x90\x80\x80\xff", "\\xf4\\x90\\x80\\x80\\xff" },	/* past U+10FFFF */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *shown = cjc_printable(cases[i].in);
+		CHECK(!strcmp(shown, cases[i].out));
+		free(shown);
+	}
+}
+
 /* base/thread.h: the worker runs fn(arg) and returns its value to the
  * join; once started (away from this CPU, where there is another), it may
  * run on all of this thread's CPUs again. */
@@ -538,6 +580,7 @@ static void test_thread_start(void)
 int main(void)
 {
 	test_option_table_sorted();
+	test_env_table();
 	test_option_lookups();
 	test_parse_compiles();
 	test_parse_uncacheable();
@@ -554,6 +597,7 @@ int main(void)
 	test_journal_scan();
 	test_place();
 	test_thread_start();
+	test_printable();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -533,3 +533,159 @@ void cjc_read_memfd(int fd, struct cjc_buf *out)
 	(void)cjc_read_fd(fd, out);
 	close(fd);
 }
+
+/* The walk of cjc_open_dir_safe: the directory open (O_PATH) at fd, shown
+ * as shown, and what is left of the path to walk. */
+struct safe_walk {
+	int fd;
+	struct cjc_buf shown;
+	char *rest;
+	int links;
+	bool make;
+	mode_t last_mode;
+	struct cjc_buf *why;
+};
+
+static bool yours_or_roots(uid_t uid)
+{
+	return uid == geteuid() || uid == 0;
+}
+
+/* Refuses with EPERM, saying why about the path walked so far. */
+static int unsafe(struct safe_walk *w, const char *what)
+{
+	if (w->why)
+		cjc_buf_addf(w->why, "%s %s", w->shown.len ? w->shown.data : "/", what);
+	errno = EPERM;
+	return -1;
+}
+
+/* Whether the caller is a member of group gid. */
+static bool in_group(gid_t gid)
+{
+	gid_t groups[256];
+	int n = getgroups(256, groups);
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return gid == getegid();
+}
+
+/* A directory on the way is yours or root's and nobody else can write it,
+ * unless sticky.  The last (the store's own) may be a group store: the
+ * group's to write, and then another member's (whoever made it for the
+ * team) when you are in that group, since its owner can do nothing there
+ * that the members cannot. */
+static int check_dir(struct safe_walk *w, const struct stat *st, bool last)
+{
+	mode_t others = last ? S_IWOTH : S_IWGRP | S_IWOTH;
+	bool group_store = last && (st->st_mode & S_IWGRP) && in_group(st->st_gid);
+	if (!S_ISDIR(st->st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	if (!yours_or_roots(st->st_uid) && !group_store)
+		return unsafe(w, "belongs to another user: use a directory of yours or root's");
+	if ((st->st_mode & others) && !(st->st_mode & S_ISVTX))
+		return unsafe(w, "can be written by others and is not sticky: chmod go-w it");
+	return 0;
+}
+
+/* Moves to the name c (a directory, or a link followed when it is yours or
+ * root's); 0, or -1 with errno. */
+static int step(struct safe_walk *w, const char *c, bool last)
+{
+	int nfd = openat(w->fd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd < 0 && errno == ENOENT && w->make) {
+		if (mkdirat(w->fd, c, last ? w->last_mode : 0755) && errno != EEXIST)
+			return -1;
+		nfd = openat(w->fd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (nfd < 0)
+		return -1;
+	struct stat st;
+	int rc = fstat(nfd, &st);
+	if (strcmp(c, "..") == 0) {
+		char *slash = strrchr(w->shown.data ? w->shown.data : "", '/');
+		w->shown.len = slash ? (size_t)(slash - w->shown.data) : 0;
+		if (w->shown.data)
+			w->shown.data[w->shown.len] = '\0';
+	} else {
+		cjc_buf_addf(&w->shown, "/%s", c);
+	}
+	if (!rc && S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = -1;
+		if (!yours_or_roots(st.st_uid))
+			rc = unsafe(w, "is a link owned by another user: use a directory of yours or root's");
+		else if (++w->links > 40 || (n = readlinkat(nfd, "", target, sizeof target - 1)) < 0)
+			rc = (errno = n < 0 ? errno : ELOOP, -1);
+		close(nfd);
+		if (rc)
+			return -1;
+		target[n] = '\0';
+		char *rest = cjc_xasprintf("%s/%s", target, w->rest);
+		free(w->rest);
+		w->rest = rest;
+		char *slash = strrchr(w->shown.data, '/');
+		w->shown.len = (size_t)(slash - w->shown.data);
+		w->shown.data[w->shown.len] = '\0';
+		if (target[0] == '/') {
+			close(w->fd);
+			w->shown.len = 0;
+			w->fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			return w->fd < 0 ? -1 : 0;
+		}
+		return 0;
+	}
+	if (rc || check_dir(w, &st, last)) {
+		int e = errno;
+		close(nfd);
+		errno = e;
+		return -1;
+	}
+	close(w->fd);
+	w->fd = nfd;
+	return 0;
+}
+
+/* The next name of the path left, cut from it (NULL at its end); *last when
+ * no name follows. */
+static char *next_name(struct safe_walk *w, bool *last)
+{
+	char *p = w->rest;
+	while (*p == '/' || (p[0] == '.' && (p[1] == '/' || !p[1])))
+		p++;
+	if (!*p)
+		return NULL;
+	size_t n = strcspn(p, "/");
+	char *name = cjc_xstrndup(p, n);
+	char *q = p + n;
+	while (*q == '/' || (q[0] == '.' && (q[1] == '/' || !q[1])))
+		q++;
+	*last = !*q;
+	memmove(w->rest, p + n, strlen(p + n) + 1);
+	return name;
+}
+
+int cjc_open_dir_safe(const char *path, bool make, mode_t last_mode, struct cjc_buf *why)
+{
+	char cwd[PATH_MAX];
+	if (path[0] != '/' && !getcwd(cwd, sizeof cwd))
+		return -1;
+	struct safe_walk w = { .make = make, .last_mode = last_mode, .why = why };
+	w.rest = path[0] == '/' ? cjc_xstrdup(path) : cjc_xasprintf("%s/%s", cwd, path);
+	w.fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	int rc = w.fd < 0 || fstat(w.fd, &st) ? -1 : check_dir(&w, &st, false);
+	bool last = false;
+	for (char *c; !rc && (c = next_name(&w, &last)); free(c))
+		rc = step(&w, c, last);
+	int e = errno;
+	free(w.rest);
+	cjc_buf_release(&w.shown);
+	if (rc && w.fd >= 0)
+		close(w.fd);
+	errno = e;
+	return rc ? -1 : w.fd;
+}

@@ -88,6 +88,15 @@ int cjc_write_new_file_at(int dirfd, const char *name, const void *p, size_t n, 
 			  bool writeback);
 int cjc_write_new_file(const char *path, const void *p, size_t n, mode_t mode);
 int cjc_mkdirs(const char *path, mode_t mode);
+/* Opens the directory path (O_PATH) as a store's own, one name at a time
+ * from "/" without trusting anyone else on the way (docs/trust.md): every
+ * directory is yours or root's and writable by no one else unless sticky
+ * (the last, the store's own, may be its group's), and a symbolic link is
+ * followed only when it is yours or root's (40 at most).  With make, what
+ * is missing is made: 0755 on the way, last_mode last, less the umask.
+ * -1 with errno: EPERM for such a directory or link, with why (may be NULL)
+ * naming it and what to do. */
+int cjc_open_dir_safe(const char *path, bool make, mode_t last_mode, struct cjc_buf *why);
 /* fsyncs the file name in dirfd (not followed when a link). */
 int cjc_fsync_at(int dirfd, const char *name);
 int cjc_remove_tree(const char *path);

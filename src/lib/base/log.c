@@ -40,8 +40,10 @@ void cjc_log(const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	char *msg;
-	if (vasprintf(&msg, fmt, ap) >= 0) {
-		cjc_buf_adds(&line, msg);
+	int n = vasprintf(&msg, fmt, ap);
+	if (n >= 0) {
+		/* names, paths and servers' words: nothing reaches a terminal raw */
+		cjc_buf_add_printable(&line, msg, (size_t)n);
 		free(msg);
 	}
 	va_end(ap);

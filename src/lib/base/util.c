@@ -293,16 +293,72 @@ void cjc_shell_quote(struct cjc_buf *out, char *const *argv, size_t argc)
 	}
 }
 
+/* The length of the UTF-8 sequence at p (at most n bytes) and its code
+ * point in *cp; 0 when it is not one (a stray or missing continuation, an
+ * overlong form, a surrogate, past U+10FFFF). */
+static size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+{
+	static const struct { unsigned char mask, lead; size_t len; uint32_t min; } forms[] = {
+		{ 0xe0, 0xc0, 2, 0x80 }, { 0xf0, 0xe0, 3, 0x800 }, { 0xf8, 0xf0, 4, 0x10000 },
+	};
+	for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+		if ((p[0] & forms[f].mask) != forms[f].lead)
+			continue;
+		size_t len = forms[f].len;
+		if (n < len)
+			return 0;
+		uint32_t c = p[0] & (0x7fu >> len);
+		for (size_t i = 1; i < len; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return 0;
+			c = c << 6 | (p[i] & 0x3f);
+		}
+		if (c < forms[f].min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return 0;
+		*cp = c;
+		return len;
+	}
+	return 0;
+}
+
+/* Code points that move or hide text on a terminal: the C1 controls, the
+ * bidirectional marks, embeddings, overrides and isolates, and the line
+ * and paragraph separators. */
+static bool hides_text(uint32_t c)
+{
+	static const uint32_t ranges[][2] = {
+		{ 0x80, 0x9f },	    { 0x61c, 0x61c },	{ 0x200e, 0x200f },
+		{ 0x2028, 0x202e }, { 0x2066, 0x2069 },
+	};
+	for (size_t i = 0; i < sizeof ranges / sizeof *ranges; i++)
+		if (c >= ranges[i][0] && c <= ranges[i][1])
+			return true;
+	return false;
+}
+
+void cjc_buf_add_printable(struct cjc_buf *b, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	while (p < end) {
+		uint32_t c = *p;
+		size_t len = c < 0x80 ? 1 : utf8_decode(p, (size_t)(end - p), &c);
+		if (!len || c < 0x20 || c == 0x7f) {
+			cjc_buf_addf(b, "\\x%02x", *p);
+			len = 1;
+		} else if (hides_text(c)) {
+			cjc_buf_addf(b, "\\u{%04x}", (unsigned)c);
+		} else {
+			cjc_buf_add(b, p, len);
+		}
+		p += len;
+	}
+}
+
 char *cjc_printable(const char *s)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	cjc_buf_adds(&b, "");
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			cjc_buf_addf(&b, "\\x%02x", *p);
-		else
-			cjc_buf_add(&b, p, 1);
-	}
+	cjc_buf_add_printable(&b, s, strlen(s));
 	return cjc_buf_detach(&b);
 }
 

@@ -89,7 +89,13 @@ void cjc_strvec_sort_unique(struct cjc_strvec *sv);
 
 /* Shell-quotes argv into one line that can be pasted into sh. */
 void cjc_shell_quote(struct cjc_buf *out, char *const *argv, size_t argc);
-/* A copy safe to print on a terminal: control characters as \xNN. */
+/* Text a store, a server or another user wrote, made safe to print on a
+ * terminal (SPEC 9): C0 controls, DEL and bytes that are not UTF-8 as
+ * \xNN; C1 controls, the bidirectional controls (U+061C, U+200E-200F,
+ * U+202A-202E, U+2066-2069) and U+2028-2029 as \u{XXXX}; the rest as it
+ * is.  cjc_buf_add_printable appends n bytes of s so; cjc_printable is a
+ * copy (the caller frees it). */
+void cjc_buf_add_printable(struct cjc_buf *b, const char *s, size_t n);
 char *cjc_printable(const char *s);
 bool cjc_starts_with(const char *s, const char *prefix);
 bool cjc_ends_with(const char *s, const char *suffix);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <iniparser.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -493,13 +494,22 @@ static int load_file(struct cjc_config *cfg, const char *path, bool required, bo
 	return rc;
 }
 
+/* $XDG_CACHE_HOME/cudajitcache, else $HOME/.cache/cudajitcache; without
+ * HOME (root under env -i, a systemd unit, an entrypoint), the user's home
+ * directory from the password database, never a shared one such as /tmp
+ * that another user could have made first: and without that, no store
+ * (empty, which cjc_store_open refuses, saying so). */
 static char *default_dir(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
 	if (xdg && *xdg)
 		return cjc_path_join(xdg, "cudajitcache");
 	const char *home = getenv("HOME");
-	return cjc_xasprintf("%s/.cache/cudajitcache", home && *home ? home : "/tmp");
+	if (!home || !*home) {
+		struct passwd *pw = getpwuid(geteuid());
+		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	return home ? cjc_xasprintf("%s/.cache/cudajitcache", home) : cjc_xstrdup("");
 }
 
 static void set_defaults(struct cjc_config *cfg)

@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "keys/manifest.h"
@@ -17,6 +19,8 @@
 #define LOCAL_PAUSE_MAX_MS 50
 #define REMOTE_PAUSE_MS 10
 #define REMOTE_PAUSE_MAX_MS 250
+/* How long a lease server that stalled is not waited on (lease.h). */
+#define STALL_MEMO_MS (5 * 60 * 1000)
 
 /* The key's byte in this user's lock file: its first 15 hex digits (60 bits). */
 static off_t lock_offset(const char *direct_key)
@@ -111,31 +115,114 @@ static int local_lease(const struct cjc_lease_wait *w, struct cjc_lease *l, int6
 	return *served >= 0 ? -1 : 1;
 }
 
+/* The stall memo of the lease server (lease.h): stats/stalled.<uid>.<16
+ * hex digits of the SHA-256 of its name as shown>. */
+static void stall_memo_name(const struct cjc_lease_wait *w, char *name, size_t size)
+{
+	const char *shown = cjc_remote_lease_store(w->remotes);
+	char hex[CJC_HEX_LEN + 1];
+	cjc_hash_buf_hex(shown, strlen(shown), hex);
+	snprintf(name, size, "stats/stalled.%lu.%.16s", (unsigned long)geteuid(), hex);
+}
+
+/* Whether this user's memo says the lease server stalled lately: a file of
+ * ours alone (anyone else's, or a link, is not believed), holding the
+ * wall-clock ms until which it is not waited on, at most STALL_MEMO_MS on. */
+static bool stall_remembered(const struct cjc_lease_wait *w)
+{
+	char name[96], text[32];
+	struct stat st;
+	if (!w->store)
+		return false;
+	stall_memo_name(w, name, sizeof name);
+	int fd = cjc_store_open_regular(w->store, name, O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	ssize_t n = -1;
+	if (!fstat(fd, &st) && st.st_uid == geteuid() && !(st.st_mode & 077) && st.st_nlink == 1)
+		n = read(fd, text, sizeof text - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	text[n] = '\0';
+	int64_t until = strtoll(text, NULL, 10), now = cjc_wall_ns() / 1000000;
+	return until > now && until - now <= STALL_MEMO_MS;
+}
+
+static void remember_stall(const struct cjc_lease_wait *w)
+{
+	char name[96], text[32];
+	if (!w->store)
+		return;
+	stall_memo_name(w, name, sizeof name);
+	int fd = cjc_store_own_file(w->store, "stats", strchr(name, '/') + 1);
+	if (fd < 0)
+		return; /* a memo: without it, the next compile waits again */
+	int n = snprintf(text, sizeof text, "%lld\n", (long long)(cjc_wall_ns() / 1000000 + STALL_MEMO_MS));
+	if (ftruncate(fd, 0) || pwrite(fd, text, (size_t)n, 0) != n)
+		cjc_log("cannot write the lease server's stall memo %s: %s", name, strerror(errno));
+	close(fd);
+	cjc_log("lease server %s kept a lease held, or did not answer, for a whole bound: "
+		"not waited on again for %d s", cjc_remote_lease_store(w->remotes), STALL_MEMO_MS / 1000);
+}
+
+/* The bound passed with no entry and no lease had: compile, remembering. */
+static enum cjc_lease_result bound_passed(const struct cjc_lease_wait *w, struct cjc_lease *l,
+					  int64_t start)
+{
+	note_wait(l, start, true);
+	remember_stall(w);
+	return CJC_LEASE_COMPILE;
+}
+
+/* Polls the remote lease until it is let go (0), the bound passes with it
+ * held (1), or the store fails (-1); no request runs past deadline. */
+static int poll_remote(const struct cjc_lease_wait *w, int64_t deadline)
+{
+	int64_t pause = REMOTE_PAUSE_MS;
+	for (;;) {
+		pause_until(&pause, REMOTE_PAUSE_MAX_MS, deadline);
+		if (cjc_now_ms() >= deadline)
+			return 1;
+		int held = cjc_remote_lease_held(w->remotes, w->direct_key, deadline);
+		if (held != 1)
+			return held < 0 && cjc_now_ms() >= deadline ? 1 : held;
+	}
+}
+
 /* The remote lease, once the local one is held (or none could be):
  * CJC_LEASE_COMPILE or CJC_LEASE_SERVED. */
 static enum cjc_lease_result remote_lease(const struct cjc_lease_wait *w, struct cjc_lease *l,
 					  int64_t start, int64_t deadline, int *served)
 {
-	enum cjc_remote_lease got = cjc_remote_lease_take(w->remotes, w->direct_key, (long)w->bound_ms);
+	enum cjc_remote_lease got = cjc_remote_lease_take(w->remotes, w->direct_key, (long)w->bound_ms,
+							  deadline);
 	if (got == CJC_REMOTE_LEASE_TAKEN)
 		l->remotes = w->remotes;
+	/* a server too slow to answer within the bound is a wait that ran to it */
+	if (got == CJC_REMOTE_LEASE_NONE && cjc_now_ms() >= deadline)
+		return bound_passed(w, l, start);
 	if (got != CJC_REMOTE_LEASE_HELD)
 		return CJC_LEASE_COMPILE;
-	cjc_log("lease on %s is held by another machine: waiting for its entry", w->direct_key);
-	int64_t pause = REMOTE_PAUSE_MS;
-	bool held = true;
-	while (held && cjc_now_ms() < deadline) {
-		pause_until(&pause, REMOTE_PAUSE_MAX_MS, deadline);
-		held = cjc_remote_lease_held(w->remotes, w->direct_key);
+	if (stall_remembered(w)) {
+		l->skipped = true;
+		cjc_log("lease on %s is held on %s, which stalled lately: not waiting for it; compiling",
+			w->direct_key, cjc_remote_lease_store(w->remotes));
+		return CJC_LEASE_COMPILE;
 	}
-	note_wait(l, start, held);
+	cjc_log("lease on %s is held by another machine: waiting for its entry", w->direct_key);
+	int held = poll_remote(w, deadline);
+	if (held == 1)
+		return bound_passed(w, l, start);
+	note_wait(l, start, false);
 	if (held)
 		return CJC_LEASE_COMPILE;
 	*served = w->look(w->ctx, true);
 	if (*served >= 0)
 		return CJC_LEASE_SERVED;
 	/* it let go without an entry: compile, holding the lease if it is free */
-	if (cjc_remote_lease_take(w->remotes, w->direct_key, (long)w->bound_ms) == CJC_REMOTE_LEASE_TAKEN)
+	if (cjc_remote_lease_take(w->remotes, w->direct_key, (long)w->bound_ms, deadline) ==
+	    CJC_REMOTE_LEASE_TAKEN)
 		l->remotes = w->remotes;
 	return CJC_LEASE_COMPILE;
 }

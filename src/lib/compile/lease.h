@@ -31,7 +31,21 @@
  * holder lets go it looks for the entry (w->look: the local store, then
  * the remote stores) and serves it.  When the holder left without an entry
  * (its compile failed or it died), or the bound passed, the caller
- * compiles: nobody waits twice, so failures do not queue up.  What could
+ * compiles: nobody waits twice, so failures do not queue up.  Every remote
+ * lease request (the SET NX, each poll, the second SET NX) ends by the
+ * bound (remote.h: until), so no poll overruns it, however slowly the
+ * server answers.
+ *
+ * A stalled lease server: a remote wait that ran to its bound with the
+ * lease still held and no entry appearing writes a memo,
+ * stats/stalled.<uid>.<16 hex digits of the SHA-256 of the store as
+ * shown>, a file of this user's alone (cjc_store_own_file; read only when
+ * it is ours, mode 0600, one link), holding the wall-clock ms until which
+ * the server is not waited on: STALL_MEMO_MS (5 minutes) on.  Meanwhile a
+ * compile of this user's on this store, in any process (the rest of the
+ * build), that finds the remote lease held compiles at once (l->skipped),
+ * so a server answering "held" to everything costs one bound, not one per
+ * miss.  What could
  * not be taken (a read-only store, a lock file that cannot be made, a
  * store that fails) means no lease: the caller compiles, as before; a lock
  * file that cannot be made or locked is logged, and l->error asks the
@@ -78,6 +92,7 @@ struct cjc_lease {
 	char direct_key[CJC_HEX_LEN + 1];
 	int64_t waited_ms;           /* how long this compile waited for another's */
 	bool waited, timed_out;      /* it waited; it waited the whole bound */
+	bool skipped;                /* held on a lease server that stalled lately: not waited for */
 	int error;                   /* the local lease failed with this errno (logged): count it */
 };
 

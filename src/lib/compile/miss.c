@@ -8,6 +8,7 @@
 #include "base/fs.h"
 #include "keys/depfile.h"
 #include "keys/includescan.h"
+#include "keys/key.h"
 #include "keys/place.h"
 
 void cjc_toolkit_dirs_find(const struct cjc_dep *deps, size_t n, struct cjc_toolkit_dirs *t)
@@ -60,27 +61,78 @@ static void push_path_variable(struct cjc_strvec *dirs, const char *name)
 	free(copy);
 }
 
-/* Records the include candidates that must stay absent (includescan.h). */
-static void scan_includes(const struct cjc_compile *c, struct cjc_manifest_record *rec)
+/* The -I (or, with isystem, -isystem) directories of INCLUDES or
+ * SYSTEM_INCLUDES, in order (the parse refused any other word, nvcc_args.c). */
+static void push_flag_dirs(struct cjc_strvec *dirs, const char *name, bool isystem)
+{
+	const char *v = getenv(name);
+	const char *opt = isystem ? "-isystem" : "-I";
+	size_t n = strlen(opt);
+	struct cjc_strvec words = CJC_STRVEC_INIT;
+	if (v)
+		(void)cjc_key_env_words(v, &words);
+	for (size_t i = 0; i < words.n; i++) {
+		if (!strcmp(words.v[i], opt) && i + 1 < words.n)
+			cjc_strvec_push(dirs, words.v[++i]);
+		else if (!strncmp(words.v[i], opt, n) && words.v[i][n])
+			cjc_strvec_push(dirs, words.v[i] + n);
+	}
+	cjc_strvec_clear(&words);
+}
+
+/* The host compiler's search path, in its order: the command's -I (the
+ * user's, the toolkit's include, INCLUDES's), CPATH, the command's -isystem
+ * (the user's, the toolkit's cccl, SYSTEM_INCLUDES's), CPLUS_INCLUDE_PATH;
+ * C_INCLUDE_PATH (not searched for C++) last, where it can only add
+ * candidates. */
+static void search_path(const struct cjc_compile *c, const struct cjc_toolkit_dirs *t,
+			struct cjc_strvec *dirs)
+{
+	cjc_strvec_pushv(dirs, c->search.dirs.v, c->search.dirs.n);
+	if (t->include)
+		cjc_strvec_push(dirs, t->include);
+	push_flag_dirs(dirs, "INCLUDES", false);
+	push_flag_dirs(dirs, "SYSTEM_INCLUDES", false);
+	push_path_variable(dirs, "CPATH");
+	cjc_strvec_pushv(dirs, c->isystem.v, c->isystem.n);
+	if (t->cccl)
+		cjc_strvec_push(dirs, t->cccl);
+	push_flag_dirs(dirs, "INCLUDES", true);
+	push_flag_dirs(dirs, "SYSTEM_INCLUDES", true);
+	push_path_variable(dirs, "CPLUS_INCLUDE_PATH");
+	push_path_variable(dirs, "C_INCLUDE_PATH");
+}
+
+/* The first time macro in text whose value the clock gives, or NULL:
+ * SOURCE_DATE_EPOCH (fixed) fixes __DATE__ and __TIME__, never
+ * __TIMESTAMP__ (the file's modification time). */
+static const char *time_macro(const char *text, size_t len, bool fixed)
+{
+	static const char *const macros[] = { "__TIMESTAMP__", "__DATE__", "__TIME__" };
+	for (size_t i = 0; i < (fixed ? 1 : sizeof macros / sizeof *macros); i++)
+		if (text && memmem(text, len, macros[i], strlen(macros[i])))
+			return macros[i];
+	return NULL;
+}
+
+/* Records the include candidates that must stay absent (includescan.h),
+ * and whether a file uses the time while SOURCE_DATE_EPOCH does not fix it. */
+static void scan_files(const struct cjc_miss *m, struct cjc_manifest_record *rec)
 {
 	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
 	struct cjc_toolkit_dirs t;
+	bool fixed = getenv("SOURCE_DATE_EPOCH") != NULL;
 	cjc_toolkit_dirs_find(rec->deps, rec->ndeps, &t);
-	/* nvcc's order: -I, CPATH (as -I), the toolkit's include, -isystem,
-	 * C_INCLUDE_PATH and CPLUS_INCLUDE_PATH (as -isystem), the toolkit's cccl. */
-	cjc_strvec_pushv(&sp.dirs, c->search.dirs.v, c->search.dirs.n);
-	push_path_variable(&sp.dirs, "CPATH");
-	if (t.include)
-		cjc_strvec_push(&sp.dirs, t.include);
-	cjc_strvec_pushv(&sp.dirs, c->isystem.v, c->isystem.n);
-	push_path_variable(&sp.dirs, "C_INCLUDE_PATH");
-	push_path_variable(&sp.dirs, "CPLUS_INCLUDE_PATH");
-	if (t.cccl)
-		cjc_strvec_push(&sp.dirs, t.cccl);
+	search_path(m->c, &t, &sp.dirs);
 	for (size_t i = 0; i < rec->ndeps; i++) {
 		struct cjc_buf content = CJC_BUF_INIT;
-		if (!cjc_read_file(rec->deps[i].path, &content))
+		if (!cjc_read_file(rec->deps[i].path, &content)) {
+			const char *macro = time_macro(content.data, content.len, fixed);
+			if (macro && !*m->uncacheable)
+				*m->uncacheable = cjc_xasprintf("%s in %s%s", macro, rec->deps[i].path,
+								fixed ? "" : " and no SOURCE_DATE_EPOCH");
 			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent);
+		}
 		cjc_buf_release(&content);
 	}
 	cjc_strvec_sort_unique(&rec->absent);
@@ -128,8 +180,18 @@ int cjc_miss_record(const struct cjc_miss *m, const char *depfile, struct cjc_ma
 			*stable = false;
 		}
 	}
+	char *uncacheable = NULL;
+	struct cjc_miss scan = *m;
+	scan.uncacheable = &uncacheable;
 	if (*stable)
-		scan_includes(m->c, rec);
+		scan_files(&scan, rec);
+	if (uncacheable && m->uncacheable) {
+		*m->uncacheable = uncacheable;
+	} else if (uncacheable) {
+		cjc_buf_adds(why, uncacheable);
+		*stable = false;
+		free(uncacheable);
+	}
 	cjc_strvec_clear(&deps);
 	cjc_buf_release(&text);
 	return 0;

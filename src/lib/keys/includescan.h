@@ -13,8 +13,9 @@
  *
  * The search order is the compiler's: for "name", the including file's
  * directory; for both forms then the -I directories, then the -isystem ones
- * (CPATH, C_INCLUDE_PATH, CPLUS_INCLUDE_PATH and the toolkit's own include
- * directories are in those lists, in nvcc's order; nvcc has no -iquote).
+ * (the toolkit's own include directories, INCLUDES's and SYSTEM_INCLUDES's
+ * directories, CPATH, CPLUS_INCLUDE_PATH and C_INCLUDE_PATH are in those
+ * lists, in the host compiler's order: miss.c; nvcc has no -iquote).
  * Only the directories we know are walked: the host compiler's built-in
  * system directories are not, so a header planted in /usr/include that
  * shadows another one there is not seen.
@@ -28,7 +29,7 @@
 #include "base/util.h"
 
 struct cjc_search_path {
-	struct cjc_strvec dirs; /* -I, CPATH, toolkit include, -isystem, ..., toolkit cccl: in order */
+	struct cjc_strvec dirs; /* -I, toolkit include, ..., CPATH, -isystem, toolkit cccl, ...: in order */
 };
 
 #define CJC_SEARCH_PATH_INIT { CJC_STRVEC_INIT }

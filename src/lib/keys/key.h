@@ -26,18 +26,48 @@
 #include "keys/manifest.h"
 #include "keys/place.h"
 
-/* The environment nvcc reads (docs/key.md): what a compile's key covers, what
- * metadata.json records, and what `cjc audit` sets again. */
 /* The store's format: in every key, and the namespace's first name (store.h). */
 #define CJC_STORE_FORMAT "v1"
 
-#define CJC_KEY_ENV_COUNT 6
-extern const char *const cjc_key_env[CJC_KEY_ENV_COUNT];
-/* Whether a variable's value may hold a secret (flags, such as -DTOKEN=...):
- * metadata and the journal record it by SHA-256 only (metadata.h). */
+/*
+ * The environment nvcc, its stages and the host compiler read, one sorted
+ * table (docs/key.md has it with the evidence): each variable is
+ *   KEYED        its value is in the direct key when set (metadata.json
+ *                records it, `cjc audit` sets it again);
+ *   UNCACHEABLE  set at all, the compile runs uncached (gcc's program search,
+ *                variables that make a stage write a file);
+ *   DIRECTORY    a temporary directory: no effect on what is cached while it
+ *                names a directory we can write, else uncacheable (nvcc
+ *                fails, and a hit must not succeed where nvcc would not);
+ *   NO_EFFECT    read, but shown to leave outputs and status unchanged.
+ * SOURCE_DATE_EPOCH is keyed: it fixes __DATE__, __TIME__ and __TIMESTAMP__
+ * (a compile that uses them without it is uncacheable, miss.h).
+ */
+enum cjc_env_rule { CJC_ENV_KEYED, CJC_ENV_UNCACHEABLE, CJC_ENV_DIRECTORY, CJC_ENV_NO_EFFECT };
+
+struct cjc_env_var {
+	const char *name;
+	enum cjc_env_rule rule;
+	bool private; /* the value may hold a secret (-DTOKEN=...): recorded by SHA-256 only */
+	const char *why; /* UNCACHEABLE, DIRECTORY: the reason `cjc why` and the counters give */
+};
+
+extern const struct cjc_env_var cjc_env_vars[];
+extern const size_t cjc_env_count;
+/* The table's entry for name (bsearch), or NULL when nvcc reads no such variable. */
+const struct cjc_env_var *cjc_env_find(const char *name);
+/* Whether a variable's value may hold a secret: metadata and the journal
+ * record it by SHA-256 only (metadata.h). */
 bool cjc_key_env_private(const char *name);
-/* Those of cjc_key_env that are set, as NAME=value, pushed onto env. */
+/* Those KEYED variables that are set, as NAME=value, pushed onto env. */
 void cjc_key_environment(struct cjc_strvec *env);
+/* Why the environment makes a compile uncacheable ("COMPILER_PATH is set:
+ * gcc's program search is not keyed"), or NULL; a static string. */
+const char *cjc_key_env_uncacheable(void);
+/* The words of a flags variable (INCLUDES, ...) as nvcc splits them: blanks
+ * separate, double and single quotes group; -1 when the value holds a
+ * character whose meaning there we do not know ($, `, \). */
+int cjc_key_env_words(const char *value, struct cjc_strvec *words);
 
 struct cjc_key_input {
 	const char *kind;
@@ -46,12 +76,12 @@ struct cjc_key_input {
 	unsigned char source_sha[CJC_DIGEST_LEN];
 	char *const *args;
 	size_t nargs;
-	char *const *env_names; /* the variables nvcc reads */
-	size_t nenv;
 	const char *cwd; /* "" when the output does not record it (place.h keys_cwd) */
 };
 
-/* Values are read with getenv() for each of in->env_names. */
+/* The KEYED variables (cjc_env_vars) that are set are read with getenv(),
+ * and where PATH finds `as` (gcc runs the first `as` on PATH when it has
+ * none of its own) is keyed too. */
 void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1]);
 void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec,
 		   const struct cjc_place *place, char out[CJC_HEX_LEN + 1]);

@@ -3,6 +3,7 @@
 #include "base/hash.h"
 #include "base/run.h"
 #include "base/util.h"
+#include "keys/key.h"
 #include "keys/metadata.h"
 #include "keys/place.h"
 
@@ -65,6 +66,7 @@ struct nvcc_option {
 enum reason {
 	R_PREPROCESS, R_DEPS_ONLY, R_LINK, R_DEVICE_LINK, R_KEEPS_FILES, R_DRY_RUN, R_QUERY,
 	R_EXTRA_FILES, R_RUNS, R_OTHER_KIND, R_HOST_PROGRAM, R_NATIVE, R_NATIVE_UNKNOWN,
+	R_INCLUDES_SYNTAX, R_INCLUDES_OPTION, R_STAGE_FILE,
 };
 
 static const char *const reasons[] = {
@@ -81,6 +83,9 @@ static const char *const reasons[] = {
 	[R_HOST_PROGRAM] = "a host-compiler option names a program, plugin or specs file (-Xcompiler -B, -specs, -fplugin, ...)",
 	[R_NATIVE] = "-arch=native, not resolved to this machine's GPUs",
 	[R_NATIVE_UNKNOWN] = "-arch=native, and __nvcc_device_query beside nvcc names no GPU",
+	[R_INCLUDES_SYNTAX] = "INCLUDES or SYSTEM_INCLUDES holds a $, backquote, backslash or unbalanced quote",
+	[R_INCLUDES_OPTION] = "INCLUDES or SYSTEM_INCLUDES holds an option other than -I, -isystem, -include, -D or -U",
+	[R_STAGE_FILE] = "a stage's flags variable (PTXAS_FLAGS, CUDAFE_FLAGS, ...) may name a file, whose contents are not keyed",
 };
 
 /* Host-compiler (and linker) options whose value names a program to run, or
@@ -870,10 +875,79 @@ static void finish_place(struct parser *p)
 	}
 }
 
+/* Whether a word of INCLUDES or SYSTEM_INCLUDES (which nvcc hands to the
+ * host compiler) is one cjc follows: -I and -isystem (their directories
+ * join the include scan, miss.c), -D, -U and -include (its file is in the
+ * dependency list). */
+static bool include_word_followed(const char *w, const char *prev)
+{
+	static const char *const takes_value[] = { "-I", "-isystem", "-include", "-D", "-U" };
+	for (size_t i = 0; i < sizeof takes_value / sizeof *takes_value; i++)
+		if (prev && !strcmp(prev, takes_value[i]))
+			return true;
+	static const char *const prefixes[] = { "-I", "-isystem", "-D", "-U" };
+	for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+		if (cjc_starts_with(w, prefixes[i]) && strcmp(w, "-I-"))
+			return true;
+	return !strcmp(w, "-include");
+}
+
+/* INCLUDES and SYSTEM_INCLUDES (nvcc.profile appends them to the host
+ * compiler's command) are keyed as text: any word but those above could
+ * change where headers resolve or which programs run, unseen. */
+static void check_include_variables(struct cjc_compile *c)
+{
+	static const char *const variables[] = { "INCLUDES", "SYSTEM_INCLUDES" };
+	for (size_t i = 0; i < sizeof variables / sizeof *variables; i++) {
+		const char *value = getenv(variables[i]);
+		struct cjc_strvec words = CJC_STRVEC_INIT;
+		if (value && cjc_key_env_words(value, &words))
+			uncacheable(c, reasons[R_INCLUDES_SYNTAX]);
+		for (size_t w = 0; w < words.n; w++)
+			if (!include_word_followed(words.v[w], w ? words.v[w - 1] : NULL))
+				uncacheable(c, reasons[R_INCLUDES_OPTION]);
+		cjc_strvec_clear(&words);
+	}
+}
+
+/* Whether a word of a stage's flags may name a file: a path, a response
+ * file (@FILE), or a name that exists here, alone or after an '='. */
+static bool names_file(const char *w)
+{
+	const char *value = strchr(w, '=');
+	struct stat st;
+	return strchr(w, '/') || strchr(w, '@') || !stat(w, &st) || (value && !stat(value + 1, &st));
+}
+
+/* The flags nvcc.profile hands to its stages (cudafe++, cicc, ptxas, ...)
+ * are keyed as text: a word that could name a file would leave that file's
+ * contents out of the key. */
+static void check_stage_variables(struct cjc_compile *c)
+{
+	static const char *const variables[] = { "CUDAFE_FLAGS", "LLVMC_FLAGS", "LLVMDIS_FLAGS",
+						 "NVASM_FLAGS", "NVDISASM_FLAGS", "NVLINK_FLAGS",
+						 "NVVM_FLAGS", "OCG_FLAGS", "PTXAS_FLAGS" };
+	for (size_t i = 0; i < sizeof variables / sizeof *variables; i++) {
+		const char *value = getenv(variables[i]);
+		struct cjc_strvec words = CJC_STRVEC_INIT;
+		bool named = value && cjc_key_env_words(value, &words);
+		for (size_t w = 0; w < words.n && !named; w++)
+			named = names_file(words.v[w]);
+		if (named)
+			uncacheable(c, reasons[R_STAGE_FILE]);
+		cjc_strvec_clear(&words);
+	}
+}
+
 /* NVCC_PREPEND_FLAGS and NVCC_APPEND_FLAGS reach nvcc too: their words are
  * keyed as text (key.c), so what they name must not depend on anything else. */
 static void check_flag_variables(struct cjc_compile *c)
 {
+	const char *environment = cjc_key_env_uncacheable();
+	if (environment)
+		uncacheable(c, environment);
+	check_include_variables(c);
+	check_stage_variables(c);
 	static const char *const variables[] = { "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS" };
 	for (size_t i = 0; i < sizeof variables / sizeof *variables; i++) {
 		const char *flags = getenv(variables[i]);

@@ -485,12 +485,14 @@ static struct server *server_for(struct group *g, const char *name)
 static int failed(struct cjc_remotes *r, struct group *g, struct server *sv, int result,
 		  const char *op, const struct cjc_buf *why)
 {
-	const char *text = why->len ? why->data : "failed";
+	/* a backend's message may carry a server's words (libcurl's, a helper's) */
+	char *text = cjc_printable(why->len ? why->data : "failed");
 	sv->failed = true;
 	g->counts[result == CJC_REMOTE_TIMEOUT ? CJC_STAT_REMOTE_TIMEOUTS : CJC_STAT_REMOTE_ERRORS]++;
 	cjc_log("remote store %s: %s: %s; not used again by this compile", sv->u.shown, op, text);
 	if (r->report && cjc_starts_with(text, "setting: "))
 		r->report(sv->u.shown, text + 9);
+	free(text);
 	return result;
 }
 
@@ -793,8 +795,8 @@ static int fetch_manifest(struct cjc_remotes *r, struct group *g, const char *di
 			  struct cjc_manifest *m)
 {
 	struct cjc_buf raw = CJC_BUF_INIT, why = CJC_BUF_INIT;
-	const void *file, *sig;
-	size_t file_len, sig_len;
+	const void *file = NULL, *sig = NULL;
+	size_t file_len = 0, sig_len = 0;
 	int rc = get(r, g, 'm', direct_key, MANIFEST_MAX, &raw) == CJC_REMOTE_OK ? 0 : -1;
 	if (!rc && cjc_remote_decode_manifest(raw.data, raw.len, &file, &file_len, &sig, &sig_len))
 		rc = bad_data(r, g, "manifest", direct_key, "damaged");
@@ -1073,17 +1075,22 @@ static struct group *lease_group(struct cjc_remotes *r)
 	return NULL;
 }
 
-/* A lease request, within the store's timeouts but not charged to the
- * handle's operation-timeout (remote.h). */
+/* A lease request, within the store's timeouts and ending by until (the
+ * wait's bound, when it is sooner), but not charged to the handle's
+ * operation-timeout (remote.h). */
 static int lease_call(struct cjc_remotes *r, struct group *g, enum op op, const char *direct_key,
-		      long ttl_ms)
+		      long ttl_ms, int64_t until)
 {
 	char *name = remote_name(r, 'l', direct_key);
 	struct cjc_buf value = CJC_BUF_INIT;
 	cjc_buf_adds(&value, r->lease_value);
 	int64_t g_spent = g->spent_ms, r_spent = r->spent_ms;
-	g->spent_ms = r->spent_ms = 0;
-	int rc = call(r, g, op, name, (size_t)ttl_ms, &value);
+	int64_t left = until > 0 ? until - cjc_now_ms() : INT64_MAX;
+	/* what is left to the bound counts as all the time the request has */
+	g->spent_ms = left < g->operation_ms ? g->operation_ms - left : 0;
+	r->spent_ms = left < r->budget_ms ? r->budget_ms - left : 0;
+	int rc = left <= 0 ? CJC_REMOTE_TIMEOUT
+	       : call(r, g, op, name, (size_t)ttl_ms, op == EXISTS ? NULL : &value);
 	g->spent_ms = g_spent;
 	r->spent_ms = r_spent;
 	cjc_buf_release(&value);
@@ -1092,39 +1099,39 @@ static int lease_call(struct cjc_remotes *r, struct group *g, enum op op, const 
 }
 
 enum cjc_remote_lease cjc_remote_lease_take(struct cjc_remotes *r, const char *direct_key,
-					    long ttl_ms)
+					    long ttl_ms, int64_t until)
 {
 	struct group *g = lease_group(r);
 	if (!g)
 		return CJC_REMOTE_LEASE_NONE;
 	if (!r->lease_value)
 		r->lease_value = cjc_unique_name("lease");
-	int rc = lease_call(r, g, LEASE, direct_key, ttl_ms > 0 ? ttl_ms : 1);
+	int rc = lease_call(r, g, LEASE, direct_key, ttl_ms > 0 ? ttl_ms : 1, until);
 	r->lease_taken = rc == CJC_REMOTE_OK;
 	return rc == CJC_REMOTE_OK ? CJC_REMOTE_LEASE_TAKEN
 	     : rc == CJC_REMOTE_ABSENT ? CJC_REMOTE_LEASE_HELD : CJC_REMOTE_LEASE_NONE;
 }
 
-bool cjc_remote_lease_held(struct cjc_remotes *r, const char *direct_key)
+int cjc_remote_lease_held(struct cjc_remotes *r, const char *direct_key, int64_t until)
 {
 	struct group *g = lease_group(r);
 	if (!g)
-		return false;
-	char *name = remote_name(r, 'l', direct_key);
-	int64_t g_spent = g->spent_ms, r_spent = r->spent_ms;
-	g->spent_ms = r->spent_ms = 0;
-	int rc = call(r, g, EXISTS, name, 0, NULL);
-	g->spent_ms = g_spent;
-	r->spent_ms = r_spent;
-	free(name);
-	return rc == CJC_REMOTE_OK;
+		return 0;
+	int rc = lease_call(r, g, EXISTS, direct_key, 0, until);
+	return rc == CJC_REMOTE_OK ? 1 : rc == CJC_REMOTE_ABSENT ? 0 : -1;
+}
+
+const char *cjc_remote_lease_store(struct cjc_remotes *r)
+{
+	struct group *g = lease_group(r);
+	return g ? g->shown : NULL;
 }
 
 void cjc_remote_lease_end(struct cjc_remotes *r, const char *direct_key)
 {
 	struct group *g = r && r->lease_taken ? lease_group(r) : NULL;
 	if (g)
-		(void)lease_call(r, g, UNLEASE, direct_key, 0);
+		(void)lease_call(r, g, UNLEASE, direct_key, 0, 0);
 	if (r)
 		r->lease_taken = false;
 }
@@ -1323,11 +1330,16 @@ int cjc_remote_publish_staged(struct cjc_remotes *r, const struct cjc_staging *s
 
 /* --- checking a store's settings --------------------------------------- */
 
-/* A backend's message as the user reads it. */
-static const char *reason(const struct cjc_buf *why)
+/* " WHAT: " and a backend's message as the user reads it, escaped (it may
+ * hold the server's words), and a newline. */
+static void add_reason(struct cjc_buf *report, const char *what, const struct cjc_buf *why)
 {
 	const char *text = why->len ? why->data : "failed";
-	return cjc_starts_with(text, "setting: ") ? text + 9 : text;
+	if (cjc_starts_with(text, "setting: "))
+		text += 9;
+	cjc_buf_addf(report, " %s: ", what);
+	cjc_buf_add_printable(report, text, strlen(text));
+	cjc_buf_adds(report, "\n");
 }
 
 static int check_server(struct cjc_remotes *r, struct group *g, struct server *sv,
@@ -1340,7 +1352,7 @@ static int check_server(struct cjc_remotes *r, struct group *g, struct server *s
 	sv->u.deadline_ms = cjc_now_ms() + g->operation_ms; /* one for the whole check */
 	struct cjc_remote_backend *b = sv->ops->open(&sv->u, &why);
 	if (!b) {
-		cjc_buf_addf(report, " cannot connect: %s\n", reason(&why));
+		add_reason(report, "cannot connect", &why);
 		goto out;
 	}
 	cjc_buf_adds(report, " reached;");
@@ -1349,7 +1361,7 @@ static int check_server(struct cjc_remotes *r, struct group *g, struct server *s
 	name = remote_name(r, 'c', key);
 	int got = sv->ops->exists(b, name, &why);
 	if (got != CJC_REMOTE_ABSENT && got != CJC_REMOTE_OK) {
-		cjc_buf_addf(report, " cannot read: %s\n", reason(&why));
+		add_reason(report, "cannot read", &why);
 		goto out;
 	}
 	cjc_buf_adds(report, " read;");
@@ -1359,12 +1371,14 @@ static int check_server(struct cjc_remotes *r, struct group *g, struct server *s
 		goto out;
 	}
 	if (sv->ops->put(b, name, probe.data, probe.len, true, &why) != CJC_REMOTE_OK) {
-		cjc_buf_addf(report, " cannot write: %s\n", reason(&why));
+		add_reason(report, "cannot write", &why);
 		goto out;
 	}
 	if (sv->ops->get(b, name, probe.len, &back, &why) != CJC_REMOTE_OK || back.len != probe.len ||
 	    memcmp(back.data, probe.data, probe.len)) {
-		cjc_buf_addf(report, " wrote, but read back %s\n", why.len ? why.data : "other bytes");
+		if (!why.len)
+			cjc_buf_adds(&why, "other bytes");
+		add_reason(report, "wrote, but read back", &why);
 		goto out;
 	}
 	cjc_buf_addf(report, " wrote and read back %zu bytes\n", probe.len);

@@ -208,9 +208,12 @@ int cjc_remote_publish_staged(struct cjc_remotes *r, const struct cjc_staging *s
  * whose backend takes leases (Redis: SET NX PX; unlease compares with
  * GETRANGE, then SET XX PX 1, so only the commands a writer's ACL already
  * allows are used).  Lease requests are bounded by the store's timeouts
- * like any request, but not charged to the compile's operation-timeout:
- * the lease's own wait bounds how many there are.  A store that fails a
- * lease request fails for the handle, as for any request.
+ * like any request, and end by `until` (cjc_now_ms(); 0: none), the wait's
+ * bound, when it comes first: a request that would start past it is not
+ * sent, one that reaches it is a timeout.  They are not charged to the
+ * compile's operation-timeout: the lease's own wait bounds how many there
+ * are.  A store that fails a lease request fails for the handle, as for
+ * any request.
  */
 enum cjc_remote_lease {
 	CJC_REMOTE_LEASE_NONE,  /* no store takes leases, or it failed */
@@ -218,9 +221,12 @@ enum cjc_remote_lease {
 	CJC_REMOTE_LEASE_HELD   /* another holds it */
 };
 enum cjc_remote_lease cjc_remote_lease_take(struct cjc_remotes *r, const char *direct_key,
-					    long ttl_ms);
-/* Whether the lease cjc_remote_lease_take() found held is still there. */
-bool cjc_remote_lease_held(struct cjc_remotes *r, const char *direct_key);
+					    long ttl_ms, int64_t until);
+/* Whether the lease cjc_remote_lease_take() found held is still there: 1
+ * held, 0 let go, -1 the store failed or the request reached until. */
+int cjc_remote_lease_held(struct cjc_remotes *r, const char *direct_key, int64_t until);
+/* The store that takes leases, as shown (no secret), or NULL when none does. */
+const char *cjc_remote_lease_store(struct cjc_remotes *r);
 /* Ends this handle's lease, if it took one. */
 void cjc_remote_lease_end(struct cjc_remotes *r, const char *direct_key);
 

@@ -333,7 +333,9 @@ static redisReply *command(struct cjc_remote_backend *b, int argc, const char **
 		size_t n = strnlen(reply->str, 200);
 		while (n && (reply->str[n - 1] == '.' || reply->str[n - 1] == ' '))
 			n--;
-		cjc_buf_addf(why, "%s%.*s", auth ? "setting: authentication refused: " : "", (int)n, reply->str);
+		/* the server's words: escaped here, whoever prints them (SPEC 9) */
+		cjc_buf_adds(why, auth ? "setting: authentication refused: " : "");
+		cjc_buf_add_printable(why, reply->str, n);
 		api.free_reply(reply);
 		*result = CJC_REMOTE_ERROR;
 		return NULL;

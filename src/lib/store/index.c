@@ -190,12 +190,20 @@ struct shard {
 	bool stale;
 };
 
+/* A row's key from a name, cut to the key's length (a name is no longer). */
+static void set_key(char dst[CJC_HEX_LEN + 1], const char *key)
+{
+	size_t n = strnlen(key, CJC_HEX_LEN);
+	memcpy(dst, key, n);
+	dst[n] = '\0';
+}
+
 /* The row for one entry: from the index when it still holds, else read. */
 static int one_entry(struct shard *sh, int dfd, const char *key, const char *dir,
 		     int (*fn)(const struct cjc_index_row *, const char *, void *), void *ctx)
 {
 	struct stamped now = { .row = { .kind = NULL } }, probe;
-	snprintf(probe.row.key, sizeof probe.row.key, "%s", key);
+	set_key(probe.row.key, key);
 	bool stamped = !metadata_stamp(dfd, key, &now);
 	struct stamped *hit = sh->nrows ? bsearch(&probe, sh->rows, sh->nrows, sizeof *sh->rows, by_key) : NULL;
 	if (stamped && hit && same_document(hit, &now)) {
@@ -213,7 +221,7 @@ static int one_entry(struct shard *sh, int dfd, const char *key, const char *dir
 			encode(&now, &sh->fresh);
 		cjc_entry_release(&e);
 	} else {
-		snprintf(now.row.key, sizeof now.row.key, "%s", key);
+		set_key(now.row.key, key);
 		now.row.damaged = cjc_xstrdup(why.data ? why.data : "unreadable");
 	}
 	rc = fn(&now.row, dir, ctx);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/blob.h"
@@ -80,10 +81,39 @@ static int rewrite(int fd, int read_rc, const struct cjc_buf *framed)
  * Anyone who can read the file can hold a lock on it, so the lock is never
  * waited for beyond a few milliseconds (fs.h), and not at all unless wait:
  * then the update is skipped, -1 with EWOULDBLOCK, and the compile goes on. */
+/* Whether fd is a counter file to rewrite in place: a regular file with
+ * one name.  A counter is the group's, so any member's; but a second name
+ * is a hard link, which a member could have planted to a file of root's
+ * (where fs.protected_hardlinks is 0) or one of hers outside the store. */
+static bool one_name(int fd)
+{
+	struct stat st;
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_nlink == 1;
+}
+
+/* A counter file open for its rewrite, or -1.  One with another name is
+ * replaced, by rename through stats/'s fd, with an empty one (its counts
+ * are lost, never written through the link); a second link since is
+ * EPERM. */
+static int open_counter(const struct cjc_store *s, const char *sub)
+{
+	int fd = cjc_store_open_regular(s, sub, O_RDWR | O_CREAT, 0666);
+	if (fd < 0 || one_name(fd))
+		return fd;
+	close(fd);
+	fd = cjc_store_fresh_file(s, sub, 0666) ? -1 : cjc_store_open_regular(s, sub, O_RDWR, 0);
+	if (fd >= 0 && !one_name(fd)) {
+		close(fd);
+		fd = -1;
+		errno = EPERM;
+	}
+	return fd;
+}
+
 static int with_locked(const struct cjc_store *s, const char *sub, bool wait,
 		       int (*update)(int fd, const void *ctx), const void *ctx)
 {
-	int fd = cjc_store_open_regular(s, sub, O_RDWR | O_CREAT, 0666);
+	int fd = open_counter(s, sub);
 	if (fd < 0)
 		return -1;
 	int rc = wait ? cjc_lock_bounded(fd, LOCK_EX) : flock(fd, LOCK_EX | LOCK_NB);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +32,41 @@ static int open_errno(int dirfd, const char *name)
 }
 
 /*
+ * Makes the directory name in dirfd as every directory of the store is made
+ * (docs/store.md): with the store root's mode and group, whatever the umask
+ * of whoever makes it, so that one clean by root under umask 077 does not
+ * lock a group out.  Only a directory of the caller's own is changed.
+ */
+static void take_root_mode(const struct cjc_store *s, int fd)
+{
+	struct stat st;
+	if (!s->dir_mode || fstat(fd, &st) || st.st_uid != geteuid())
+		return;
+	if (st.st_gid != s->dir_gid)
+		(void)fchown(fd, (uid_t)-1, s->dir_gid); /* best effort: not in the group */
+	(void)fchmod(fd, s->dir_mode);
+}
+
+static int make_dir(const struct cjc_store *s, int dirfd, const char *name)
+{
+	if (mkdirat(dirfd, name, s->dir_mode ? s->dir_mode & 0777 : 0777))
+		return -1;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		take_root_mode(s, fd);
+		close(fd);
+	}
+	return 0;
+}
+
+/*
  * Walks sub below the directory open at start one openat() at a time,
  * refusing symbolic links (ELOOP).  make: every component is a directory,
- * made when missing.  Directories on the way are opened O_PATH; the last
- * component with flags and mode.  The final descriptor, or -1.
+ * made when missing (make_dir).  Directories on the way are opened O_PATH;
+ * the last component with flags and mode.  The final descriptor, or -1.
  */
-static int walk_from(int start, const char *sub, bool make, int flags, mode_t mode)
+static int walk_from(const struct cjc_store *s, int start, const char *sub, bool make, int flags,
+		     mode_t mode)
 {
 	char *copy = cjc_xstrdup(sub), *save = NULL, *next;
 	int fd = fcntl(start, F_DUPFD_CLOEXEC, 0);
@@ -44,7 +74,7 @@ static int walk_from(int start, const char *sub, bool make, int flags, mode_t mo
 	for (char *c = strtok_r(copy, "/", &save); fd >= 0 && c; c = next) {
 		next = strtok_r(NULL, "/", &save);
 		int nfd = -1;
-		if (make && mkdirat(fd, c, 0777) && errno != EEXIST)
+		if (make && make_dir(s, fd, c) && errno != EEXIST)
 			e = errno;
 		else if ((nfd = openat(fd, c, (next ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC,
 				       next ? 0 : mode)) < 0)
@@ -59,7 +89,7 @@ static int walk_from(int start, const char *sub, bool make, int flags, mode_t mo
 
 static int walk(const struct cjc_store *s, const char *sub, bool make, int flags, mode_t mode)
 {
-	return walk_from(s->fd, sub, make, flags, mode);
+	return walk_from(s, s->fd, sub, make, flags, mode);
 }
 
 /*
@@ -80,7 +110,7 @@ static int check_subdirs(const struct cjc_store *s, bool make)
 		int rc = fstatat(s->fd, subdirs[i], &st, AT_SYMLINK_NOFOLLOW);
 		if (rc && errno == ENOENT && !make)
 			continue;
-		if (rc && errno == ENOENT && (!mkdirat(s->fd, subdirs[i], 0777) || errno == EEXIST))
+		if (rc && errno == ENOENT && (!make_dir(s, s->fd, subdirs[i]) || errno == EEXIST))
 			rc = fstatat(s->fd, subdirs[i], &st, AT_SYMLINK_NOFOLLOW);
 		if (rc)
 			return -1;
@@ -92,11 +122,48 @@ static int check_subdirs(const struct cjc_store *s, bool make)
 	return 0;
 }
 
+/* Why the last cjc_store_open of this thread refused its directory. */
+static __thread char refusal[PATH_MAX + 160];
+
+const char *cjc_store_strerror(int e)
+{
+	return e == EPERM && refusal[0] ? refusal : strerror(e);
+}
+
+/* $CJC_DIR, open (O_PATH): checked on the whole way from "/" unless only
+ * read (cjc_open_dir_safe); its mode and group are those of every
+ * directory made in the store. */
+static int open_top(struct cjc_store *s, const char *cache_dir, bool make)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	refusal[0] = '\0';
+	if (!*cache_dir) { /* no HOME and no home directory (config.c) */
+		snprintf(refusal, sizeof refusal, "no store named and no home directory for "
+			 "uid %lu: set CJC_DIR or HOME", (unsigned long)geteuid());
+		errno = EPERM;
+		return -1;
+	}
+	int top = make ? cjc_open_dir_safe(cache_dir, true, 0777, &why)
+		       : open(cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int e = errno;
+	struct stat st;
+	if (top >= 0 && !fstat(top, &st)) {
+		s->dir_mode = st.st_mode & 03777;
+		s->dir_gid = st.st_gid;
+	} else if (top < 0 && why.len) {
+		snprintf(refusal, sizeof refusal, "%s", why.data);
+	}
+	cjc_buf_release(&why);
+	errno = e;
+	return top;
+}
+
 /*
  * Opens the namespace, creating it on first use: $CJC_DIR by its path (it
- * may be a link), then v1/<os>-<arch> below it one directory at a time
- * without following links, and every later access relative to that fd.  On
- * a hit this is three opens and six fstatat calls, nothing more.
+ * may be a link of yours or root's: open_top), then v1/<os>-<arch> below it
+ * one directory at a time without following links, and every later access
+ * relative to that fd.  On a hit this is three opens and six fstatat
+ * calls, and the check of the path to $CJC_DIR.
  */
 static int open_store(struct cjc_store *s, const char *cache_dir, bool make)
 {
@@ -106,12 +173,10 @@ static int open_store(struct cjc_store *s, const char *cache_dir, bool make)
 	char *ns = cjc_xasprintf("%s/linux-%s", CJC_STORE_FORMAT, u.machine);
 	s->dir = cjc_path_join(cache_dir, ns);
 	s->fd = -1;
-	int top = open(cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (make && top < 0 && errno == ENOENT && !cjc_mkdirs(cache_dir, 0777))
-		top = open(cache_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (top >= 0 && (s->fd = walk_from(top, ns, false, O_PATH | O_DIRECTORY, 0)) < 0 &&
+	int top = open_top(s, cache_dir, make);
+	if (top >= 0 && (s->fd = walk_from(s, top, ns, false, O_PATH | O_DIRECTORY, 0)) < 0 &&
 	    errno == ENOENT && make)
-		s->fd = walk_from(top, ns, true, O_PATH | O_DIRECTORY, 0);
+		s->fd = walk_from(s, top, ns, true, O_PATH | O_DIRECTORY, 0);
 	int rc = s->fd < 0 || check_subdirs(s, make) ? -1 : 0;
 	int e = errno;
 	if (top >= 0)
@@ -201,6 +266,28 @@ int cjc_store_own_file(const struct cjc_store *s, const char *dir, const char *n
 	return fd;
 }
 
+static int open_parent(const struct cjc_store *s, const char *sub, const char **name);
+
+int cjc_store_fresh_file(const struct cjc_store *s, const char *sub, mode_t mode)
+{
+	const char *name;
+	int dfd = open_parent(s, sub, &name);
+	if (dfd < 0)
+		return -1;
+	char *tmp = cjc_unique_name(name);
+	int fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	int rc = fd < 0 || renameat(dfd, tmp, dfd, name) ? -1 : 0;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc && fd >= 0)
+		(void)unlinkat(dfd, tmp, 0);
+	free(tmp);
+	close(dfd);
+	errno = e;
+	return rc;
+}
+
 int cjc_store_read(const struct cjc_store *s, const char *sub, size_t max, struct cjc_buf *out)
 {
 	return cjc_read_regular_and_close(cjc_store_openat(s, sub, O_RDONLY | O_NONBLOCK, 0), max, out);
@@ -282,7 +369,7 @@ char *cjc_store_bin(const struct cjc_store *s)
 	const char *name;
 	int dir = open_parent(s, bin, &name);
 	/* made as staging is: a group store's gc may reclaim it */
-	int rc = dir < 0 ? -1 : mkdirat(dir, name, 0777);
+	int rc = dir < 0 ? -1 : make_dir(s, dir, name);
 	if (dir >= 0)
 		close(dir);
 	if (!rc)
@@ -603,6 +690,7 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 		errno = e;
 		return -1;
 	}
+	take_root_mode(s, st->dfd); /* the entry's: a group's members may evict it */
 	return 0;
 }
 

@@ -20,6 +20,7 @@
  *     else's at a name keeps her own beside it as <name>.<uid>)
  *   stats/<n>               counter shards (stats.h)
  *   stats/evict.<n>.<uid>, stats/lease.<uid>  one user's own lock files
+ *   stats/stalled.<uid>.<id>  one user's memo of a stalled lease server (lease.h)
  *                           (cjc_store_own_file: evict.h, lease.h)
  *   stats/targets, stats/uncacheable  counters per target and per reason (stats.h)
  *   journal, journal.1      the record of recent compiles (journal.h)
@@ -78,9 +79,19 @@
 struct cjc_store {
 	char *dir; /* the namespace directory */
 	int fd;    /* open on it (O_PATH), while dir is set */
+	mode_t dir_mode; /* $CJC_DIR's mode and group: every directory made in */
+	gid_t dir_gid;   /* the store takes them (not the umask); 0: unknown */
 };
 
+/* Opens, creating what is missing, a store whose path may be trusted
+ * (docs/trust.md): $CJC_DIR and every directory on the way to it are yours
+ * or root's and writable by no one else, unless sticky ($CJC_DIR itself may
+ * be its group's), and every link on the way is yours or root's; otherwise
+ * -1 with EPERM, and cjc_store_strerror() says which and what to do. */
 int cjc_store_open(struct cjc_store *s, const char *cache_dir);
+/* strerror(e), or why the last cjc_store_open of this thread refused its
+ * path (EPERM). */
+const char *cjc_store_strerror(int e);
 /* The same for a store that must be there already (one to read, such as a
  * copy to report on): creates nothing; ENOENT when it has no namespace. */
 int cjc_store_open_existing(struct cjc_store *s, const char *cache_dir);
@@ -117,6 +128,10 @@ int cjc_store_make_dirs(const struct cjc_store *s, const char *sub);
  * ours, renamed over it in dir's fd.  The fd, or -1 with errno when none
  * can be had (the disk failed, or what is there cannot be replaced). */
 int cjc_store_own_file(const struct cjc_store *s, const char *dir, const char *name);
+/* Puts a new empty file (mode, less the umask) at sub, renamed over what is
+ * there in the fd of sub's directory: for a file written in place that has
+ * a second name (a hard link someone planted; stats.c). */
+int cjc_store_fresh_file(const struct cjc_store *s, const char *sub, mode_t mode);
 /* Writes a temporary file beside sub and renames it over sub, both in the
  * fd of sub's directory (made when missing). */
 int cjc_store_replace(const struct cjc_store *s, const char *sub, const void *p, size_t n);

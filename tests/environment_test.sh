@@ -1,0 +1,197 @@
+#!/bin/bash
+# environment_test.sh - every variable nvcc, its stages and the host compiler
+# read is keyed, makes the compile uncacheable, or has no effect (the table
+# in docs/key.md), shown against plain nvcc: with the cache warmed without
+# it, each variable set to a value that changes nvcc's output (or its exit
+# status) gives, through cjc and through the JIT library's nvcc path, the
+# bytes and status plain nvcc gives.  And the time: a file that uses
+# __TIME__, __DATE__ or __TIMESTAMP__ is uncacheable (said by `cjc why` and
+# the counters) unless SOURCE_DATE_EPOCH fixes it, then keyed by its value.
+
+. "$(dirname "$0")/helpers.sh"
+unset INCLUDES SYSTEM_INCLUDES CUDAFE_FLAGS PTXAS_FLAGS NVVM_FLAGS OCG_FLAGS SOURCE_DATE_EPOCH \
+	COMPILER_PATH GCC_EXEC_PREFIX DEPENDENCIES_OUTPUT SUNPRO_DEPENDENCIES
+
+# env.cu: device code that each variable below changes.  <val.h> is found
+# in sys/ (-isystem); an -I directory from the environment shadows it.
+write_env_source() {
+	mkdir -p sys shadow
+	echo '#define VAL 1' >sys/val.h
+	echo '#define VAL 2' >shadow/val.h
+	cat >env.cu <<'SRC'
+#include <val.h>
+__global__ void k(int *p, int n)
+{
+	for (int i = 0; i < n; i++)
+#ifdef X
+		p[i] = X * VAL + i;
+#else
+		p[i] = VAL + i;
+#endif
+}
+SRC
+}
+
+# A fake assembler: fails, as a broken one found first would.
+write_fake_as() {
+	mkdir -p "$TEST_DIR/fakeas"
+	printf '#!/bin/sh\necho "fake as" >&2\nexit 1\n' >"$TEST_DIR/fakeas/as"
+	chmod +x "$TEST_DIR/fakeas/as"
+}
+
+kind_flag() {
+	case $1 in o) echo -c ;; cubin) echo --cubin ;; fatbin) echo --fatbin ;; esac
+}
+
+# same_as_nvcc EXT ASSIGNMENT: with the cache warm for env.cu without it,
+# cjc with ASSIGNMENT gives plain nvcc's status and (device) bytes, and the
+# assignment does change one of them (else it proves nothing).
+same_as_nvcc() {
+	local ext=$1 flag mine theirs
+	flag=$(kind_flag "$ext")
+	[ -f "warm.$ext" ] || cjc_nvcc "$flag" -arch=$ARCH -isystem sys env.cu -o "warm.$ext" ||
+		fail "warm $ext"
+	rm -f "cjc.$ext" "plain.$ext"
+	env "$2" "$CJC" "$NVCC" "$flag" -arch=$ARCH -isystem sys env.cu -o "cjc.$ext" 2>/dev/null
+	mine=$?
+	env "$2" "$REAL_NVCC" "$flag" -arch=$ARCH -isystem sys env.cu -o "plain.$ext" 2>/dev/null
+	theirs=$?
+	assertEquals "$2 ($ext): cjc's status is nvcc's" "$theirs" "$mine"
+	if [ "$theirs" = 0 ]; then
+		assert_same_devcode "plain.$ext" "cjc.$ext"
+		[ "$ext" = o ] && devcode warm.o >/dev/null
+		[ "$ext" = o ] || cp "warm.$ext" "warm.$ext.devcode"
+		assertFalse "$2 changes nvcc's output ($ext)" "cmp -s warm.$ext.devcode plain.$ext.devcode"
+	fi
+}
+
+testEveryVariableForCubin() {
+	write_env_source
+	write_fake_as
+	local a
+	for a in INCLUDES=-DX=7 "SYSTEM_INCLUDES=-I$PWD/shadow" "INCLUDES=-I shadow" \
+		"CPATH=$PWD/shadow" PTXAS_FLAGS=-O0 OCG_FLAGS=-O0 NVVM_FLAGS=-no-such-flag \
+		NVCC_APPEND_FLAGS=-DX=3 NVCC_PREPEND_FLAGS=-DX=5 GCC_EXEC_PREFIX=/nowhere/ \
+		TMPDIR=/nowhere "INCLUDES=-Wp,-DX=9"; do
+		same_as_nvcc cubin "$a"
+	done
+}
+
+testRepresentativeVariablesForObjectsAndFatbins() {
+	write_env_source
+	write_fake_as
+	local a
+	for a in INCLUDES=-DX=7 "COMPILER_PATH=$TEST_DIR/fakeas" CUDAFE_FLAGS=--no-such-flag; do
+		same_as_nvcc o "$a"
+	done
+	for a in PTXAS_FLAGS=-O0 "SYSTEM_INCLUDES=-I$PWD/shadow"; do
+		same_as_nvcc fatbin "$a"
+	done
+}
+
+# includescan.h: an -I directory of INCLUDES is searched before -isystem,
+# so a header created there later must cause a miss.
+testHeaderCreatedInAnIncludesDirectoryMisses() {
+	write_env_source
+	mkdir -p later
+	INCLUDES="-I$PWD/later" cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu -o a.cubin || fail "miss"
+	cp shadow/val.h later/val.h
+	INCLUDES="-I$PWD/later" cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu -o b.cubin || fail "again"
+	INCLUDES="-I$PWD/later" "$REAL_NVCC" --cubin -arch=$ARCH -isystem sys env.cu -o c.cubin || fail "nvcc"
+	expect_nvcc_runs 2
+	assertTrue "the new header is compiled in" "cmp -s b.cubin c.cubin"
+}
+
+testUncacheableVariablesAreCountedAndSaid() {
+	write_env_source
+	cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu -o a.cubin || fail "warm"
+	DEPENDENCIES_OUTPUT=$TEST_DIR/deps.d cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu \
+		-o b.cubin || fail "uncached"
+	assertTrue "gcc wrote the dependency file, as with plain nvcc" "[ -s '$TEST_DIR/deps.d' ]"
+	expect_nvcc_runs 2
+	expect_stat uncacheable 1
+	expect_why b.cubin "DEPENDENCIES_OUTPUT is set"
+	"$CJC" stats --json | jq -e '.uncacheable_reasons | keys | any(test("DEPENDENCIES_OUTPUT"))' \
+		>/dev/null || fail "no counter for the reason: $("$CJC" stats --json)"
+	# a stage's flags are keyed as text: one that may name a file runs uncached
+	local mine theirs
+	PTXAS_FLAGS="-O3 $PWD/sys/val.h" "$CJC" "$NVCC" --cubin -arch=$ARCH -isystem sys env.cu \
+		-o c.cubin 2>/dev/null
+	mine=$?
+	PTXAS_FLAGS="-O3 $PWD/sys/val.h" "$REAL_NVCC" --cubin -arch=$ARCH -isystem sys env.cu \
+		-o d.cubin 2>/dev/null
+	theirs=$?
+	assertEquals "PTXAS_FLAGS naming a file: cjc's status is nvcc's" "$theirs" "$mine"
+	expect_stat uncacheable 2
+	expect_why c.cubin "flags variable"
+}
+
+write_time_source() {
+	cat >t.cu <<'SRC'
+#include "stamp.h"
+__device__ const char when[] = STAMP;
+__global__ void k(char *p) { p[threadIdx.x] = when[threadIdx.x % sizeof when]; }
+SRC
+	echo "#define STAMP $1" >stamp.h
+}
+
+testTimeMacroIsUncacheable() {
+	write_time_source '"fixed"'
+	echo '__global__ void at(char *p) { p[threadIdx.x] = __TIME__[threadIdx.x % 8]; }' >>t.cu
+	cjc_nvcc --cubin -arch=$ARCH t.cu -o a.cubin || fail "first"
+	cjc_nvcc --cubin -arch=$ARCH t.cu -o b.cubin || fail "second"
+	expect_nvcc_runs 2
+	expect_stat hits 0
+	expect_stat uncacheable 2
+	assertEquals "nothing is stored" 0 "$(entry_count)"
+	expect_why b.cubin "__TIME__ in"
+	"$CJC" stats --json | jq -e '.uncacheable_reasons | keys | any(test("time macro"))' \
+		>/dev/null || fail "no counter for the reason: $("$CJC" stats --json)"
+}
+
+testTimeMacroInAHeaderCounts() {
+	write_time_source __DATE__
+	cjc_nvcc --cubin -arch=$ARCH t.cu -o a.cubin || fail "first"
+	cjc_nvcc --cubin -arch=$ARCH t.cu -o b.cubin || fail "second"
+	expect_nvcc_runs 2
+	expect_stat uncacheable 2
+	expect_why b.cubin "__DATE__ in"
+	write_time_source __TIMESTAMP__
+	SOURCE_DATE_EPOCH=1 cjc_nvcc --cubin -arch=$ARCH t.cu -o c.cubin || fail "timestamp"
+	expect_stat uncacheable 3
+	expect_why c.cubin "__TIMESTAMP__ in"
+}
+
+testSourceDateEpochKeysTheTime() {
+	write_time_source '__DATE__ " " __TIME__'
+	SOURCE_DATE_EPOCH=1000000000 cjc_nvcc --cubin -arch=$ARCH t.cu -o a.cubin || fail "miss"
+	SOURCE_DATE_EPOCH=1000000000 cjc_nvcc --cubin -arch=$ARCH t.cu -o b.cubin || fail "hit"
+	expect_nvcc_runs 1
+	expect_stat hits 1
+	SOURCE_DATE_EPOCH=2000000000 cjc_nvcc --cubin -arch=$ARCH t.cu -o c.cubin || fail "other"
+	SOURCE_DATE_EPOCH=2000000000 "$REAL_NVCC" --cubin -arch=$ARCH t.cu -o d.cubin || fail "nvcc"
+	expect_nvcc_runs 2
+	assertTrue "another time, another cubin" "cmp -s c.cubin d.cubin"
+	assertFalse "the time is in the cubin" "cmp -s a.cubin c.cubin"
+}
+
+# The JIT library's nvcc path: the same keying, the same time rule.
+testJitNvccPath() {
+	[ -n "${CJC_JIT_CLI:-}" ] || { startSkipping; return; }
+	write_env_source
+	local said
+	said=$(jit --out a.cubin env.cu -isystem "$PWD/sys") || fail "warm"
+	said=$(INCLUDES=-DX=7 jit --out b.cubin env.cu -isystem "$PWD/sys") || fail "with INCLUDES"
+	assertEquals "INCLUDES is keyed" miss "${said%% *}"
+	INCLUDES=-DX=7 "$REAL_NVCC" --cubin -arch=$ARCH env.cu -isystem sys -o c.cubin || fail "nvcc"
+	assertTrue "the JIT library's cubin is nvcc's" "cmp -s b.cubin c.cubin"
+	GCC_EXEC_PREFIX=/nowhere/ jit --out d.cubin env.cu -isystem "$PWD/sys" >/dev/null 2>&1 &&
+		fail "plain nvcc fails with GCC_EXEC_PREFIX=/nowhere/; the JIT library succeeded"
+	write_time_source __TIME__
+	said=$(jit --out t1.cubin t.cu -I"$PWD") || fail "time 1"
+	said=$(jit --out t2.cubin t.cu -I"$PWD") || fail "time 2"
+	assertEquals "a time macro is not cached" miss "${said%% *}"
+	expect_stat hits 0
+}
+
+. "$SHUNIT2"
