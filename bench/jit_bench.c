@@ -7,7 +7,10 @@
  * Opens a handle and compiles SOURCE once (a miss, or a hit from the store
  * if it has it), then REPS times more on the same handle (the memory tier),
  * and prints the median and the mean of those, the number of hits among
- * them, and the time of the open and first compile together, in ms.
+ * them, and the time of the open and first compile together, in ms: with
+ * the entry in the store, a new process's first request.  The compiler is
+ * the settings' (CJC_JIT_COMPILER=nvrtc for NVRTC); the request's name is
+ * bench.cu.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -257,16 +257,60 @@ testEveryOptionAndSettingIsANewEntry() {
 	jit --format ptx kernel.cu -I"$PWD/inc" >/dev/null || fail
 	jit --format fatbin kernel.cu -I"$PWD/inc" >/dev/null || fail
 	jit --arch sm_90 kernel.cu -I"$PWD/inc" >/dev/null || fail
-	jit --name other.cu kernel.cu -I"$PWD/inc" >/dev/null || fail
 	for i in WITH_LINEINFO DEBUG PTXAS_VERBOSE CHECK_NO_SPILLS DUMP_PTX; do
 		env "JITT_JIT_$i=1" CJC_JIT_NVCC="$NVCC" "$CJC_JIT_CLI" --prefix JITT --arch $ARCH \
 			kernel.cu -I"$PWD/inc" >/dev/null 2>&1 || fail "$i"
 	done
 	JITT_JIT_CPP_STANDARD=17 CJC_JIT_NVCC="$NVCC" "$CJC_JIT_CLI" --prefix JITT --arch $ARCH \
 		kernel.cu -I"$PWD/inc" >/dev/null || fail "CPP_STANDARD"
-	assertEquals "13 compiles, 13 entries" 13 "$(entry_count)"
-	expect_nvcc_runs 13
+	assertEquals "12 compiles, 12 entries" 12 "$(entry_count)"
+	expect_nvcc_runs 12
 	"$CJC" ls --json | jq -e 'all(.[]; .target == "jit")' >/dev/null || fail "all labelled jit"
+}
+
+# names_compile SOURCE [OPTION...]: compiles SOURCE as a.cu, b.cu and b.cu
+# again (to a.cubin, b.cubin), and prints what each said, in one line.
+names_compile() {
+	local a b again src=$1
+	shift
+	a=$(jit --name a.cu --out a.cubin "$src" "$@" 2>/dev/null) || fail "a.cu"
+	b=$(jit --name b.cu --out b.cubin "$src" "$@" 2>/dev/null) || fail "b.cu"
+	again=$(jit --name b.cu "$src" "$@" 2>/dev/null) || fail "b.cu again"
+	echo "$a $b $again"
+}
+
+# The request's name (nvcc sees <private directory>/src/<name>) is keyed
+# only where it can reach the output (docs/jit.md): the same code and
+# options under two names compile once, even where a header writes
+# __FILE__ for itself; with -lineinfo, __FILE__ through a header's macro,
+# or assert(), each name compiles its own entry, which names it.
+testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
+	local said kernel
+	mkdir -p inc
+	echo '__device__ const char *header_file = __FILE__;' >inc/own.h
+	echo '#define WHERE __FILE__' >inc/where.h
+	printf '#include "own.h"\nextern "C" __global__ void one(const char **p) { *p = header_file; }\n' >own.cu
+	printf '#include "where.h"\nextern "C" __global__ void one(const char **p) { *p = WHERE; }\n' >where.cu
+	printf '#include <cassert>\nextern "C" __global__ void one(int *p) { assert(p); *p = 1; }\n' >assert.cu
+	printf 'extern "C" __global__ void one(float *a) { a[threadIdx.x] = 1.0f; }\n' >one.cu
+	for kernel in one.cu own.cu; do
+		said=($(names_compile $kernel -I"$PWD/inc"))
+		assertEquals "$kernel: one compile for both names" "miss hit hit" "${said[0]} ${said[2]} ${said[4]}"
+		assertEquals "$kernel: one entry" "${said[1]}" "${said[3]}"
+		assertTrue "$kernel: the same bytes" "cmp -s a.cubin b.cubin"
+	done
+	assertTrue "own.h names itself" "strings a.cubin | grep -q 'inc/own.h'"
+	expect_nvcc_runs 2
+	for kernel in "where.cu -I$PWD/inc" assert.cu "one.cu -lineinfo"; do
+		said=($(names_compile $kernel))
+		assertEquals "$kernel: a compile for each name" "miss miss hit" "${said[0]} ${said[2]} ${said[4]}"
+		assertNotEquals "$kernel: two entries" "${said[1]}" "${said[3]}"
+		assertEquals "$kernel: and the second's again" "${said[3]}" "${said[5]}"
+		assertTrue "$kernel: a.cu's names a.cu" "strings a.cubin | grep -q '\\<a\\.cu'"
+		assertTrue "$kernel: b.cu's names b.cu" "strings b.cubin | grep -q '\\<b\\.cu'"
+		assertFalse "$kernel: and not a.cu" "strings b.cubin | grep -q '\\<a\\.cu'"
+	done
+	expect_nvcc_runs 8
 }
 
 # damage HOW: in a copy of a store that holds the kernel's entry (compiled

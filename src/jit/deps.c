@@ -310,16 +310,23 @@ static bool absent(struct cjc_jit *h, const char *path, struct seen_dirs *seen)
 	return in < 0 ? !list_dir(h, l->path, &l->st, slash + 1) : !in;
 }
 
+/* Whether path is where the request's source is keyed: either of its two
+ * paths (nvcc.c: the one of any name, and its own). */
+static bool is_source(const char *path, const char *source, const char *named)
+{
+	return (source && !strcmp(path, source)) || (named && !strcmp(path, named));
+}
+
 /* Every file as recorded (the source compared with the bytes in hand),
  * every candidate still absent. */
 static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r, const char *source,
-		      const unsigned char source_sha[CJC_DIGEST_LEN])
+		      const char *named, const unsigned char source_sha[CJC_DIGEST_LEN])
 {
 	for (size_t i = 0; i < r->ndeps; i++) {
 		const struct cjc_dep *d = &r->deps[i];
 		uint64_t size;
 		unsigned char sha[CJC_DIGEST_LEN];
-		if (source && !strcmp(d->path, source)) {
+		if (is_source(d->path, source, named)) {
 			if (memcmp(d->sha, source_sha, CJC_DIGEST_LEN))
 				return false;
 		} else if (jit_deps_hash(h, d->path, d->size, &size, sha) || size != d->size ||
@@ -339,12 +346,19 @@ long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char 
 		    const struct cjc_place *place, const char *source,
 		    const unsigned char source_sha[CJC_DIGEST_LEN])
 {
+	return jit_deps_match_named(h, m, direct_key, place, source, NULL, source_sha);
+}
+
+long jit_deps_match_named(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
+			  const struct cjc_place *place, const char *source, const char *named,
+			  const unsigned char source_sha[CJC_DIGEST_LEN])
+{
 	jit_deps_load(h);
 	for (size_t i = 0; i < m->n; i++) {
 		char key[CJC_HEX_LEN + 1];
 		cjc_key_entry(direct_key, &m->recs[i], place, key);
 		if (!strcmp(key, m->recs[i].entry_key) &&
-		    unchanged(h, &m->recs[i], source, source_sha))
+		    unchanged(h, &m->recs[i], source, named, source_sha))
 			return (long)i;
 	}
 	return -1;

@@ -263,10 +263,16 @@ void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const struct c
 int jit_nvcc_compile(struct jit_job *j);
 int jit_nvrtc_compile(struct jit_job *j);
 
-/* deps.c */
+/* deps.c: the first record of m whose entry key its files give and whose
+ * files are unchanged, or -1.  The source (the path source, or named when
+ * not NULL: nvcc.c keys a request's source by either) is compared with
+ * source_sha, the bytes in hand. */
 long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
 		    const struct cjc_place *place, const char *source,
 		    const unsigned char source_sha[CJC_DIGEST_LEN]);
+long jit_deps_match_named(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
+			  const struct cjc_place *place, const char *source, const char *named,
+			  const unsigned char source_sha[CJC_DIGEST_LEN]);
 /* The size and SHA-256 of a file as it is now, remembered by its stamp.
  * With expect (not JIT_ANY_SIZE), a file of another size is -1 unread: a
  * record's file that has changed size, or a huge one a record names, is

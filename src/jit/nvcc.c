@@ -24,6 +24,16 @@
  * read back through the directory's fd.  With __FILE__ (assert), -lineinfo
  * or -G the output names that directory, so an entry made by one compile
  * names a directory of its own that is gone: the code is the same.
+ *
+ * The name is keyed only where it can reach the output (docs/jit.md):
+ * nvcc's command is parsed, and the direct key made, with the source as
+ * ANY_SOURCE, the same for every name.  A miss then finds out whether the
+ * name reached the output (name_reaches, below): when it did, the record
+ * lists the source as JIT_KEYED_SOURCE_DIR/<name>, so its entry key holds
+ * the name and no other name's lookup matches it (that file cannot exist);
+ * when not, as ANY_SOURCE, which every name's lookup matches.  Both kinds of
+ * record live in the one manifest.  The command metadata.json records, and
+ * the compiler's messages, name the request that compiled the entry.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,10 +62,15 @@
 #include "store/records.h"
 #include "store/stats.h"
 
+/* The source as the key sees it when the name cannot reach the output: a
+ * path that no request's name gives (names begin with no '*'). */
+#define ANY_SOURCE JIT_KEYED_SOURCE_DIR "/*.cu"
+
 struct nvcc_job {
 	struct jit_job *j;
 	struct cjc_jit *h;
-	struct cjc_strvec argv; /* the command as keyed, without -o */
+	struct cjc_strvec argv; /* the command, naming the request's source, without -o */
+	char memory_key[CJC_HEX_LEN + 1]; /* the memory tier's: the direct key and the name */
 	struct cjc_compile c;
 	struct cjc_identity nvcc, host;
 	struct cjc_diagnostics diag;
@@ -118,7 +133,12 @@ static int prepare(struct nvcc_job *n)
 		return jit_note(h, "cannot tell the working directory: %s", strerror(errno)), -1;
 	struct cjc_place where = { .cwd = n->cwd, .base_dir = h->cfg.base_dir,
 				   .share_dirs = !h->cfg.hash_dir };
-	cjc_compile_parse((int)n->argv.n - 1, n->argv.v + 1, &where, &n->c);
+	/* parsed, and keyed, with the source of any name (ANY_SOURCE) */
+	struct cjc_strvec keyed = CJC_STRVEC_INIT;
+	cjc_strvec_pushv(&keyed, n->argv.v, n->argv.n - 1);
+	cjc_strvec_push(&keyed, ANY_SOURCE);
+	cjc_compile_parse((int)keyed.n - 1, keyed.v + 1, &where, &n->c);
+	cjc_strvec_clear(&keyed);
 	jit_journal_uncacheable(n->j, n->c.uncacheable);
 	if (n->c.uncacheable)
 		return jit_note(h, "%s: uncacheable: %s", n->j->name, n->c.uncacheable), -1;
@@ -145,12 +165,15 @@ static int prepare(struct nvcc_job *n)
 		.host_digest = n->host.digest,
 		.args = n->c.key_args.v,
 		.nargs = n->c.key_args.n,
-		.env_names = (char *const *)cjc_key_env,
-		.nenv = CJC_KEY_ENV_COUNT,
 		.cwd = n->c.place.keys_cwd ? n->cwd : "",
 	};
 	memcpy(in.source_sha, n->j->code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, n->direct_key);
+	struct cjc_hash mk;
+	cjc_hash_init(&mk);
+	cjc_hash_str(&mk, n->direct_key);
+	cjc_hash_str(&mk, n->j->name);
+	cjc_hash_final_hex(&mk, n->memory_key);
 	jit_journal_facts_nvcc(n->j, &n->c, n->cwd, &n->nvcc, &n->host, &n->env);
 	return 0;
 }
@@ -201,16 +224,23 @@ static int read_result(void *ctx, const struct cjc_entry *e, struct cjc_buf *why
 	return rc;
 }
 
+/* The record of m this request may use (deps.c): its source keyed for any
+ * name or for this one; -1 when none. */
+static long match(struct nvcc_job *n, const struct cjc_manifest *m)
+{
+	return jit_deps_match_named(n->h, m, n->direct_key, &n->c.place, ANY_SOURCE, n->j->source,
+				    n->j->code_sha);
+}
+
 /* 1: a hit from the handle's memory (memory.c), its record's files
  * unchanged; 0: not there. */
 static int memory_hit(struct nvcc_job *n)
 {
-	struct jit_memory_item *it = jit_memory_find(n->h, n->direct_key);
+	struct jit_memory_item *it = jit_memory_find(n->h, n->memory_key);
 	if (!it)
 		return 0;
 	struct cjc_manifest one = { (struct cjc_manifest_record *)jit_memory_record(it), 1 };
-	bool same = jit_deps_match(n->h, &one, n->direct_key, &n->c.place, n->c.source,
-				   n->j->code_sha) == 0;
+	bool same = match(n, &one) == 0;
 	if (same)
 		jit_memory_serve(n->j, it);
 	jit_memory_release(n->h, it);
@@ -221,7 +251,7 @@ static int memory_hit(struct nvcc_job *n)
 static void remember(struct nvcc_job *n, struct cjc_manifest_record *rec, int64_t duration_ms)
 {
 	const struct cjc_jit_result *out = n->j->out;
-	jit_memory_put(n->h, n->direct_key, rec->entry_key, rec, out->data, out->size, out->log,
+	jit_memory_put(n->h, n->memory_key, rec->entry_key, rec, out->data, out->size, out->log,
 		       duration_ms);
 }
 
@@ -241,7 +271,7 @@ static int serve_record(struct nvcc_job *n, struct cjc_manifest_record *rec)
 static long remote_match(void *ctx, const struct cjc_manifest *m)
 {
 	struct nvcc_job *n = ctx;
-	return jit_deps_match(n->h, m, n->direct_key, &n->c.place, n->c.source, n->j->code_sha);
+	return match(n, m);
 }
 
 /* After a local miss: the entry from a remote store (remote.h), published
@@ -274,7 +304,7 @@ static int try_hit(struct nvcc_job *n)
 		return 0;
 	}
 	free(mname);
-	long i = jit_deps_match(n->h, &m, n->direct_key, &n->c.place, n->c.source, n->j->code_sha);
+	long i = match(n, &m);
 	if (i >= 0)
 		rc = serve_record(n, &m.recs[i]);
 	cjc_manifest_release(&m);
@@ -397,17 +427,235 @@ static int hash_dependency(void *ctx, const char *path, uint64_t *size,
 }
 
 /*
+ * Whether the request's name can reach the output (the top comment): nvcc
+ * saw the source as <private directory>/src/<name>, and that path is in
+ *   - the debug and line information: an option word that asks for them
+ *     (-G, -g*, -lineinfo, --generate-line-info, --device-debug, also inside
+ *     -Xptxas/-Xcompiler/-Xcicc and NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS),
+ *     or that the parse says records directories (place.h);
+ *   - __FILE__ and __FILE_NAME__ where the source (or an option, -D) writes
+ *     them, or a macro of a header that expands to them (assert; found by
+ *     closing the headers' #defines over one another) that the source or an
+ *     option names;
+ *   - __BASE_FILE__ and __builtin_FILE (std::source_location's default
+ *     argument, which names the caller's file), or a macro that expands to
+ *     them, used anywhere outside a #define.
+ * The bytes are searched as the time macros are (miss.h), comments and
+ * strings included: a needless name in the key at worst.  Tokens pasted
+ * together (a ## b) are not seen.
+ */
+enum { AT_SITE = 1, ANYWHERE = 2 }; /* what a macro expands to: the two kinds above */
+
+struct macro {
+	const char *name, *body;
+	size_t nlen, blen;
+	int kind;
+};
+
+struct name_scan {
+	struct cjc_buf *files;
+	size_t nfiles;
+	struct macro *macros;
+	size_t nmacros, cap;
+};
+
+static bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Whether text holds tok as a whole identifier. */
+static bool has_token(const char *text, size_t len, const char *tok, size_t toklen)
+{
+	const char *end = text + len, *p = text;
+	while (p < end && (p = memmem(p, (size_t)(end - p), tok, toklen))) {
+		if ((p == text || !ident_char(p[-1])) && (p + toklen == end || !ident_char(p[toklen])))
+			return true;
+		p++;
+	}
+	return false;
+}
+
+static const char *const at_site[] = { "__FILE__", "__FILE_NAME__", "assert" };
+static const char *const anywhere[] = { "__BASE_FILE__", "__builtin_FILE", "__builtin_FILE_NAME" };
+
+/* The kinds (AT_SITE, ANYWHERE) of the words and macros text names. */
+static int kinds_in(const struct name_scan *s, const char *text, size_t len, int want)
+{
+	int k = 0;
+	for (size_t i = 0; i < sizeof at_site / sizeof *at_site && (want & AT_SITE); i++)
+		if (has_token(text, len, at_site[i], strlen(at_site[i])))
+			k |= AT_SITE;
+	for (size_t i = 0; i < sizeof anywhere / sizeof *anywhere && (want & ANYWHERE); i++)
+		if (has_token(text, len, anywhere[i], strlen(anywhere[i])))
+			k |= ANYWHERE;
+	for (size_t i = 0; i < s->nmacros && (want & ~k); i++)
+		if ((s->macros[i].kind & want & ~k) &&
+		    has_token(text, len, s->macros[i].name, s->macros[i].nlen))
+			k |= s->macros[i].kind & want;
+	return k;
+}
+
+/* The end of the logical line at p (backslash-newlines joined). */
+static const char *line_end(const char *p, const char *end)
+{
+	const char *nl = p;
+	while ((nl = memchr(nl, '\n', (size_t)(end - nl))) && nl > p && nl[-1] == '\\')
+		nl++;
+	return nl ? nl : end;
+}
+
+/* The #define at line [p, e), or false. */
+static bool define_at(const char *p, const char *e, struct macro *m)
+{
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == e || *p++ != '#')
+		return false;
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	if ((size_t)(e - p) < 7 || strncmp(p, "define", 6) || (p[6] != ' ' && p[6] != '\t'))
+		return false;
+	for (p += 7; p < e && (*p == ' ' || *p == '\t'); p++)
+		;
+	m->name = p;
+	while (p < e && ident_char(*p))
+		p++;
+	m->nlen = (size_t)(p - m->name);
+	m->body = p;
+	m->blen = (size_t)(e - p);
+	m->kind = 0;
+	return m->nlen > 0;
+}
+
+/* Whether line [p, e) is a directive (#if __has_builtin(__builtin_FILE)
+ * expands nothing into the output). */
+static bool directive(const char *p, const char *e)
+{
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	return p < e && *p == '#';
+}
+
+/* Each #define of b, or (macros false) whether a line that is no directive
+ * names an ANYWHERE macro. */
+static bool scan_lines(struct name_scan *s, const struct cjc_buf *b, bool macros)
+{
+	const char *p = b->data, *end = b->data + b->len;
+	while (p && p < end) {
+		const char *e = line_end(p, end);
+		struct macro m;
+		if (define_at(p, e, &m)) {
+			if (macros && s->nmacros == s->cap) {
+				s->cap = s->cap ? 2 * s->cap : 1024;
+				s->macros = cjc_xrealloc(s->macros, s->cap * sizeof *s->macros);
+			}
+			if (macros)
+				s->macros[s->nmacros++] = m;
+		} else if (!macros && !directive(p, e) && kinds_in(s, p, (size_t)(e - p), ANYWHERE)) {
+			return true;
+		}
+		p = e + 1;
+	}
+	return false;
+}
+
+/* Each macro's kinds, closed over the macros its body names. */
+static void close_macros(struct name_scan *s)
+{
+	bool changed = true;
+	while (changed) {
+		changed = false;
+		for (size_t i = 0; i < s->nmacros; i++) {
+			struct macro *m = &s->macros[i];
+			int k = m->kind | kinds_in(s, m->body, m->blen, (AT_SITE | ANYWHERE) & ~m->kind);
+			changed = changed || k != m->kind;
+			m->kind = k;
+		}
+	}
+}
+
+/* Whether an option word asks for debug or line information. */
+static bool debug_word(const char *word)
+{
+	static const char *const parts[] = { "lineinfo", "line-info", "debug" };
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+		if (strstr(word, parts[i]))
+			return true;
+	char *copy = cjc_xstrdup(word), *save = NULL;
+	bool found = false;
+	for (char *t = strtok_r(copy, " ,=", &save); t && !found; t = strtok_r(NULL, " ,=", &save))
+		found = !strcmp(t, "-G") || (t[0] == '-' && t[1] == 'g' &&
+					     (!t[2] || (t[2] >= '0' && t[2] <= '9') ||
+					      cjc_starts_with(t + 2, "gdb") || cjc_starts_with(t + 2, "dwarf")));
+	free(copy);
+	return found;
+}
+
+/* The option words (the command's, less nvcc and the source, and the
+ * variables nvcc adds), as one text: where the source's own words are. */
+static void option_text(const struct nvcc_job *n, struct cjc_buf *b)
+{
+	static const char *const vars[] = { "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS" };
+	for (size_t i = 1; i + 1 < n->argv.n; i++)
+		cjc_buf_addf(b, "%s\n", n->argv.v[i]);
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+		if (getenv(vars[i]))
+			cjc_buf_addf(b, "%s\n", getenv(vars[i]));
+}
+
+static bool options_debug(const struct nvcc_job *n, const struct cjc_buf *options)
+{
+	if (n->c.place.records_dirs || n->c.place.dirs_shared || n->c.place.keys_cwd)
+		return true;
+	bool found = false;
+	char *copy = cjc_xstrdup(options->data ? options->data : ""), *save = NULL;
+	for (char *w = strtok_r(copy, "\n", &save); w && !found; w = strtok_r(NULL, "\n", &save))
+		found = debug_word(w);
+	free(copy);
+	return found;
+}
+
+static bool name_reaches(const struct nvcc_job *n, const struct cjc_manifest_record *rec,
+			 const char *copy)
+{
+	struct cjc_buf options = CJC_BUF_INIT;
+	option_text(n, &options);
+	bool reaches = options_debug(n, &options);
+	struct name_scan s = { .files = cjc_xcalloc(rec->ndeps + 2, sizeof *s.files) };
+	cjc_buf_add(&s.files[s.nfiles++], n->j->req->code, strlen(n->j->req->code));
+	for (size_t i = 0; i < rec->ndeps && !reaches; i++)
+		if (strcmp(rec->deps[i].path, copy) &&
+		    cjc_read_file(rec->deps[i].path, &s.files[s.nfiles++]))
+			reaches = true; /* cannot tell */
+	for (size_t i = 0; i < s.nfiles && !reaches; i++)
+		scan_lines(&s, &s.files[i], true);
+	if (!reaches)
+		close_macros(&s);
+	for (size_t i = 0; i < s.nfiles && !reaches; i++)
+		reaches = scan_lines(&s, &s.files[i], false);
+	reaches = reaches || kinds_in(&s, n->j->req->code, strlen(n->j->req->code), AT_SITE) ||
+		  kinds_in(&s, options.data ? options.data : "", options.len, AT_SITE | ANYWHERE);
+	for (size_t i = 0; i < s.nfiles; i++)
+		cjc_buf_release(&s.files[i]);
+	free(s.files);
+	free(s.macros);
+	cjc_buf_release(&options);
+	return reaches;
+}
+
+/*
  * The record names the source as keyed, not by its private copy, and
  * leaves out the include candidates beside that copy: its directory holds
  * nothing else, in this compile and in every other.
  */
-static void record_source_as_keyed(const struct nvcc_job *n, const char *copy,
+static void record_source_as_keyed(const char *keyed, const char *copy,
 				   struct cjc_manifest_record *rec)
 {
 	for (size_t i = 0; i < rec->ndeps; i++)
 		if (!strcmp(rec->deps[i].path, copy)) {
 			free(rec->deps[i].path);
-			rec->deps[i].path = cjc_xstrdup(n->c.source);
+			rec->deps[i].path = cjc_xstrdup(keyed);
 		}
 	size_t dir = (size_t)(strrchr(copy, '/') - copy) + 1;
 	struct cjc_strvec kept = CJC_STRVEC_INIT;
@@ -423,7 +671,8 @@ static void record_source_as_keyed(const struct nvcc_job *n, const char *copy,
 /* The manifest record of what nvcc read (miss.h); false, with the reason,
  * when it cannot be trusted to be what nvcc read. */
 static bool record_dependencies(struct nvcc_job *n, const struct run *r,
-				struct cjc_manifest_record *rec, struct cjc_buf *why)
+				struct cjc_manifest_record *rec, struct cjc_buf *why,
+				char **uncacheable)
 {
 	/* nvcc read the copy: the record lists it as written there (relative
 	 * under base_dir, as miss.h writes every path) */
@@ -432,12 +681,13 @@ static bool record_dependencies(struct nvcc_job *n, const struct run *r,
 		copy = cjc_xstrdup(r->w.source);
 	char *keyed = n->c.source;
 	n->c.source = copy;
-	struct cjc_miss m = { &n->c, r->started, n->j->code_sha, hash_dependency, n };
+	struct cjc_miss m = { &n->c, r->started, n->j->code_sha, hash_dependency, n, uncacheable };
 	bool stable = false;
 	int rc = cjc_miss_record(&m, r->tmp_dep, rec, &stable, why);
 	n->c.source = keyed;
 	if (!rc && stable)
-		record_source_as_keyed(n, copy, rec);
+		record_source_as_keyed(name_reaches(n, rec, copy) ? n->j->source : ANY_SOURCE, copy,
+				       rec);
 	free(copy);
 	return !rc && stable;
 }
@@ -447,6 +697,13 @@ static bool record_dependencies(struct nvcc_job *n, const struct run *r,
 static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_manifest_record *rec)
 {
 	struct cjc_jit *h = n->h;
+	/* metadata.json names the request's source, as its command does, also
+	 * where the record keys it for any name (ANY_SOURCE) */
+	struct cjc_dep *inputs = cjc_xcalloc(rec->ndeps + 1, sizeof *inputs);
+	memcpy(inputs, rec->deps, rec->ndeps * sizeof *inputs);
+	for (size_t i = 0; i < rec->ndeps; i++)
+		if (!strcmp(inputs[i].path, ANY_SOURCE))
+			inputs[i].path = n->j->source;
 	struct cjc_metadata md = {
 		.argv = n->argv.v,
 		.argc = n->argv.n,
@@ -459,7 +716,7 @@ static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_ma
 		.host_path = n->host.path,
 		.host_version = n->host.version,
 		.options = n->c.options,
-		.inputs = rec->deps,
+		.inputs = inputs,
 		.ninputs = rec->ndeps,
 		.environment = n->env.v,
 		.nenvironment = n->env.n,
@@ -488,6 +745,7 @@ static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_ma
 	if (rc != CJC_PUBLISHED) /* as cjc counts it: the manifest not written is one too */
 		jit_count(n->j, CJC_STAT_ERRORS, 0);
 	json_decref(md.diagnostics);
+	free(inputs);
 	free(name);
 	return rc != CJC_PUBLISH_FAILED;
 }
@@ -499,6 +757,7 @@ static int compile_miss(struct nvcc_job *n)
 	struct cjc_buf why = CJC_BUF_INIT;
 	struct cjc_jit_result *out = n->j->out;
 	bool published = false;
+	char *uncacheable = NULL; /* a time macro (miss.h) */
 	cjc_remote_hang_up(n->remotes); /* no connection idles through the compile */
 	int rc = run_nvcc(n, &r);
 	out->log = log_of(&r.out, &r.err);
@@ -510,15 +769,25 @@ static int compile_miss(struct nvcc_job *n)
 		jit_journal_compiled(n->j, rc, NULL, false, r.duration_ms, NULL);
 		goto out;
 	}
-	if (n->cacheable && record_dependencies(n, &r, &rec, &why)) {
+	bool recorded = n->cacheable && record_dependencies(n, &r, &rec, &why, &uncacheable);
+	if (recorded && !uncacheable) {
 		cjc_key_entry(n->direct_key, &rec, &n->c.place, rec.entry_key);
 		published = !n->h->cfg.readonly && publish(n, &r, &rec);
 	} else if (n->cacheable) {
-		jit_note(n->h, "miss for %s, not published: %s", n->j->name, why.data);
+		jit_note(n->h, "miss for %s, not published: %s", n->j->name,
+			 uncacheable ? uncacheable : why.data);
 	}
-	if (n->cacheable)
-		jit_count(n->j, CJC_STAT_MISSES, 0);
-	jit_journal_compiled(n->j, 0, &rec, published, r.duration_ms, why.data);
+	if (uncacheable) {
+		jit_count(n->j, CJC_STAT_UNCACHEABLE, 0);
+		if (jit_store_open(n->h))
+			(void)cjc_stats_bump_named(&n->h->store, CJC_STATS_BY_REASON, CJC_MISS_TIME_MACRO,
+						   CJC_STAT_UNCACHEABLE, 0);
+		jit_journal_uncacheable(n->j, uncacheable);
+	} else {
+		if (n->cacheable)
+			jit_count(n->j, CJC_STAT_MISSES, 0);
+		jit_journal_compiled(n->j, 0, &rec, published, r.duration_ms, why.data);
+	}
 	jit_print_miss(n->j, &r.err, &r.data, published ? rec.entry_key : NULL);
 	if (published)
 		memcpy(out->key, rec.entry_key, CJC_HEX_LEN + 1);
@@ -531,6 +800,7 @@ static int compile_miss(struct nvcc_job *n)
 	jit_deps_save(n->h);
 	rc = spilled(n, &r.err);
 out:
+	free(uncacheable);
 	cjc_manifest_record_release(&rec);
 	run_release(&r);
 	cjc_buf_release(&why);
