@@ -88,7 +88,9 @@ find_package(CudaJitCache 9.0 QUIET)
 message(STATUS "9.0 found: ${CudaJitCache_FOUND}")
 EOF2
 	cmake -S p -B p/b -DCudaJitCache_DIR="$PACKAGE" >out.txt 2>&1 || { cat out.txt; fail "configure"; }
-	assertTrue "version and executable" "grep -q 'found 0.1.0 at $PREFIX/bin/cjc' out.txt"
+	local version
+	version=$("$CJC" --version)
+	assertTrue "version and executable" "grep -q 'found ${version#cjc } at $PREFIX/bin/cjc' out.txt"
 	assertTrue "a newer major version is not found" "grep -q '9.0 found: 0' out.txt"
 }
 

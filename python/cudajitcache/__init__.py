@@ -1,8 +1,9 @@
 """cudajitcache: compile CUDA source at run time through the CudaJitCache store.
 
 Pure Python over libcudajitcache (<cudajitcache/jit.h>, docs/jit.md), loaded
-with ctypes at the first Jit(): from $CJC_JIT_LIBRARY, else the dynamic
-loader's libcudajitcache.so.0, else pkg-config's libdir for cudajitcache.
+with ctypes at the first Jit(): from $CJC_JIT_LIBRARY, else the library it was
+installed with, else the dynamic loader's libcudajitcache.so.0, else
+pkg-config's libdir for cudajitcache (_lib.py).
 
     import cudajitcache
     with cudajitcache.Jit("MYLIB") as jit:              # MYLIB_JIT_* settings
@@ -15,7 +16,7 @@ from .errors import CacheError, CompileError, LibraryNotFound
 from .jit import Jit, Result
 from .nvcc import DEFAULT_PREFIX, compile_cuda, default_jit, set_default_prefix
 
-__version__ = "0.1.0"
+from ._lib import VERSION as __version__  # CMakeLists.txt's project(VERSION)
 
 __all__ = ["CacheError", "CompileError", "DEFAULT_PREFIX", "Jit", "LibraryNotFound", "Result",
            "compile_cuda", "default_jit", "set_default_prefix"]

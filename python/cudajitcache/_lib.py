@@ -6,21 +6,48 @@ the first Jit(), not at import, so that importing never fails:
 
   1. $CJC_JIT_LIBRARY, a path to the shared library (nothing else is tried
      when it is set);
-  2. libcudajitcache.so.0 through the dynamic loader (LD_LIBRARY_PATH,
+  2. the library the package was installed with: _build.LIBRARY, relative
+     to the package's directory, which `cmake --install` writes (the
+     prefix's libdir) and the wheel's build (setup.py: the library inside
+     the package);
+  3. libcudajitcache.so.0 through the dynamic loader (LD_LIBRARY_PATH,
      ldconfig's cache);
-  3. libcudajitcache.so.0 in `pkg-config --variable=libdir cudajitcache`
+  4. libcudajitcache.so.0 in `pkg-config --variable=libdir cudajitcache`
      (an installed prefix that the loader does not search, such as
      /usr/local/lib before ldconfig ran).
+
+VERSION is the project's (CMakeLists.txt's project()): from _build where
+installed, else read from the checkout's CMakeLists.txt.
 """
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import threading
 
 from .errors import LibraryNotFound
 
+try:
+    from . import _build  # written at install (cmake/Python.cmake) or by the wheel's build
+except ImportError:
+    _build = None
+
 SONAME = "libcudajitcache.so.0"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _checkout_version():
+    """project(CudaJitCache VERSION x.y.z) of the checkout this package is in."""
+    try:
+        with open(os.path.join(_HERE, "..", "..", "CMakeLists.txt"), encoding="utf-8") as f:
+            m = re.search(r"project\(CudaJitCache\s+VERSION\s+([0-9.]+)", f.read())
+    except OSError:
+        m = None
+    return m.group(1) if m else "0+unknown"
+
+
+VERSION = _build.VERSION if _build else _checkout_version()
 
 FORMATS = {"cubin": 0, "fatbin": 1, "ptx": 2}  # enum cjc_jit_format
 
@@ -84,6 +111,12 @@ def _open():
         except OSError as e:
             raise LibraryNotFound("CJC_JIT_LIBRARY=%s: cannot load it: %s" % (path, e)) from None
     tried = []
+    if _build:
+        candidate = os.path.normpath(os.path.join(_HERE, _build.LIBRARY))
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError as e:
+            tried.append("%s, installed with the package (%s)" % (candidate, e))
     try:
         return ctypes.CDLL(SONAME)
     except OSError as e:
