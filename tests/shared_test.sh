@@ -188,17 +188,19 @@ testWithoutHomeNoOtherUsersDirectoryIsTheStore() {
 	fi
 	[ -x "${CJC_JIT_CLI:-}" ] || fail "CJC_JIT_CLI: set it to build/tests/jit_cli"
 	chmod 755 "$TEST_DIR"
+	# a fresh ~/.cache (not all of /root: the build may be under it) and /tmp
+	mkdir -p /root/.cache || fail "/root/.cache"
 	unshare -m bash -c '
-		mount --make-rprivate / && mount -t tmpfs -o mode=700 none /root &&
-		mkdir /root/t && mount --bind "$1" /root/t &&
+		mount --make-rprivate / && mount -t tmpfs -o mode=700 none /root/.cache &&
+		mkdir /root/.cache/t && mount --bind "$1" /root/.cache/t &&
 		mount -t tmpfs -o mode=1777 none /tmp || exit 1
 		setpriv --reuid="$2" --regid="$(id -g "$2")" --init-groups \
 			sh -c "mkdir -p -m 777 /tmp/.cache/cudajitcache && chmod 777 /tmp/.cache" || exit 1
-		cd /root/t/src || exit 1
+		cd /root/.cache/t/src || exit 1
 		env -i PATH=/usr/bin:/bin "$3" "$4" --cubin k.cu -o k.cubin -arch="$5" || exit 1
-		env -i "$6" --setting CACHE_DIR >/root/t/jit-dir || exit 1
-		ls -A /tmp/.cache/cudajitcache >/root/t/planted
-		ls -d /root/.cache/cudajitcache/v1 >/root/t/private' \
+		env -i "$6" --setting CACHE_DIR >/root/.cache/t/jit-dir || exit 1
+		ls -A /tmp/.cache/cudajitcache >/root/.cache/t/planted
+		ls -d /root/.cache/cudajitcache/v1 >/root/.cache/t/private' \
 		sh "$TEST_DIR" "$OUTSIDER" "$CJC" "$REAL_NVCC" "$ARCH" "$CJC_JIT_CLI"
 	assertEquals "root's compile and JIT open succeed" 0 $?
 	assertTrue "the output" "[ -s k.cubin ]"
