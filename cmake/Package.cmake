@@ -5,6 +5,8 @@
 #                                     CudaJitCache.cmake (the module),
 #                                     EnableCudaJitCache.cmake (for CMAKE_PROJECT_TOP_LEVEL_INCLUDES)
 #   <prefix>/share/cudajitcache/      cudajitcache.mk
+#   <prefix>/share/man/man1/          cjc.1
+#   <prefix>/share/doc/cudajitcache/  README.md, CHANGELOG.md, docs/*.md (links between them kept)
 #   <build>/                          CudaJitCacheConfig.cmake using the built cjc and modules/
 include(CMakePackageConfigHelpers)
 
@@ -28,6 +30,13 @@ install(FILES
   modules/CudaJitCache.cmake
   DESTINATION ${CONFIG_INSTALL_DIR})
 install(FILES modules/cudajitcache.mk DESTINATION ${CMAKE_INSTALL_DATADIR}/cudajitcache)
+
+# The manual page and the documentation (not CMAKE_INSTALL_DOCDIR: its
+# default is named after the project, CudaJitCache, and Debian's are lower case).
+install(FILES docs/cjc.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+set(CJC_DOC_DIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/cudajitcache)
+install(FILES README.md CHANGELOG.md DESTINATION ${CJC_DOC_DIR})
+install(DIRECTORY docs/ DESTINATION ${CJC_DOC_DIR}/docs FILES_MATCHING PATTERN "*.md")
 
 # The build tree: the cjc just built and the modules of the source tree.
 set(CONFIG_CJC_PATH ${PROJECT_BINARY_DIR}/src/tool/cjc)

@@ -33,6 +33,9 @@ Commands
 
     cudajitcache_enable([TARGETS <target>...])
 
+  It prints one line at configure time: the ``cjc`` it put in front of nvcc,
+  which targets, and the store (``CJC_DIR`` when set then).
+
   Without ``TARGETS``, every target of the current directory and the
   directories below it, including targets created after the call (the work
   is deferred to the end of the directory).  With ``TARGETS``, just those.
@@ -122,10 +125,22 @@ function(cudajitcache_enable)
       endif()
       _cudajitcache_route(${target})
     endforeach()
+    set(what "targets ${arg_TARGETS}")
   else()
     cmake_language(DEFER DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
       CALL _cudajitcache_route_directory "${CMAKE_CURRENT_SOURCE_DIR}")
+    file(RELATIVE_PATH dir "${CMAKE_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(dir STREQUAL "")
+      set(dir ".")
+    endif()
+    set(what "every target in ${dir} and below")
   endif()
+  if(DEFINED ENV{CJC_DIR} AND NOT "$ENV{CJC_DIR}" STREQUAL "")
+    set(store "store $ENV{CJC_DIR} (CJC_DIR now)")
+  else()
+    set(store "store from cjc's settings (cjc config)")
+  endif()
+  message(STATUS "CudaJitCache: ${CudaJitCache_EXECUTABLE} compiles CUDA for ${what}; ${store}")
 endfunction()
 
 # The architectures of cudajitcache_add_fatbin: numbers only.

@@ -1,8 +1,10 @@
 # cudajitcache.mk - GNU Make rules that compile CUDA through the cache.
 #
-#   include /usr/local/share/cudajitcache/cudajitcache.mk
+#   include $(shell pkg-config --variable=makeinclude cudajitcache)
+#   include /usr/local/share/cudajitcache/cudajitcache.mk    # or its path
 #
-# Variables (set them before or after the include, or on the command line):
+# Variables (set them before or after the include, or on the command line,
+# except CJC_OBJDIR and CJC_SRCDIR: before the include):
 #   CJC          the cjc program                     (default: cjc)
 #   NVCC         nvcc                                (default: nvcc)
 #   CUDA_ARCHS   architecture numbers, e.g. 80 90    (default: 80); each
@@ -10,12 +12,20 @@
 #   NVCCFLAGS    more flags for every compile
 #   CJC_NVCC     "$(CJC) $(NVCC)": prefix nvcc in a project's own rules, or
 #                run `make NVCC="$(CJC_NVCC)"`-style builds
+#   CJC_OBJDIR   a directory for the outputs, e.g. obj: obj/x.o from x.cu
+#                (from $(CJC_SRCDIR)/x.cu when CJC_SRCDIR is set, e.g. src);
+#                subdirectories are kept (obj/a/x.o from a/x.cu) and made
+#   CJC_DEPFILES the dependency files to read back (default: every *.o.d,
+#                *.fatbin.d, *.cubin.d and *.ptx.d below the directory make
+#                runs in, at any depth, .git excluded)
 #
 # Pattern rules: %.o (object), %.fatbin (SASS for every arch, PTX for the
-# last), %.cubin and %.ptx (the first arch) from %.cu.  Each writes a
-# dependency file <output>.d beside its output; those found are included, so
-# editing a header rebuilds exactly what includes it.  Including this file,
-# even first, leaves the project's default goal alone.
+# last), %.cubin and %.ptx (the first arch) from %.cu, in the same
+# directory, and, with CJC_OBJDIR, from the sources to that directory.
+# More directory pairs: $(eval $(call cjc_rules,OUT-DIR,SRC-DIR)).  Each rule
+# writes a dependency file <output>.d beside its output; those found are
+# included, so editing a header rebuilds exactly what includes it.
+# Including this file, even first, leaves the project's default goal alone.
 
 cjc_default_goal := $(.DEFAULT_GOAL)
 
@@ -29,21 +39,34 @@ CJC_FIRST_ARCH = $(firstword $(CUDA_ARCHS))
 CJC_LAST_ARCH = $(lastword $(CUDA_ARCHS))
 CJC_DEPFLAGS = -MD -MF $@.d -MP
 
-%.o: %.cu
-	$(CJC_NVCC) $(CJC_GENCODE) $(NVCCFLAGS) $(CJC_DEPFLAGS) -c $< -o $@
+# cjc_rules OUT-DIR,SRC-DIR: the four pattern rules from SRC-DIR/%.cu (or
+# %.cu) to OUT-DIR/%.<kind> (or %.<kind>), making the output's directory.
+define cjc_rules
+$(if $(1),$(1)/)%.o: $(if $(2),$(2)/)%.cu
+	@mkdir -p $$(@D)
+	$$(CJC_NVCC) $$(CJC_GENCODE) $$(NVCCFLAGS) $$(CJC_DEPFLAGS) -c $$< -o $$@
 
-%.fatbin: %.cu
-	$(CJC_NVCC) --fatbin $(CJC_GENCODE) -gencode=arch=compute_$(CJC_LAST_ARCH),code=compute_$(CJC_LAST_ARCH) $(NVCCFLAGS) $(CJC_DEPFLAGS) $< -o $@
+$(if $(1),$(1)/)%.fatbin: $(if $(2),$(2)/)%.cu
+	@mkdir -p $$(@D)
+	$$(CJC_NVCC) --fatbin $$(CJC_GENCODE) -gencode=arch=compute_$$(CJC_LAST_ARCH),code=compute_$$(CJC_LAST_ARCH) $$(NVCCFLAGS) $$(CJC_DEPFLAGS) $$< -o $$@
 
-%.cubin: %.cu
-	$(CJC_NVCC) --cubin -arch=sm_$(CJC_FIRST_ARCH) $(NVCCFLAGS) $(CJC_DEPFLAGS) $< -o $@
+$(if $(1),$(1)/)%.cubin: $(if $(2),$(2)/)%.cu
+	@mkdir -p $$(@D)
+	$$(CJC_NVCC) --cubin -arch=sm_$$(CJC_FIRST_ARCH) $$(NVCCFLAGS) $$(CJC_DEPFLAGS) $$< -o $$@
 
-%.ptx: %.cu
-	$(CJC_NVCC) --ptx -arch=compute_$(CJC_FIRST_ARCH) $(NVCCFLAGS) $(CJC_DEPFLAGS) $< -o $@
+$(if $(1),$(1)/)%.ptx: $(if $(2),$(2)/)%.cu
+	@mkdir -p $$(@D)
+	$$(CJC_NVCC) --ptx -arch=compute_$$(CJC_FIRST_ARCH) $$(NVCCFLAGS) $$(CJC_DEPFLAGS) $$< -o $$@
+endef
 
-# The dependency files of earlier builds, in this directory and two below.
-CJC_DEPFILES ?= $(wildcard *.o.d *.fatbin.d *.cubin.d *.ptx.d */*.o.d */*.fatbin.d \
-	*/*.cubin.d */*.ptx.d */*/*.o.d */*/*.fatbin.d */*/*.cubin.d */*/*.ptx.d)
+$(eval $(call cjc_rules,,))
+ifneq ($(strip $(CJC_OBJDIR)),)
+$(eval $(call cjc_rules,$(patsubst %/,%,$(strip $(CJC_OBJDIR))),$(patsubst %/,%,$(strip $(CJC_SRCDIR)))))
+endif
+
+# The dependency files of earlier builds, at any depth.
+CJC_DEPFILES ?= $(shell find . -name .git -prune -o -type f \( -name '*.o.d' -o -name '*.fatbin.d' \
+	-o -name '*.cubin.d' -o -name '*.ptx.d' \) -print 2>/dev/null)
 -include $(CJC_DEPFILES)
 
 .DEFAULT_GOAL := $(cjc_default_goal)

@@ -92,6 +92,15 @@ EOF2
 	version=$("$CJC" --version)
 	assertTrue "version and executable" "grep -q 'found ${version#cjc } at $PREFIX/bin/cjc' out.txt"
 	assertTrue "a newer major version is not found" "grep -q '9.0 found: 0' out.txt"
+	# the manual page and the documents are installed too (rendered where
+	# man-db is installed: scripts/install-deps does not install it)
+	assertTrue "cjc.1 installed" "grep -q '^\.TH CJC 1' '$PREFIX/share/man/man1/cjc.1'"
+	if command -v man >/dev/null; then
+		MANWIDTH=80 man -l "$PREFIX/share/man/man1/cjc.1" >man.txt 2>&1
+		assertTrue "man -l cjc.1 renders: $(head -3 man.txt)" "grep -q 'cjc - a SHA-256-keyed compile cache' man.txt"
+	fi
+	assertTrue "README, CHANGELOG and docs/ installed" \
+		"[ -s '$PREFIX/share/doc/cudajitcache/README.md' ] && [ -s '$PREFIX/share/doc/cudajitcache/CHANGELOG.md' ] && [ -s '$PREFIX/share/doc/cudajitcache/docs/team-cache.md' ]"
 }
 
 testTopLevelIncludesEnableAnUneditedProject() {
@@ -109,6 +118,11 @@ EOF2
 	# third tree, of Makefiles again, hit as the second does: one is enough.)
 	expect_counts "one miss, then hits" 1 1
 	assertTrue "labelled" "\"$CJC\" ls | grep -q ' tiny '"
+	assertTrue "cudajitcache_enable says what it enabled: $(grep CudaJitCache: "$TEST_DIR/b1.configure.log")" \
+		"grep -qF -- '-- CudaJitCache: $PREFIX/bin/cjc compiles CUDA for every target in . and below; store $CJC_DIR' '$TEST_DIR/b1.configure.log'"
+	# README: the plain launcher, as a ccache user sets it, no package needed
+	configure_build tiny "$TEST_DIR/b3" Ninja -DCMAKE_CUDA_COMPILER_LAUNCHER="$CJC" || fail
+	expect_counts "CMAKE_CUDA_COMPILER_LAUNCHER=cjc hits too" 1 2
 }
 
 testAotFatbinsAcrossGenerators() {
@@ -213,6 +227,29 @@ EOF2
 	assertTrue "cubin for the first arch" "grep -q -- '--cubin -arch=sm_80' make.log"
 	assertTrue "fatbin with both archs" "grep -q -- 'code=sm_90 -gencode=arch=compute_90,code=compute_90' make.log"
 	assertTrue "dependency files" "[ -s k.cubin.d ] && [ -s k.ptx.d ] && [ -s k.fatbin.d ]"
+}
+
+# The include found by pkg-config; a source three directories down and
+# outputs in an obj/ directory (from src/): a header edit rebuilds each.
+testMakeIncludeDeepSourcesAndAnObjectDirectory() {
+	local mk
+	mk=$(PKG_CONFIG_PATH=$(dirname "$(find "$PREFIX" -name cudajitcache.pc)") pkg-config --variable=makeinclude cudajitcache)
+	assertTrue "pkg-config --variable=makeinclude: '$mk'" "[ '$mk' -ef '$PREFIX/share/cudajitcache/cudajitcache.mk' ]"
+	mkdir -p a/b/c src/d/e
+	for f in a/b/c/k src/d/e/m; do
+		echo '#define N 4' >"$f.h"
+		printf '#include "%s.h"\n__global__ void k(float *x) { x[threadIdx.x] *= N; }\n' "${f##*/}" >"$f.cu"
+	done
+	printf 'CJC_OBJDIR = obj\nCJC_SRCDIR = src\ninclude %s\nall: a/b/c/k.cubin obj/d/e/m.ptx\n' "$mk" >Makefile
+	make CJC="$CJC" NVCC="$NVCC" >make1.log 2>&1 || { cat make1.log; fail "first build"; }
+	expect_counts "a deep source and one into obj/" 2 0
+	assertTrue "obj/d/e/m.ptx and its dependency file" "[ -s obj/d/e/m.ptx ] && [ -s obj/d/e/m.ptx.d ]"
+	echo '#define EDITED 1' >>a/b/c/k.h
+	echo '#define EDITED 1' >>src/d/e/m.h
+	make CJC="$CJC" NVCC="$NVCC" >make2.log 2>&1 || { cat make2.log; fail "after the edits"; }
+	expect_counts "both headers' dependents rebuilt" 4 0
+	make CJC="$CJC" NVCC="$NVCC" >make3.log 2>&1
+	assertTrue "then nothing to do: $(cat make3.log)" "grep -q \"Nothing to be done for 'all'\" make3.log"
 }
 
 . "$SHUNIT2"

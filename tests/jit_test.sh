@@ -211,6 +211,30 @@ testOneHandleSeesAChangeBetweenCompiles() {
 	expect_nvcc_runs $((3 + unpublished))
 }
 
+# Between two requests of one handle, what the kernel's change signal
+# (src/jit/changes.c) must report: an include directory that is a link
+# switched to another, and an nvcc that appears earlier on PATH.
+testOneHandleSeesLinksAndPathChange() {
+	write_kernel
+	mkdir -p v1 v2 early
+	echo '#define FACTOR 2.0f' >v1/tile.h
+	echo '#define FACTOR 3.0f' >v2/tile.h
+	ln -s v1 cur
+	jit kernel.cu -I"$PWD/cur" >/dev/null || fail
+	local said
+	said=$(jit --between "ln -sfn v2 cur" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
+	assertEquals "an include directory switched by its link" "hit miss" "$(echo $said)"
+	printf '#!/bin/sh\nexec "%s" "$@"\n' "$NVCC" >wrapper
+	chmod +x wrapper
+	# nvcc by name: the counting one (its directory on PATH), then early/'s
+	said=$(PATH="$PWD/early:$(dirname "$NVCC"):$PATH" JIT_NVCC=nvcc \
+		jit --between "cp wrapper early/nvcc" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
+	assertEquals "an nvcc that appears earlier on PATH" "hit miss" "$(echo $said)"
+	said=$(PATH="$PWD/early:$(dirname "$NVCC"):$PATH" JIT_NVCC=nvcc \
+		jit --between "echo >>early/nvcc" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
+	assertEquals "and one written in place" "hit miss" "$(echo $said)"
+}
+
 # The memory tier (src/jit/memory.c): a request the handle served is served
 # again from memory, with the store emptied in between; its hits are
 # counted when the handle closes.  (A header changed between two requests

@@ -408,13 +408,14 @@ env >>"$TEST_DIR/launcher-env.txt"
 exec "\$@"
 WRAP
 	chmod +x "$TEST_DIR/bin/nvcc-env" "$TEST_DIR/bin/launcher"
-	# a well-formed value (nvcc runs for the cache) and a malformed one (nvcc
-	# runs in cjc's place, uncached)
+	# a well-formed value (nvcc runs for the cache) and a malformed one with
+	# disable (nvcc runs in cjc's place, uncached: a malformed remote alone
+	# turns only the remote stores off, and the second compile would be a hit)
 	CJC_REMOTE='redis://:Secret@127.0.0.1:1|connect-timeout=100ms' \
 		"$CJC" --wrap "$TEST_DIR/bin/launcher" "$TEST_DIR/bin/nvcc-env" --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt ||
 		fail "the cached compile: $(cat err.txt)"
 	assertEquals "nvcc ran for the cache" 1 "$(nvcc_compiles)"
-	CJC_REMOTE='redis://:Secret|Part2@127.0.0.1:1' \
+	CJC_REMOTE='redis://:Secret|Part2@127.0.0.1:1' CJC_DISABLE=1 \
 		"$CJC" --wrap "$TEST_DIR/bin/launcher" "$TEST_DIR/bin/nvcc-env" --cubin k.cu -o k2.cubin -arch=$ARCH 2>err.txt ||
 		fail "the uncached compile: $(cat err.txt)"
 	assertTrue "and uncached: $(cat err.txt)" "grep -q CJC_REMOTE err.txt && [ -s k2.cubin ]"

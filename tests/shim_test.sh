@@ -119,6 +119,55 @@ PY
 	expect_stat hits 1
 }
 
+# cuda-python and CuPy first ask whether NVRTC is loaded already (dlopen
+# by soname with RTLD_NOLOAD, which finds the toolkit's and loads nothing),
+# then load the NVRTC of a wheel by its path: that one is served.
+testAProbeThatLoadsNothingChoosesNoNvrtc() {
+	mkdir -p wheel/lib
+	cp -L "$NVRTC_LIB" "wheel/lib/$NVRTC_SONAME"
+	cat >probe.py <<'PY'
+import ctypes, os, sys
+try:
+    ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOLOAD)
+    print("loaded already")
+except OSError:
+    pass
+lib = ctypes.CDLL(os.path.abspath(sys.argv[2]))
+prog = ctypes.c_void_p()
+src = b"__global__ void twice(float *x) { x[threadIdx.x] *= 2; }\n"
+assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, b"probe.cu", 0, None, None) == 0
+print("compile", lib.nvrtcCompileProgram(prog, 1, (ctypes.c_char_p * 1)(b"-arch=sm_80")))
+PY
+	local i
+	for i in 1 2; do
+		assertEquals "compile 0" "$(env "${PY_ENV[@]}" "$CJC" run -- /usr/bin/python3 probe.py \
+			"$NVRTC_SONAME" "wheel/lib/$NVRTC_SONAME")"
+	done
+	expect_stat misses 1
+	expect_stat hits 1
+}
+
+# CuPy compiles empty programs (probes of NVRTC's options): cached too,
+# though a store keeps no empty file, and rebuilt by cjc audit.
+testAnEmptySourceIsCachedAndAudited() {
+	cat >empty.py <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+prog = ctypes.c_void_p()
+assert lib.nvrtcCreateProgram(ctypes.byref(prog), b"", b"empty.cu", 0, None, None) == 0
+print("compile", lib.nvrtcCompileProgram(prog, 1, (ctypes.c_char_p * 1)(b"-arch=sm_80")))
+PY
+	local i
+	for i in 1 2; do
+		assertEquals "compile 0" "$(env "${PY_ENV[@]}" "$CJC" run -- /usr/bin/python3 empty.py \
+			"$NVRTC_SONAME")"
+	done
+	expect_stat misses 1
+	expect_stat hits 1
+	expect_stat errors 0
+	assertContains "$("$CJC" audit all 2>&1)" "1 reproducible, 0 differ"
+}
+
 testHeadersGivenAsStringsAreKeyed() {
 	prog ref header
 	prog ref3 --header '#define SCALE 3.0f' header

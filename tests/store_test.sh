@@ -68,7 +68,7 @@ testMaxSizeKeepsTheStoreUnderItsLimit() {
 	one=$(stat_value bytes)
 	# Room for about 1.5 entries per sixteenth: with 20 entries, some sixteenth overflows.
 	limit=$((one * 3 / 2 * 16))
-	export CJC_MAX_SIZE=$limit
+	export CJC_MAX_SIZE=${limit}B # bytes: a bare number is gibibytes
 	variants 20 || fail
 	assertTrue "the store stays within max_size" "[ $(stat_value bytes) -le $limit ]"
 	assertTrue "entries were evicted" "[ $(entry_count) -lt 21 ]"

@@ -244,9 +244,9 @@ testBadSubcommandUsage() {
 	assertTrue "message" "grep -q bogus err.txt"
 }
 
-# The README's settings table, `cjc config` and `cjc --help` come from one table.
+# docs/settings.md's table, `cjc config` and `cjc --help` come from one table.
 testReadmeSettingsTableIsTheTable() {
-	sed -n 's/^| `\([a-z_]*\)` | `\(CJC_[A-Z_]*\)` |.*/\1 \2/p' "$CJC_SOURCE_DIR/README.md" | sort >readme.txt
+	sed -n 's/^| `\([a-z_]*\)` | `\(CJC_[A-Z_]*\)` |.*/\1 \2/p' "$CJC_SOURCE_DIR/docs/settings.md" | sort >readme.txt
 	"$CJC" config --json | jq -r 'to_entries[] | "\(.key) \(.value.env)"' | sort >table.txt
 	assertTrue "README and table: $(diff readme.txt table.txt)" "cmp -s readme.txt table.txt"
 	assertTrue "some rows" "[ $(wc -l <table.txt) -gt 10 ]"

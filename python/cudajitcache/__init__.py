@@ -9,14 +9,17 @@ pkg-config's libdir for cudajitcache (_lib.py).
     with cudajitcache.Jit("MYLIB") as jit:              # MYLIB_JIT_* settings
         res = jit.compile(src, arch="sm_90a", options=["-std=c++17"])
         res.data, res.hit, res.key, res.log
+        kernel = jit.load(res, "saxpy")                   # on the GPU (launch.py)
+        kernel(grid=blocks, block=256, args=(y, x, 2.0, n))   # tensors, ints, floats
 
     cubin = cudajitcache.compile_cuda(src, "cubin", arch="sm_90a")   # tilelang's shape
 """
 from .errors import CacheError, CompileError, LibraryNotFound
 from .jit import Jit, Result
+from .launch import Kernel, Module
 from .nvcc import DEFAULT_PREFIX, compile_cuda, default_jit, set_default_prefix
 
 from ._lib import VERSION as __version__  # CMakeLists.txt's project(VERSION)
 
-__all__ = ["CacheError", "CompileError", "DEFAULT_PREFIX", "Jit", "LibraryNotFound", "Result",
-           "compile_cuda", "default_jit", "set_default_prefix"]
+__all__ = ["CacheError", "CompileError", "DEFAULT_PREFIX", "Jit", "Kernel", "LibraryNotFound",
+           "Module", "Result", "compile_cuda", "default_jit", "set_default_prefix"]

@@ -83,6 +83,11 @@ _PROTOTYPES = [
     ("cjc_jit_device_arch", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
     ("cjc_jit_drop", ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
     ("cjc_jit_bytes_set", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]),
+    ("cjc_jit_load", ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(Result), ctypes.c_char_p,
+                                    ctypes.POINTER(ctypes.c_void_p),
+                                    ctypes.POINTER(ctypes.c_void_p)]),
+    ("cjc_jit_unload", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+    ("cjc_jit_driver_symbol", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]),
 ]
 
 _lock = threading.Lock()

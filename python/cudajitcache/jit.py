@@ -13,6 +13,7 @@ import ctypes
 
 from . import _lib
 from .errors import CacheError, CompileError
+from .launch import Module
 
 
 class Result:
@@ -200,6 +201,27 @@ class Jit:
         if self._lib.cjc_jit_device_arch(self._live(), buf, len(buf)):
             raise CacheError(self._error())
         return buf.value.decode()
+
+    def load(self, result, kernel=None):
+        """Loads a Result (cubin, fatbin or ptx) on the GPU: a Module, or with
+        kernel named, that kernel of it (a Kernel, which keeps its module
+        loaded).  CacheError when there is no driver or GPU, or the driver
+        refuses the code (then drop(result.key) and compile again)."""
+        module = Module(self, result)
+        return module.function(kernel) if kernel is not None else module
+
+    def _c_result(self, result):
+        """The struct cjc_jit_result that cjc_jit_load reads, over a Result's
+        bytes (NUL-terminated: PTX is text)."""
+        if not isinstance(result, Result):
+            raise TypeError("load: expected a Result of compile(), got %s"
+                            % type(result).__name__)
+        buffer = ctypes.create_string_buffer(result.data, len(result.data) + 1)
+        c_result = _lib.Result(data=ctypes.cast(buffer, ctypes.c_void_p),
+                               size=len(result.data), key=result.key.encode(),
+                               hit=int(result.hit))
+        c_result._buffer = buffer  # alive as long as the struct
+        return c_result
 
     def drop(self, key):
         """Removes the entry with this key (a Result's) from the local store,

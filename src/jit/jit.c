@@ -249,6 +249,8 @@ void cjc_jit_close(cjc_jit *h)
 	pthread_key_delete(h->error_key);
 	pthread_mutex_destroy(&h->lock);
 	jit_deps_release(&h->deps);
+	jit_changes_release(h);
+	jit_tools_release(h);
 	jit_driver_release(h->driver);
 	jit_nvrtc_release(h->nvrtc);
 	free(h->nvrtc_error);

@@ -7,6 +7,8 @@
  *               the public calls
  *   nvcc.c      a compile with nvcc, keyed and published as `cjc` does it
  *   deps.c      whether a manifest record's files are unchanged, per handle
+ *   changes.c   whether anything those files are read through may have changed (inotify)
+ *   tools.c     nvcc's, the host compiler's and `as`'s identities, once per change
  *   nvrtc.c     a compile with NVRTC (dlopen), keyed by its library and version
  *   journal.c   the cjc journal's records of compiles, for `cjc why --jit`
  *   driver.c    the CUDA driver (dlopen): the GPU's arch, loading modules
@@ -76,6 +78,30 @@ int jit_setting_find(const char *name);
  * settings (a misspelt PREFIX_JIT_DUMP_PXT), each with a line saying so. */
 void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines);
 
+/* changes.c: the handle's change generation, or 0 when there is no
+ * change signal to trust (then every check stats). */
+uint64_t jit_changes_generation(struct cjc_jit *h);
+/* Watches every directory r's files and candidates are reached through
+ * (but the source's, keyed by content: source or named); false when it
+ * cannot, and r's files must then be checked each time. */
+bool jit_changes_watch(struct cjc_jit *h, const struct cjc_manifest_record *r, const char *source,
+		       const char *named);
+/* The same for each path of paths (no source to skip). */
+bool jit_changes_watch_paths(struct cjc_jit *h, const struct cjc_strvec *paths);
+void jit_changes_release(struct cjc_jit *h);
+
+/* tools.c: the programs an nvcc request runs, identified (identity.h) or
+ * remembered from change generation gen (the request's, asked as it
+ * began).  0, or -1 (noted in the log). */
+struct jit_toolset {
+	struct cjc_identity nvcc, host;
+	char *as; /* where PATH finds `as`, "" for nowhere (key.h) */
+};
+int jit_tools_identify(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *host,
+		       struct jit_toolset *out);
+void jit_toolset_release(struct jit_toolset *t);
+void jit_tools_release(struct cjc_jit *h);
+
 /* deps.c: remembered hashes of the files manifest records name, and
  * listings of the directories of the candidates that must stay absent, per
  * handle, each trusted only while its stamp holds (stamp.h). */
@@ -91,6 +117,8 @@ struct jit_deps {
 struct driver;
 struct nvrtc;
 struct jit_memory;
+struct jit_changes;
+struct jit_tools;
 
 /* Devices whose arch a handle remembers (driver.c); others are asked each time. */
 #define JIT_DEVICES 64
@@ -114,6 +142,8 @@ struct cjc_jit {
 	struct nvrtc *nvrtc;
 	char *nvrtc_error;    /* why NVRTC could not be loaded */
 	struct jit_memory *memory; /* memory.c, made on the first put */
+	struct jit_changes *changes; /* changes.c, made on the first use */
+	struct jit_tools *tools;     /* tools.c, made on the first use */
 };
 
 /* The handle's lock, made anew in a child after fork() (jit.c). */
@@ -293,8 +323,12 @@ void jit_deps_save(struct cjc_jit *h);
  * reference the caller gives back (jit_memory_release), or NULL.
  * jit_memory_put: keeps what a request was served (rec, nvcc's, is moved
  * in; NULL for NVRTC), replacing an older item of the same lookup.
- * jit_memory_serve: fills the result from an item and counts the hit. */
+ * jit_memory_serve: fills the result from an item and counts the hit.
+ * jit_memory_checked: whether the item's files were found unchanged in
+ * change generation gen (changes.c); jit_memory_mark_checked says they were. */
 struct jit_memory_item;
+bool jit_memory_checked(struct cjc_jit *h, const struct jit_memory_item *it, uint64_t gen);
+void jit_memory_mark_checked(struct cjc_jit *h, struct jit_memory_item *it, uint64_t gen);
 struct jit_memory_item *jit_memory_find(struct cjc_jit *h, const char *lookup);
 const struct cjc_manifest_record *jit_memory_record(const struct jit_memory_item *it);
 void jit_memory_serve(struct jit_job *j, const struct jit_memory_item *it);

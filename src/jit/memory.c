@@ -7,7 +7,9 @@
  * alone decides (nvrtc.c); for nvcc, the direct key, with the manifest
  * record that named the entry, whose files the caller checks again
  * (deps.c) before it uses the item: a header edited since is a miss here
- * as it is in the store.  Items never change once added.  A lookup takes a
+ * as it is in the store; or, where the kernel says nothing they are read
+ * through changed since they were last checked (changes.c), not again.
+ * Items never change once added, but for that mark.  A lookup takes a
  * reference, which the caller gives back once it has copied what it needs,
  * so no lock is held while files are checked; a forgotten item (a drop) is
  * freed by its last holder.
@@ -41,6 +43,7 @@ struct jit_memory_item {
 	struct cjc_buf data;
 	char *log;
 	int64_t duration_ms;
+	uint64_t checked; /* the change generation its files were found unchanged in (changes.c) */
 };
 
 struct jit_memory {
@@ -88,6 +91,21 @@ void jit_memory_release(struct cjc_jit *h, struct jit_memory_item *it)
 		return;
 	jit_lock(h);
 	unref_locked(it);
+	jit_unlock(h);
+}
+
+bool jit_memory_checked(struct cjc_jit *h, const struct jit_memory_item *it, uint64_t gen)
+{
+	jit_lock(h);
+	bool checked = gen && it->checked == gen;
+	jit_unlock(h);
+	return checked;
+}
+
+void jit_memory_mark_checked(struct cjc_jit *h, struct jit_memory_item *it, uint64_t gen)
+{
+	jit_lock(h);
+	it->checked = gen;
 	jit_unlock(h);
 }
 

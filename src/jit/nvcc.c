@@ -72,7 +72,8 @@ struct nvcc_job {
 	struct cjc_strvec argv; /* the command, naming the request's source, without -o */
 	char memory_key[CJC_HEX_LEN + 1]; /* the memory tier's: the direct key and the name */
 	struct cjc_compile c;
-	struct cjc_identity nvcc, host;
+	struct jit_toolset tools; /* nvcc, the host compiler, as */
+	uint64_t gen;             /* the change generation as the request began (changes.c) */
 	struct cjc_diagnostics diag;
 	struct cjc_strvec env;
 	char cwd[PATH_MAX];
@@ -143,11 +144,8 @@ static int prepare(struct nvcc_job *n)
 	if (n->c.uncacheable)
 		return jit_note(h, "%s: uncacheable: %s", n->j->name, n->c.uncacheable), -1;
 	char *host = cjc_compile_host(&n->c);
-	int rc = 0;
-	if (cjc_identity_nvcc(&h->store, n->argv.v[0], &n->nvcc))
-		rc = -1, jit_note(h, "cannot identify %s: %s", n->argv.v[0], strerror(errno));
-	else if (cjc_identity_host(&h->store, host, &n->host))
-		rc = -1, jit_note(h, "cannot identify host compiler %s: %s", host, strerror(errno));
+	n->gen = jit_changes_generation(h);
+	int rc = jit_tools_identify(h, n->gen, n->argv.v[0], host, &n->tools);
 	free(host);
 	if (rc)
 		return -1;
@@ -155,17 +153,18 @@ static int prepare(struct nvcc_job *n)
 	/* CHECK_NO_* are words of the command (build_command), cached or not */
 	cjc_diagnostics_init(&n->diag, s->flag[JIT_DUMP_PTX],
 			     s->flag[JIT_DUMP_SASS] && n->c.kind != CJC_KIND_PTX, false,
-			     n->nvcc.realpath);
+			     n->tools.nvcc.realpath);
 	cjc_diagnostics_add_key(&n->diag, &n->c);
 	cjc_key_environment(&n->env);
 	jit_key_request(n->j, &n->c.key_args);
 	struct cjc_key_input in = {
 		.kind = cjc_kind_name(n->c.kind),
-		.nvcc_digest = n->nvcc.digest,
-		.host_digest = n->host.digest,
+		.nvcc_digest = n->tools.nvcc.digest,
+		.host_digest = n->tools.host.digest,
 		.args = n->c.key_args.v,
 		.nargs = n->c.key_args.n,
 		.cwd = n->c.place.keys_cwd ? n->cwd : "",
+		.as = n->tools.as,
 	};
 	memcpy(in.source_sha, n->j->code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, n->direct_key);
@@ -174,7 +173,7 @@ static int prepare(struct nvcc_job *n)
 	cjc_hash_str(&mk, n->direct_key);
 	cjc_hash_str(&mk, n->j->name);
 	cjc_hash_final_hex(&mk, n->memory_key);
-	jit_journal_facts_nvcc(n->j, &n->c, n->cwd, &n->nvcc, &n->host, &n->env);
+	jit_journal_facts_nvcc(n->j, &n->c, n->cwd, &n->tools.nvcc, &n->tools.host, &n->env);
 	return 0;
 }
 
@@ -232,6 +231,24 @@ static long match(struct nvcc_job *n, const struct cjc_manifest *m)
 				    n->j->code_sha);
 }
 
+/* Whether the record of a remembered item still holds: its files as they
+ * were when last checked in this change generation (changes.c), or found
+ * so now, their directories watched first. */
+static bool still_holds(struct nvcc_job *n, struct jit_memory_item *it)
+{
+	const struct cjc_manifest_record *rec = jit_memory_record(it);
+	if (jit_memory_checked(n->h, it, n->gen))
+		return true;
+	bool watched = n->gen && jit_changes_watch(n->h, rec, ANY_SOURCE, n->j->source);
+	uint64_t gen = watched ? jit_changes_generation(n->h) : 0; /* before the watch: past */
+	struct cjc_manifest one = { (struct cjc_manifest_record *)rec, 1 };
+	if (match(n, &one) != 0)
+		return false;
+	if (gen)
+		jit_memory_mark_checked(n->h, it, gen);
+	return true;
+}
+
 /* 1: a hit from the handle's memory (memory.c), its record's files
  * unchanged; 0: not there. */
 static int memory_hit(struct nvcc_job *n)
@@ -239,8 +256,7 @@ static int memory_hit(struct nvcc_job *n)
 	struct jit_memory_item *it = jit_memory_find(n->h, n->memory_key);
 	if (!it)
 		return 0;
-	struct cjc_manifest one = { (struct cjc_manifest_record *)jit_memory_record(it), 1 };
-	bool same = match(n, &one) == 0;
+	bool same = still_holds(n, it);
 	if (same)
 		jit_memory_serve(n->j, it);
 	jit_memory_release(n->h, it);
@@ -710,11 +726,11 @@ static bool publish(struct nvcc_job *n, const struct run *r, const struct cjc_ma
 		.cwd = n->cwd,
 		.base_dir = h->cfg.base_dir,
 		.dirs_shared = n->c.place.dirs_shared,
-		.compiler_path = n->nvcc.path,
-		.compiler_realpath = n->nvcc.realpath,
-		.compiler_version = n->nvcc.version,
-		.host_path = n->host.path,
-		.host_version = n->host.version,
+		.compiler_path = n->tools.nvcc.path,
+		.compiler_realpath = n->tools.nvcc.realpath,
+		.compiler_version = n->tools.nvcc.version,
+		.host_path = n->tools.host.path,
+		.host_version = n->tools.host.version,
 		.options = n->c.options,
 		.inputs = inputs,
 		.ninputs = rec->ndeps,
@@ -846,8 +862,7 @@ int jit_nvcc_compile(struct jit_job *j)
 	cjc_remote_close(n.remotes);
 	cjc_strvec_clear(&n.argv);
 	cjc_compile_release(&n.c);
-	cjc_identity_release(&n.nvcc);
-	cjc_identity_release(&n.host);
+	jit_toolset_release(&n.tools);
 	cjc_diagnostics_release(&n.diag);
 	cjc_strvec_clear(&n.env);
 	return rc;

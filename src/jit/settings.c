@@ -216,34 +216,6 @@ int jit_settings_load(struct jit_settings *s, const char *prefix, const struct c
 	return 0;
 }
 
-/* Levenshtein's distance between a and b, or 3 when it is more than 2 or
- * either is long: a misspelling is one or two letters off. */
-static unsigned distance(const char *a, const char *b)
-{
-	enum { MAX = 64 };
-	size_t n = strlen(a), m = strlen(b);
-	if (n >= MAX || m >= MAX || (n > m ? n - m : m - n) > 2)
-		return 3;
-	unsigned row[MAX + 1];
-	for (size_t j = 0; j <= m; j++)
-		row[j] = (unsigned)j;
-	for (size_t i = 1; i <= n; i++) {
-		unsigned diag = row[0];
-		row[0] = (unsigned)i;
-		for (size_t j = 1; j <= m; j++) {
-			unsigned up = row[j];
-			unsigned best = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	return row[m] > 2 ? 3 : row[m];
-}
-
 /* Every name a setting is read from: PREFIX_JIT_<name> and the global one. */
 static void known_names(const char *prefix, struct cjc_strvec *known)
 {
@@ -273,10 +245,7 @@ void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines)
 		char *name = cjc_xstrndup(*e, len);
 		if ((cjc_starts_with(name, "CJC_JIT_") || (own && cjc_starts_with(name, own))) &&
 		    !cjc_strvec_contains(&known, name)) {
-			const char *near = NULL;
-			for (size_t k = 0; k < known.n && !near; k++)
-				if (distance(name, known.v[k]) <= 2)
-					near = known.v[k];
+			const char *near = cjc_did_you_mean(name, (const char *const *)known.v, known.n);
 			char *line = cjc_xasprintf("%s is not a setting of the JIT library, and is "
 						   "ignored%s%s%s", name, near ? " (did you mean " : "",
 						   near ? near : "", near ? "?)" : "");

@@ -178,11 +178,11 @@ static void read_settings(void)
 /* ---- which file is NVRTC, and its shim ---- */
 
 static struct {
-	int chosen;                    /* an NVRTC was swapped for the shim */
-	struct file_id id;             /* its file */
+	int chosen;                    /* an NVRTC was swapped for the shim, and the shim loaded */
+	struct file_id id;             /* its file (or the one offered, until chosen) */
 	char real[PATH_MAX_ + 4];      /* its path, as <dir>/./<name> (below) */
 	char shim[PATH_MAX_];          /* the shim in its place */
-	int expect_shim, expect_real;  /* the next object the loader opens is that one */
+	char asked[PATH_MAX_];         /* the path the shim was last offered for */
 	uintptr_t shim_map, real_map;
 } nvrtc;
 
@@ -242,6 +242,11 @@ static int keep_real(const char *path)
 	return join(nvrtc.real + dir, sizeof nvrtc.real - dir, "./", name, 0);
 }
 
+/* The shim in place of the NVRTC at path.  An NVRTC is chosen only once
+ * the shim is loaded in its place (la_objopen): a lookup that loads nothing
+ * (dlopen with RTLD_NOLOAD, as cuda-python's and CuPy's "is it loaded
+ * already?" probe by soname does) must not make the NVRTC loaded next
+ * "another NVRTC". */
 static char *swap(const char *path)
 {
 	struct file_id id;
@@ -250,15 +255,14 @@ static char *swap(const char *path)
 	if (nvrtc.chosen) {
 		if (id.dev != nvrtc.id.dev || id.ino != nvrtc.id.ino)
 			return (char *)path; /* another NVRTC: left alone */
-		nvrtc.expect_shim = 1;
 		return nvrtc.shim;
 	}
 	int major = major_of(path);
 	if (!major || !shim_for(major, nvrtc.shim, sizeof nvrtc.shim) || !keep_real(path))
 		return (char *)path;
-	nvrtc.chosen = 1;
+	if (!join(nvrtc.asked, sizeof nvrtc.asked, path, "", 0))
+		return (char *)path;
 	nvrtc.id = id;
-	nvrtc.expect_shim = 1;
 	return nvrtc.shim;
 }
 
@@ -273,10 +277,7 @@ char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag)
 {
 	(void)cookie;
 	if (same(name, CJC_REAL_NVRTC)) {
-		if (!nvrtc.chosen)
-			return (char *)name;
-		nvrtc.expect_real = 1;
-		return nvrtc.real;
+		return nvrtc.chosen ? nvrtc.real : (char *)name;
 	}
 	const char *b = base(name);
 	if (!starts(b, "libnvrtc.so") || (flag == LA_SER_ORIG && b == name))
@@ -287,31 +288,27 @@ char *la_objsearch(const char *name, uintptr_t *cookie, unsigned int flag)
 	return disabled ? (char *)name : swap(name);
 }
 
+/* The shim and the NVRTC behind it are known by their maps' names: the
+ * loader names the shim by the path it was offered for (a library it
+ * searched for) or by the shim's own (one opened by its path).  A lookup
+ * that loads nothing opens no object. */
 unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
 {
 	(void)lmid;
-	if (nvrtc.expect_shim) {
-		nvrtc.expect_shim = 0;
+	const char *name = map->l_name;
+	if (!nvrtc.chosen && nvrtc.asked[0] && (same(name, nvrtc.asked) || same(name, nvrtc.shim))) {
+		nvrtc.chosen = 1;
 		nvrtc.shim_map = *cookie;
 		return LA_FLG_BINDFROM | LA_FLG_BINDTO;
 	}
-	if (nvrtc.expect_real) {
-		nvrtc.expect_real = 0;
+	if (nvrtc.chosen && !nvrtc.real_map && same(name, nvrtc.real)) {
 		nvrtc.real_map = *cookie;
 		return LA_FLG_BINDFROM;
 	}
 	/* wherever NVRTC's calls may go: the C library, or a library that
 	 * interposes on it (a sanitizer's runtime does); only NVRTC's own
 	 * bindings are then reported (la_symbind64) */
-	(void)map;
 	return LA_FLG_BINDTO;
-}
-
-void la_activity(uintptr_t *cookie, unsigned int flag)
-{
-	(void)cookie;
-	if (flag == LA_ACT_CONSISTENT)
-		nvrtc.expect_shim = nvrtc.expect_real = 0;
 }
 
 /* ---- the trampolines ---- */

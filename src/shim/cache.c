@@ -290,13 +290,16 @@ static json_t *options_json(const struct shim_job *s)
 			 false, "line_info", false, "fast_math", false, "rdc", false, "extra", extra);
 }
 
-/* The entry's files: source.cu, output.<kind> for each kind made, headers.json. */
+/* The entry's files: source.cu (none for an empty source, as CuPy's probes
+ * compile: a store holds no empty file), output.<kind> for each kind made,
+ * headers.json. */
 static size_t entry_files(const struct shim_job *s, struct cjc_publish_file *f, char **names,
 			  char **headers_text)
 {
 	const struct shim_program *p = s->p;
 	size_t n = 0;
-	f[n++] = (struct cjc_publish_file){ JIT_SOURCE_FILE, p->source, strlen(p->source) };
+	if (*p->source)
+		f[n++] = (struct cjc_publish_file){ JIT_SOURCE_FILE, p->source, strlen(p->source) };
 	for (int k = 0; k < CJC_NVRTC_KINDS; k++)
 		if (p->out.result[k] == NVRTC_SUCCESS && p->out.code[k].len) { /* none: empty */
 			names[k] = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);

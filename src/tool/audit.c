@@ -637,7 +637,9 @@ static int copy_jit_source(struct audit *a)
 	/* the NVRTC shim keeps a program's name, whatever it is, and its code as source.cu */
 	bool shim = json_is_true(json_object_get(jit, "shim"));
 	bool named = a->jit_name && (shim ? *a->jit_name != '\0' : cjc_jit_name_ok(a->jit_name));
-	if (!named || !a->jit_source || !cjc_entry_artifact(&a->entry, a->jit_source)) {
+	/* the shim keeps no source.cu for an empty source (shim/cache.c) */
+	bool empty = shim && a->jit_source && !cjc_entry_artifact(&a->entry, a->jit_source);
+	if (!named || !a->jit_source || (!empty && !cjc_entry_artifact(&a->entry, a->jit_source))) {
 		add_note(a, "details", "its \"jit\" object does not name the request (a file name ending "
 			 "in .cu) and the artifact that holds its code");
 		return -1;
@@ -646,7 +648,11 @@ static int copy_jit_source(struct audit *a)
 	char *dir = cjc_path_join(a->scratch, "src");
 	a->keyed_source = cjc_xasprintf("%s/%s", CJC_JIT_SOURCE_DIR, a->jit_name);
 	a->source_copy = cjc_path_join(dir, shim ? a->jit_source : a->jit_name);
-	int rc = cjc_entry_read(&a->entry, a->jit_source, &a->code, &why);
+	int rc = 0;
+	if (empty)
+		cjc_buf_add(&a->code, "", 0);
+	else
+		rc = cjc_entry_read(&a->entry, a->jit_source, &a->code, &why);
 	if (rc)
 		add_note(a, "details", "cannot read its %s: %s", a->jit_source, why.data);
 	else if ((rc = mkdir(dir, 0700) ||

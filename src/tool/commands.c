@@ -15,6 +15,7 @@
 #include "base/util.h"
 #include "compile/config.h"
 #include "compile/diagnostics.h"
+#include "config_cmd.h"
 #include "keys/key.h"
 #include "keys/metadata.h"
 #include "keys/nvcc_args.h"
@@ -78,7 +79,7 @@ struct cjc_command {
 
 static int usage_error(const char *cmd, const char *word)
 {
-	fprintf(stderr, "cjc %s: unexpected argument '%s' (see `cjc --help`)\n", cmd, word);
+	fprintf(stderr, "cjc %s: unexpected argument '%s'; see 'cjc --help'\n", cmd, word);
 	return 2;
 }
 
@@ -91,18 +92,21 @@ static int flag_value(const struct flag *f, const char *cmd, const char *v, stru
 	case FLAG_SIZE:
 		if (!cjc_parse_size(v, field))
 			return 0;
-		fprintf(stderr, "cjc %s: %s: '%s' is not a size such as 20G or 512M\n", cmd, f->name, v);
+		fprintf(stderr, "cjc %s: %s: '%s' is not a size such as 20G or 512M; see 'cjc --help'\n",
+			cmd, f->name, v);
 		return 2;
 	case FLAG_AGE:
 		if (!cjc_parse_age(v, field))
 			return 0;
-		fprintf(stderr, "cjc %s: %s: '%s' is not a duration such as 7d, 12h, 30m\n", cmd, f->name, v);
+		fprintf(stderr, "cjc %s: %s: '%s' is not a duration such as 7d, 12h, 30m; see 'cjc --help'\n",
+			cmd, f->name, v);
 		return 2;
 	case FLAG_JOBS:
 		n = strtol(v, &end, 10);
 		if (!*end && n >= 1 && n <= 256)
 			return *(int *)field = (int)n, 0;
-		fprintf(stderr, "cjc %s: %s takes a number from 1 to 256, not '%s'\n", cmd, f->name, v);
+		fprintf(stderr, "cjc %s: %s takes a number from 1 to 256, not '%s'; see 'cjc --help'\n",
+			cmd, f->name, v);
 		return 2;
 	case FLAG_WORD:
 		return *(const char **)field = v, 0;
@@ -135,7 +139,7 @@ static int flag_list(const struct flag *f, const char *cmd, int argc, char **arg
 		flag_value(f, cmd, argv[++*i], s);
 	if (*i >= first)
 		return 0;
-	fprintf(stderr, "cjc %s: %s needs at least one %s\n", cmd, f->name, f->value);
+	fprintf(stderr, "cjc %s: %s needs at least one %s; see 'cjc --help'\n", cmd, f->name, f->value);
 	return 2;
 }
 
@@ -153,7 +157,7 @@ static int flag_at(const struct flag *f, const char *cmd, const char *inline_val
 		return flag_list(f, cmd, argc, argv, i, s);
 	if (*i + 1 < argc)
 		return flag_value(f, cmd, argv[++*i], s);
-	fprintf(stderr, "cjc %s: %s needs a value (see `cjc --help`)\n", cmd, f->name);
+	fprintf(stderr, "cjc %s: %s needs a value; see 'cjc --help'\n", cmd, f->name);
 	return 2;
 }
 
@@ -180,7 +184,7 @@ static int parse_flags(const struct cjc_command *c, int argc, char **argv, struc
 			return rc;
 	}
 	if (c->arg && !s->arg) {
-		fprintf(stderr, "cjc %s: missing %s (see `cjc --help`)\n", c->name, c->arg);
+		fprintf(stderr, "cjc %s: missing %s; see 'cjc --help'\n", c->name, c->arg);
 		return 2;
 	}
 	return 0;
@@ -324,6 +328,9 @@ static void print_stats(const struct session *s, const uint64_t *v,
 		       (unsigned long long)reasons[i].v[CJC_STAT_UNCACHEABLE]);
 	printf("%-16s %.1f %%\n", "hit rate", hit_rate(v));
 	print_size_line(v, s->cfg.max_size);
+	cjc_config_stats_print(&s->store, v); /* broken settings, if any */
+	printf("%-16s %.1f MB (manifests and hash caches, beside the entries' files above)\n",
+	       "bookkeeping", (double)cjc_store_bookkeeping_bytes(&s->store) / 1e6);
 	printf("%-16s %.3f s (the recorded nvcc time of every entry served)\n", "time saved",
 	       (double)v[CJC_STAT_SAVED_MS] / 1000.0);
 	if (v[CJC_STAT_LEASE_WAITS])
@@ -354,7 +361,8 @@ static int stats_format(struct session *s, bool *openmetrics)
 	if (!strcmp(f, "json"))
 		s->json = true;
 	else if (strcmp(f, "text") && !*openmetrics) {
-		fprintf(stderr, "cjc stats: --format takes text, json or openmetrics, not '%s'\n", f);
+		fprintf(stderr, "cjc stats: --format takes text, json or openmetrics, not '%s'; "
+			"see 'cjc --help'\n", f);
 		return 2;
 	}
 	return 0;
@@ -387,6 +395,7 @@ static int cmd_stats(struct session *s)
 		if (s->by_target)
 			json_object_set_new(o, "targets", breakdown_json(targets, ntargets, CJC_STAT_COUNT));
 		json_object_set_new(o, "remotes", remotes_json(remotes, nremotes));
+		json_object_set_new(o, "bad_settings_by_setting", cjc_config_stats_json(&s->store));
 		cjc_print_json(o);
 	} else {
 		print_stats(s, v, reasons, nreasons);
@@ -665,6 +674,22 @@ static int cmd_clean(struct session *s)
 	return rc;
 }
 
+/* gc, after evicting: the manifests and hash caches of what went (maintain.h);
+ * hash caches only when entries went or none is left. */
+static int reclaim_bookkeeping(struct session *s, const struct cjc_evict_report *r)
+{
+	struct cjc_bookkeeping_report b;
+	static const struct timespec none = { 0, 0 };
+	bool any_left = r->oldest_left.tv_sec || r->oldest_left.tv_nsec;
+	const struct timespec *hashes_before = !any_left ? NULL : r->evicted ? &r->oldest_left : &none;
+	int rc = cjc_store_reclaim_bookkeeping(&s->store, hashes_before, &b);
+	if (rc)
+		fprintf(stderr, "cjc gc: cannot reclaim every manifest and hash cache: %s\n", strerror(errno));
+	printf("reclaimed %lu manifests and %lu hash caches that served no entry left; %llu bytes of "
+	       "manifests and hash caches left\n", b.manifests, b.hash_caches, (unsigned long long)b.bytes);
+	return rc ? 1 : 0;
+}
+
 static int cmd_gc(struct session *s)
 {
 	uint64_t max_size = s->max_size;
@@ -696,50 +721,12 @@ static int cmd_gc(struct session *s)
 	       (unsigned long long)r.evicted, (unsigned long long)r.entries,
 	       (unsigned long long)r.evicted_bytes, (unsigned long long)r.bytes,
 	       (double)(cjc_now_ms() - t0) / 1000.0);
-	return rc;
-}
-
-/* keep_sass is set: says so when the nvcc on PATH has no cuobjdump to go with it. */
-static void note_keep_sass(void)
-{
-	struct cjc_diagnostics d;
-	char *nvcc = cjc_find_program("nvcc");
-	char *real = nvcc ? realpath(nvcc, NULL) : NULL;
-	cjc_diagnostics_init(&d, false, true, false, real);
-	if (!d.cuobjdump)
-		fprintf(stderr, "cjc config: keep_sass is set but cuobjdump is not installed (beside %s "
-			"or on PATH): entries will keep no SASS\n", real ? real : "nvcc");
-	cjc_diagnostics_release(&d);
-	free(real);
-	free(nvcc);
+	return reclaim_bookkeeping(s, &r) | rc;
 }
 
 static int cmd_config(struct session *s)
 {
-	struct cjc_buf problems = CJC_BUF_INIT;
-	int bad = cjc_config_load(&s->cfg, &problems);
-	if (bad)
-		fputs(problems.data, stderr);
-	if (s->cfg.notes)
-		fputs(s->cfg.notes, stderr);
-	json_t *o = json_object();
-	for (int i = 0; i < CJC_SET_COUNT; i++) {
-		if (s->json)
-			json_object_set_new(o, cjc_config_name(i), json_pack("{s:o, s:o, s:s, s:s}",
-				"value", cjc_json_bytes(s->cfg.text[i]), "origin", cjc_json_bytes(s->cfg.origin[i]),
-				"env", cjc_config_env(i), "help", cjc_config_help(i)));
-		else
-			printf("%-14s = %-40s (%s)\n", cjc_config_name(i), s->cfg.text[i], s->cfg.origin[i]);
-	}
-	if (s->json)
-		cjc_print_json(o);
-	else
-		json_decref(o);
-	if (s->cfg.keep_sass)
-		note_keep_sass();
-	cjc_buf_release(&problems);
-	cjc_config_release(&s->cfg);
-	return bad ? 1 : 0;
+	return cjc_config_show(s->json); /* config_cmd.c */
 }
 
 static int cmd_version(struct session *s)
@@ -779,7 +766,8 @@ static const struct cjc_command commands[] = {
 	{ "audit", cmd_audit, "rebuild entries from their metadata and compare (a unique key prefix will do)",
 	  audit_flags, "KEY|all", true, false },
 	{ "clean", cmd_clean, "remove every entry, safely while builds run", json_only, NULL, true, false },
-	{ "config", cmd_config, "show the effective settings and where each came from", json_only, NULL,
+	{ "config", cmd_config, "show the effective settings, where each came from and the files read; "
+	  "`cjc config set KEY VALUE` writes one into your settings file", json_only, NULL,
 	  false, false },
 	{ "gc", cmd_gc, "evict least recently used entries; reclaim orphaned staging and old hash "
 	  "caches (other hosts' and unused: older than AGE, default 1d)", gc_flags, NULL, true, false },
@@ -814,12 +802,50 @@ bool cjc_is_command(const char *name)
 	return find_command(name) != NULL;
 }
 
+/* The optimal string alignment distance (Levenshtein with transpositions),
+ * for words up to 31 bytes; longer: far. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b), d[32][32];
+	if (n > 31 || m > 31)
+		return 99;
+	for (size_t i = 0; i <= n; i++)
+		for (size_t j = 0; j <= m; j++) {
+			size_t best = i && j ? d[i - 1][j - 1] + (a[i - 1] != b[j - 1]) : i + j;
+			if (i && d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (j && d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[n][m];
+}
+
+const char *cjc_command_nearest(const char *word)
+{
+	size_t len = strlen(word), most = len <= 3 ? 1 : 2, best = most + 1;
+	const char *near = NULL;
+	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+		if ((word[0] == '-') != (commands[i].name[0] == '-'))
+			continue; /* -c is no misspelt gc */
+		size_t d = distance(word, commands[i].name);
+		if (d < best && d < len)
+			best = d, near = commands[i].name;
+	}
+	return near;
+}
+
 int cjc_command_run(int argc, char **argv)
 {
 	const struct cjc_command *c = find_command(argv[0]);
 	struct session s = { .cmd = argv[0], .age = -1, .jobs = 1 };
 	if (argc == 2 && !strcmp(argv[0], "remote") && !strcmp(argv[1], "helper"))
 		return cjc_helper_serve(); /* opens no store: it would keep it open for minutes */
+	if (argc >= 2 && !strcmp(argv[0], "config") && !strcmp(argv[1], "set"))
+		return cjc_config_set(argc - 1, argv + 1); /* config_cmd.c */
 	int rc = parse_flags(c, argc, argv, &s);
 	if (!rc && c->store)
 		rc = open_session(&s);

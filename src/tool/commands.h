@@ -17,6 +17,8 @@ bool cjc_is_command(const char *name);
 /* Runs the subcommand argv[0] (a name cjc_is_command() knows) with the words
  * after it; returns the exit status (2 for a bad flag or argument). */
 int cjc_command_run(int argc, char **argv);
+/* The subcommand a mistyped word is close to (edit distance), or NULL. */
+const char *cjc_command_nearest(const char *word);
 void cjc_usage(FILE *out);
 
 #endif

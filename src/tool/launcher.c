@@ -62,6 +62,7 @@ struct job {
 	struct cjc_config cfg;
 	struct cjc_store store;
 	bool have_store;
+	bool store_readonly; /* the store cannot be written by this user: said on a miss */
 	struct cjc_compile c;
 	struct cjc_identity nvcc, host;
 	char cwd[PATH_MAX];
@@ -586,10 +587,35 @@ static void record_miss(struct job *j, const struct compile_result *r,
 	json_object_set_new(j->record, "published", json_boolean(published));
 	if (!published)
 		json_object_set_new(j->record, "not_published", cjc_json_bytes(
-			!stable ? unstable : j->cfg.readonly ? "readonly is set" : "the store refused it (see the log)"));
+			!stable ? unstable : j->store_readonly ? "the store is read-only for this user"
+			: j->cfg.readonly ? "readonly is set" : "the store refused it (see the log)"));
 	json_object_set_new(j->record, "duration_ms", json_integer(r->duration_ms));
 	record_facts(j);
 	cjc_why_miss(&j->store, j->record, rec->deps, rec->ndeps);
+}
+
+/*
+ * A store this user cannot write (its directory read-only for them, or on a
+ * read-only file system) still serves hits, and everything else goes on as
+ * before; without the readonly setting that is taken for a mistake, and
+ * each miss that could not be published says so (say_readonly).
+ */
+static void check_writable(struct job *j)
+{
+	if (j->cfg.readonly || !faccessat(AT_FDCWD, j->store.dir, W_OK, AT_EACCESS) ||
+	    (errno != EACCES && errno != EROFS && errno != EPERM))
+		return;
+	cjc_log("cache directory %s is read-only for this user: %s", j->store.dir, strerror(errno));
+	j->store_readonly = true;
+}
+
+static void say_readonly(const struct job *j)
+{
+	char *dir = cjc_printable(j->store.dir), *source = cjc_printable(j->c.source);
+	fprintf(stderr, "cjc: cache directory %s is read-only for you: %s was compiled but not kept; "
+		"make it writable, or set readonly (CJC_READONLY=1) if that is meant\n", dir, source);
+	free(dir);
+	free(source);
 }
 
 static void warn_no_sass(const struct job *j)
@@ -620,6 +646,8 @@ static int compile_miss(struct job *j)
 		cjc_key_entry(j->direct_key, &rec, &j->c.place, rec.entry_key);
 	if (!rc && stable && !uncacheable && !j->cfg.readonly)
 		published = publish(j, &r, &rec);
+	if (!rc && j->store_readonly && !published)
+		say_readonly(j);
 	bool spilled = !rc && j->diag.check_spills && cjc_diagnostics_spilled(r.err.data, r.err.len);
 	if (!rc && !spilled && write_user_depfile(j, rec.deps, rec.ndeps))
 		rc = -1, cjc_buf_addf(&why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
@@ -803,14 +831,16 @@ static int prepare(struct job *j, struct cjc_buf *why)
 {
 	store_umask(j, true);
 	if (cjc_store_open(&j->store, j->cfg.dir)) {
-		int e = errno;
-		cjc_buf_addf(why, "cache directory %s is unusable: %s", j->cfg.dir, cjc_store_strerror(e));
-		/* refused for trust (store.h): said, since the user must act */
-		if (e == EPERM)
-			fprintf(stderr, "cjc: %s; compiling without the cache\n", why->data);
+		/* said on every compile: cjc keeps nothing outside the store, and
+		 * the store is what cannot be used (docs/command-line.md) */
+		cjc_buf_addf(why, "cache directory %s is unusable: %s", j->cfg.dir,
+			     cjc_store_strerror(errno));
+		fprintf(stderr, "cjc: %s; compiling without the cache (set CJC_DIR to a directory "
+			"you can write, or CJC_DISABLE=1)\n", why->data);
 		return -1;
 	}
 	j->have_store = true;
+	check_writable(j);
 	if (!getcwd(j->cwd, sizeof j->cwd)) {
 		j->cwd[0] = '\0';
 		cjc_buf_addf(why, "cannot tell the working directory");
@@ -962,6 +992,7 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 	int bad = cjc_config_load(&j.cfg, &why);
 	if (j.cfg.notes)
 		fputs(j.cfg.notes, stderr);
+	cjc_config_count(&j.cfg); /* broken settings: counted, so stats and the report say so */
 	if (bad) {
 		fputs(why.data, stderr);
 		fputs("cjc: compiling without the cache until the setting is fixed\n", stderr);

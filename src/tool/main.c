@@ -4,16 +4,23 @@
  *     cjc [--target NAME] [--wrap PROG]... [--] COMPILER ARG...   compile through the cache
  *     cjc SUBCOMMAND [OPTION...]                  inspect and maintain it
  *
- * A first word that is a subcommand (commands.h) is one; anything else is a
- * compiler.  --wrap names a launcher the build already had (ccache, say):
- * cjc puts it in front of nvcc whenever nvcc really runs.
+ * A first word that is a subcommand (commands.h) is one; a compiler
+ * (is_compiler below) is compiled through the cache; any other word is a
+ * mistake, said in one line, and nothing runs.  --wrap names a launcher the
+ * build already had (ccache, say): cjc puts it in front of nvcc whenever
+ * nvcc really runs.  Called as nvcc (a link named nvcc to cjc, ahead of the
+ * toolkit on PATH: ccache's masquerade), cjc is `cjc nvcc`, with the first
+ * nvcc on PATH that is not cjc itself.
  */
+#include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -72,6 +79,111 @@ static void heap_in_huge_pages(void)
 #endif
 }
 
+/*
+ * The compilers cjc knows by name (docs/command-line.md#what-counts-as-a-compiler):
+ * nvcc, which it caches, and the host compilers a build may hand it (CMake's
+ * C and C++ launchers), which it runs as given.  A name matches as itself,
+ * versioned (nvcc-12.4, gcc-13) or with a target prefix
+ * (x86_64-linux-gnu-gcc).  masquerade: cjc may be called by that name.
+ */
+static const struct {
+	const char *name;
+	bool masquerade;
+} compilers[] = {
+	{ "nvcc", true }, { "cc", false }, { "c++", false }, { "gcc", false }, { "g++", false },
+	{ "clang", false }, { "clang++", false },
+};
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+static bool names(const char *word, const char *name)
+{
+	size_t w = strlen(word), n = strlen(name);
+	if (w < n)
+		return false;
+	if (!strncmp(word, name, n) && (word[n] == '\0' || word[n] == '-'))
+		return true;
+	return w > n && word[w - n - 1] == '-' && !strcmp(word + w - n, name);
+}
+
+/* Whether a program name is one of the compilers above (masquerade: one cjc
+ * may be called as). */
+static bool known_compiler(const char *name, bool masquerade)
+{
+	for (size_t i = 0; i < sizeof compilers / sizeof *compilers; i++)
+		if ((!masquerade || compilers[i].masquerade) && names(name, compilers[i].name))
+			return true;
+	return false;
+}
+
+/* A compiler: a path (a word with a '/': whatever it runs is the user's
+ * choice, wrapper scripts included), or a known compiler's name. */
+static bool is_compiler(const char *word)
+{
+	return strchr(word, '/') || known_compiler(word, false);
+}
+
+/* A first word that is neither a subcommand nor a compiler: one line, and a
+ * subcommand it is close to. */
+static int not_a_compiler(const char *word)
+{
+	const char *near = cjc_command_nearest(word);
+	if (near)
+		fprintf(stderr, "cjc: unknown subcommand '%s'; did you mean '%s'? (see 'cjc --help')\n",
+			word, near);
+	else if (word[0] == '-' || !word[0])
+		fprintf(stderr, "cjc: expected a compiler or a subcommand, got '%s'; see 'cjc --help'\n",
+			word);
+	else
+		fprintf(stderr, "cjc: '%s' is neither a subcommand nor a compiler cjc knows "
+			"(give a compiler by its path); see 'cjc --help'\n", word);
+	return 2;
+}
+
+/* The first `name` on PATH that is not this program (by device and inode,
+ * so no link, however it is spelt, leads back here); NULL when none. */
+static char *find_beyond_self(const char *name)
+{
+	struct stat self, st;
+	const char *path = getenv("PATH");
+	if (stat("/proc/self/exe", &self) || !path)
+		return NULL;
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		char *dir = end == p ? strdup(".") : strndup(p, (size_t)(end - p));
+		char *candidate = NULL;
+		if (dir && asprintf(&candidate, "%s/%s", dir, name) < 0)
+			candidate = NULL;
+		free(dir);
+		if (candidate && !stat(candidate, &st) && S_ISREG(st.st_mode) &&
+		    !access(candidate, X_OK) && (st.st_dev != self.st_dev || st.st_ino != self.st_ino))
+			return candidate;
+		free(candidate);
+		if (!*end)
+			return NULL;
+		p = end;
+	}
+}
+
+/* Called as nvcc: `cjc nvcc ARG...` with the nvcc cjc stands in front of. */
+static int masquerade(int argc, char **argv)
+{
+	const char *name = base_name(argv[0]);
+	char *real = find_beyond_self(name);
+	char *none[] = { NULL };
+	if (!real) {
+		fprintf(stderr, "cjc: called as %s, but no %s other than cjc itself is on PATH: put "
+			"the toolkit's bin/ on PATH after the link to cjc\n", name, name);
+		return 127;
+	}
+	argv[0] = real; /* kept: argv outlives the compile */
+	return cjc_launch(NULL, none, argc, argv);
+}
+
 int main(int argc, char **argv)
 {
 	/* One malloc arena for all threads: what a remote hit's threads free
@@ -85,8 +197,10 @@ int main(int argc, char **argv)
 	mallopt(M_ARENA_MAX, 1);
 #endif
 	heap_in_huge_pages();
+	if (argc >= 1 && known_compiler(base_name(argv[0]), true))
+		return masquerade(argc, argv);
 	if (argc < 2) {
-		cjc_usage(stderr);
+		fprintf(stderr, "cjc: expected a compiler or a subcommand; see 'cjc --help'\n");
 		return 2;
 	}
 	if (cjc_is_command(argv[1]))
@@ -109,12 +223,8 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	if (i >= argc || argv[i][0] == '-') {
-		fprintf(stderr, "cjc: expected a compiler or a subcommand, got '%s'\n",
-			i < argc ? argv[i] : "");
-		cjc_usage(stderr);
-		return 2;
-	}
+	if (i >= argc || !is_compiler(argv[i]))
+		return not_a_compiler(i < argc ? argv[i] : "");
 	wrap[nwrap] = NULL;
 	return cjc_launch(target, wrap, argc - i, argv + i);
 }

@@ -39,6 +39,8 @@ static const struct family totals[] = {
 	{ CJC_STAT_ENTRIES, "store_entries", "gauge", NULL, "Entries in the store." },
 	{ CJC_STAT_EVICTED, "evicted", "counter", NULL, "Entries evicted." },
 	{ CJC_STAT_EVICTED_BYTES, "evicted_bytes", "counter", "bytes", "Bytes of the entries evicted." },
+	{ CJC_STAT_BAD_SETTINGS, "bad_settings", "counter", NULL,
+	  "Compiles that ran with a broken setting (unknown, or a bad value: ignored or failing closed)." },
 };
 
 /* The breakdowns (stats.h): one family per counter, a label per name. */
@@ -57,6 +59,11 @@ static const struct family per_reason[] = {
 	{ CJC_STAT_UNCACHEABLE, "uncacheable_by_reason", "counter", NULL,
 	  "Compiles passed through uncached, by reason." },
 };
+static const struct family per_setting[] = {
+	{ CJC_STAT_BAD_SETTINGS, "bad_settings_by_setting", "counter", NULL,
+	  "Compiles that ran with this setting broken." },
+};
+
 /* The remote counters only per store: their sum is the total. */
 static const struct family per_remote[] = {
 	{ CJC_STAT_REMOTE_HITS, "remote_hits", "counter", NULL, "Remote lookups that found an entry." },
@@ -83,6 +90,7 @@ static const struct breakdown {
 	{ CJC_STATS_BY_TARGET, "target", per_target, COUNT_OF(per_target) },
 	{ CJC_STATS_BY_REASON, "reason", per_reason, COUNT_OF(per_reason) },
 	{ CJC_STATS_BY_REMOTE, "remote", per_remote, COUNT_OF(per_remote) },
+	{ CJC_STATS_BY_SETTING, "setting", per_setting, COUNT_OF(per_setting) },
 };
 
 static void family_header(struct cjc_buf *b, const struct family *f)

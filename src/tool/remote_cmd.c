@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,6 +106,13 @@ int cjc_remote_command(const struct cjc_config *cfg, const struct cjc_store *sto
 	if (strcmp(what, "check") && strcmp(what, "upload")) {
 		fprintf(stderr, "cjc remote: expected `check` or `upload`, not '%s'\n", what);
 		return 2;
+	}
+	if (cfg->remote_problem) { /* config.h: a bad value turned the remote stores off */
+		char *why = cjc_printable(cfg->remote_problem);
+		fprintf(stderr, "cjc remote %s: the setting remote (%s) is malformed: %s; no remote "
+			"store is used until it is fixed\n", what, cjc_config_env(CJC_SET_REMOTE), why);
+		free(why);
+		return 1;
 	}
 	struct cjc_remotes *r = cjc_remote_open(cfg->remote, store, cfg->sign_key, cfg->trusted_keys,
 						report);

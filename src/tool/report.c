@@ -282,6 +282,7 @@ static int add_store(struct report *r, const struct cjc_store *s)
 	add_breakdown(s, CJC_STATS_BY_TARGET, &r->targets, &r->ntargets);
 	add_breakdown(s, CJC_STATS_BY_REASON, &r->reasons, &r->nreasons);
 	add_breakdown(s, CJC_STATS_BY_REMOTE, &r->remotes, &r->nremotes);
+	add_breakdown(s, CJC_STATS_BY_SETTING, &r->settings, &r->nsettings);
 	if (cjc_journal_scan(s, take_line, r, &one->journal)) {
 		fprintf(stderr, "cjc report: cannot read all of the journal of %s: %s\n", s->dir,
 			strerror(errno));
@@ -360,6 +361,7 @@ static void report_release(struct report *r)
 	cjc_stats_rows_free(r->targets, r->ntargets);
 	cjc_stats_rows_free(r->reasons, r->nreasons);
 	cjc_stats_rows_free(r->remotes, r->nremotes);
+	cjc_stats_rows_free(r->settings, r->nsettings);
 	for (size_t i = 0; i < r->ncauses; i++) {
 		json_decref(r->causes[i].example);
 		cjc_buf_release(&r->causes[i].line);

@@ -81,6 +81,8 @@ struct report {
 	uint64_t max_size;          /* 0: none, or several stores */
 	struct cjc_stats_row *targets, *reasons, *remotes;
 	size_t ntargets, nreasons, nremotes;
+	struct cjc_stats_row *settings; /* broken settings (config.h), by name */
+	size_t nsettings;
 	/* from the journals */
 	uint64_t results[R_RESULTS];
 	size_t skipped;             /* lines that are not records */

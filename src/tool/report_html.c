@@ -388,6 +388,25 @@ static void uncacheable(struct cjc_buf *b, const struct report *r)
 	close_table(b);
 }
 
+/* Compiles that ran with a broken setting (config.h): said first, and which. */
+static void bad_settings(struct cjc_buf *b, const struct report *r)
+{
+	if (!r->v[CJC_STAT_BAD_SETTINGS] && !r->nsettings)
+		return;
+	open_section(b, "settings", "Broken settings");
+	cjc_buf_addf(b, "<p>%llu compiles ran with a broken setting (ignored, or the cache off for "
+		     "one that decides trust): run <code>cjc config</code> to see it.</p>\n",
+		     (unsigned long long)r->v[CJC_STAT_BAD_SETTINGS]);
+	cjc_buf_adds(b, "<div class=\"scroll\"><table id=\"settings\">\n"
+		     "<tr><th>setting</th><th class=\"n\">compiles</th></tr>\n");
+	for (size_t i = 0; i < r->nsettings; i++) {
+		named_row(b, "setting", r->settings[i].name, false);
+		cell(b, "bad_settings", r->settings[i].v[CJC_STAT_BAD_SETTINGS]);
+		cjc_buf_adds(b, "</tr>\n");
+	}
+	close_table(b);
+}
+
 static void slowest(struct cjc_buf *b, const struct report *r)
 {
 	if (!r->nslowest)
@@ -506,6 +525,7 @@ void report_write_html(const struct report *r, struct cjc_buf *out)
 {
 	head(out, r);
 	cards(out, r);
+	bad_settings(out, r);
 	over_time(out, r);
 	targets(out, r);
 	causes(out, r);

@@ -44,6 +44,21 @@ static void counts_table(struct cjc_buf *b, const struct report *r)
 	cjc_buf_adds(b, " |\n\n");
 }
 
+/* Compiles that ran with a broken setting (config.h): a warning, and which. */
+static void bad_settings(struct cjc_buf *b, const struct report *r)
+{
+	if (!r->v[CJC_STAT_BAD_SETTINGS] && !r->nsettings)
+		return;
+	cjc_buf_addf(b, "> **Warning:** %llu compiles ran with a broken setting (run `cjc config`):",
+		     (unsigned long long)r->v[CJC_STAT_BAD_SETTINGS]);
+	for (size_t i = 0; i < r->nsettings; i++) {
+		cjc_buf_adds(b, i ? ", " : " ");
+		md(b, r->settings[i].name);
+		cjc_buf_addf(b, " (%llu)", (unsigned long long)r->settings[i].v[CJC_STAT_BAD_SETTINGS]);
+	}
+	cjc_buf_adds(b, "\n\n");
+}
+
 /* "Hit rate per hour: ▁▃▇█ (from ... to ...)"; a dot where nothing was looked up. */
 static void sparkline(struct cjc_buf *b, const struct report *r)
 {
@@ -152,6 +167,7 @@ static void remotes(struct cjc_buf *b, const struct report *r)
 void report_write_markdown(const struct report *r, struct cjc_buf *out)
 {
 	counts_table(out, r);
+	bad_settings(out, r);
 	sparkline(out, r);
 	targets(out, r);
 	causes(out, r);

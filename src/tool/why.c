@@ -5,6 +5,7 @@
 #include "why.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,13 +341,23 @@ static void print_details(json_t *r)
 	}
 }
 
+/* "  LABEL VALUE" for a field of o, escaped as every field the journal holds. */
+static void print_shown(const char *label, json_t *o, const char *name)
+{
+	char *shown = cjc_json_shown(json_object_get(o, name), "?");
+	printf("  %s %s\n", label, shown);
+	free(shown);
+}
+
 static void print_output_line(json_t *r, const char *target)
 {
 	char *output = cjc_json_shown(json_object_get(r, "output"), "?");
+	char *time = cjc_json_shown(json_object_get(r, "time"), "?");
 	char *label = target ? cjc_printable(target) : NULL;
-	printf("  compiled %s at %s%s%s\n", output, field(r, "time"), label ? " for target " : "",
+	printf("  compiled %s at %s%s%s\n", output, time, label ? " for target " : "",
 	       label ? label : "");
 	free(output);
+	free(time);
 	free(label);
 }
 
@@ -357,25 +368,27 @@ static void print_jit_line(json_t *r)
 	const char *c = json_string_value(json_object_get(json_object_get(r, "jit"), "compiler"));
 	if (c && !strcmp(c, "nvrtc-shim")) {
 		char *program = cjc_json_shown(json_object_get(json_object_get(r, "jit"), "name"), "?");
-		printf("  compiled %s through the NVRTC shim at %s\n", program, field(r, "time"));
+		char *time = cjc_json_shown(json_object_get(r, "time"), "?");
+		printf("  compiled %s through the NVRTC shim at %s\n", program, time);
 		free(program);
+		free(time);
 		return;
 	}
 	json_t *jit = json_object_get(r, "jit"), *prefix = json_object_get(jit, "prefix");
 	char *name = cjc_json_shown(json_object_get(jit, "name"), "?");
 	char *shown_prefix = json_is_null(prefix) ? NULL : cjc_json_shown(prefix, "?");
+	char *time = cjc_json_shown(json_object_get(r, "time"), "?");
 	printf("  compiled %s by the JIT library (%s%s, %s) at %s\n", name,
 	       shown_prefix ? "prefix " : "no prefix", shown_prefix ? shown_prefix : "",
-	       compiler_word(r), field(r, "time"));
+	       compiler_word(r), time);
+	free(time);
 	free(name);
 	free(shown_prefix);
 }
 
 static void print_record(json_t *r)
 {
-	const char *entry = json_string_value(json_object_get(r, "entry"));
 	const char *target = json_string_value(json_object_get(r, "target"));
-	const char *with = json_string_value(json_object_get(r, "compared_with"));
 	json_t *saved = json_object_get(r, "saved_ms"), *took = json_object_get(r, "duration_ms");
 	char *summary = cjc_json_shown(json_object_get(r, "summary"), "?");
 	printf("%s\n", summary);
@@ -384,19 +397,19 @@ static void print_record(json_t *r)
 		print_jit_line(r);
 	else
 		print_output_line(r, target);
-	if (entry)
-		printf("  entry %s\n", entry);
+	if (json_is_string(json_object_get(r, "entry")))
+		print_shown("entry", r, "entry");
 	if (json_object_get(r, "not_published"))
-		printf("  not published: %s\n", field(r, "not_published"));
+		print_shown("not published:", r, "not_published");
 	if (saved)
 		printf("  saved %.3f s of %s\n", (double)json_integer_value(saved) / 1000.0,
 		       compiler_word(r));
 	if (took)
 		printf("  %s ran %.3f s\n", compiler_word(r), (double)json_integer_value(took) / 1000.0);
-	if (with)
-		printf("  compared with entry %s\n", with);
+	if (json_is_string(json_object_get(r, "compared_with")))
+		print_shown("compared with entry", r, "compared_with");
 	if (json_is_string(json_object_get(json_object_get(r, "facts"), "rule")))
-		printf("  working directory: %s\n", field(json_object_get(r, "facts"), "rule"));
+		print_shown("working directory:", json_object_get(r, "facts"), "rule");
 	print_details(r);
 }
 
@@ -422,6 +435,17 @@ static char *lookup_of(const char *what, bool jit, struct lookup *l)
 	return copy;
 }
 
+/* A store this user cannot write records none of their compiles: said,
+ * rather than leaving "never compiled" or an old record to mislead. */
+static void note_readonly(const struct cjc_store *s)
+{
+	if (!faccessat(AT_FDCWD, s->dir, W_OK, AT_EACCESS) ||
+	    (errno != EACCES && errno != EROFS && errno != EPERM))
+		return;
+	fprintf(stderr, "cjc why: the store %s is read-only for you (%s): your compiles through it "
+		"are not recorded, nor kept\n", s->dir, strerror(errno));
+}
+
 int cjc_why_print(const struct cjc_store *s, const char *what, bool jit, bool json)
 {
 	struct lookup l = { 0 };
@@ -438,8 +462,10 @@ int cjc_why_print(const struct cjc_store *s, const char *what, bool jit, bool js
 	if (!l.found) {
 		fprintf(stderr, "cjc why: no %scompile of %s is recorded in %s\n", jit ? "JIT " : "",
 			what, s->dir);
+		note_readonly(s);
 		return 1;
 	}
+	note_readonly(s);
 	set_summary(l.found);
 	if (json) {
 		cjc_print_json(json_incref(l.found));

@@ -264,3 +264,66 @@ def test_a_missing_library_is_said_clearly(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
                          check=True).stdout.decode()
     assert out.startswith("CJC_JIT_LIBRARY=%s: cannot load it" % missing)
+
+
+def test_kernel_arguments_are_passed_as_their_c_types():
+    import ctypes
+    from cudajitcache.launch import _argument, _dims, _stream
+
+    class Tensor:  # PyTorch's shape
+        def data_ptr(self):
+            return 0x7f0000001000
+
+    class Memory:
+        ptr = 0x7f0000002000
+
+    class CupyArray:
+        data = Memory()
+
+    class Interface:
+        __cuda_array_interface__ = {"data": (0x7f0000003000, False), "shape": (4,)}
+
+    def passed(value):
+        arg = _argument(value, 0)
+        return type(arg), arg.value
+
+    assert passed(7) == (ctypes.c_int, 7)
+    assert passed(-2**31) == (ctypes.c_int, -2**31)
+    assert passed(2.5) == (ctypes.c_float, 2.5)
+    assert passed(True) == (ctypes.c_bool, True)
+    assert passed(ctypes.c_int64(2**40)) == (ctypes.c_int64, 2**40)
+    assert passed(Tensor()) == (ctypes.c_void_p, 0x7f0000001000)
+    assert passed(CupyArray()) == (ctypes.c_void_p, 0x7f0000002000)
+    assert passed(Interface()) == (ctypes.c_void_p, 0x7f0000003000)
+    with pytest.raises(OverflowError, match="does not fit a 32-bit int.*c_void_p"):
+        _argument(0x7f0000001000, 0)  # a data_ptr() passed as an int
+    with pytest.raises(TypeError, match="argument 3: cannot pass str"):
+        _argument("x", 3)
+    assert _dims(4, "grid") == (4, 1, 1) and _dims((2, 3), "block") == (2, 3, 1)
+    for bad in (0, (1, 1, 1, 1), (2.0,), ()):
+        with pytest.raises(ValueError, match="grid"):
+            _dims(bad, "grid")
+
+    class TorchStream:
+        cuda_stream = 0x1234
+
+    assert _stream(None) is None and _stream(TorchStream()) == 0x1234 and _stream(0) is None
+    with pytest.raises(TypeError, match="stream"):
+        _stream("default")
+
+
+def test_load_needs_a_driver_and_says_so(jit):
+    res = jit.compile(KERNEL, arch=ARCH, format="ptx")
+    with pytest.raises(TypeError, match="a Result of compile"):
+        jit.load(res.data)
+    try:
+        kernel = jit.load(res, "add_one")
+    except cudajitcache.CacheError as e:  # CI: no driver, no GPU
+        assert "libcuda" in str(e) or "driver" in str(e) or "device" in str(e), str(e)
+        return
+    assert kernel.name == "add_one"
+    with pytest.raises(cudajitcache.CacheError, match="cuModuleGetFunction\\(nothing\\) failed"):
+        kernel.module.function("nothing")
+    kernel.module.unload()
+    with pytest.raises(ValueError, match="unloaded"):
+        kernel(1, 1, ())

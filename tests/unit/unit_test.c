@@ -272,6 +272,7 @@ static void test_sizes(void)
 	CHECK(!cjc_parse_size("20G", &v) && v == 20ULL << 30);
 	CHECK(!cjc_parse_size("512M", &v) && v == 512ULL << 20);
 	CHECK(!cjc_parse_size("1000", &v) && v == 1000);
+	CHECK(!cjc_parse_size("1000B", &v) && v == 1000 && !cjc_parse_size("1.5K", &v) && v == 1536);
 	CHECK(!cjc_parse_size("4KiB", &v) && v == 4096);
 	CHECK(cjc_parse_size("lots", &v) == -1 && cjc_parse_size("", &v) == -1);
 	CHECK(cjc_parse_size("5X", &v) == -1 && cjc_parse_size("-1", &v) == -1);

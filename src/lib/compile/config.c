@@ -15,9 +15,12 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/log.h"
 #include "base/run.h"
 #include "keys/place.h"
 #include "remote/remote.h"
+#include "store/stats.h"
+#include "store/store.h"
 
 typedef int (*parse_fn)(const char *text, void *dst);
 
@@ -92,9 +95,12 @@ static int parse_optional_path(const char *text, void *dst)
 	return 0;
 }
 
+static int parse_size(const char *text, uint64_t bare, uint64_t *out);
+
+/* A bare number is gibibytes here, as ccache's max_size ("20" is 20G). */
 static int parse_size_setting(const char *text, void *dst)
 {
-	return cjc_parse_size(text, dst);
+	return parse_size(text, (uint64_t)1 << 30, dst);
 }
 
 /* A duration in seconds ("90", "45s", "2m"). */
@@ -133,8 +139,8 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 		"log file: why each compile hit, missed or ran uncached" },
 	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, AT(debug), "false", BOOLEAN, true,
 		"log to stderr too" },
-	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, AT(max_size), "0",
-		"a size such as 20G, 512M or 0 for no limit", true,
+	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, AT(max_size), "5G",
+		"a size such as 20G, 1.5G, 512M (a bare number is G) or 0 for no limit", true,
 		"size limit: past it, least recently used entries are evicted" },
 	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_remote, AT(remote), "",
 		"store URLs (redis://, redis+unix:, http://, https://, s3://), each with |attributes "
@@ -199,32 +205,56 @@ const char *cjc_config_env(enum cjc_setting s)
 	return settings[s].env;
 }
 
+/* The multiplier a size's unit means: "" (bare), "G", "GiB", "GB", "B"... or 0. */
+static uint64_t size_unit(const char *u, uint64_t bare)
+{
+	static const char units[] = "KMGT";
+	if (!*u)
+		return bare;
+	if ((*u == 'B' || *u == 'b') && !u[1])
+		return 1;
+	const char *p = strchr(units, toupper((unsigned char)*u));
+	if (!p || !*u)
+		return 0;
+	uint64_t mult = (uint64_t)1 << (10 * (p - units + 1));
+	u++;
+	if (*u == 'i')
+		u++;
+	if (*u == 'B' || *u == 'b')
+		u++;
+	return *u ? 0 : mult;
+}
+
 int cjc_parse_size(const char *text, uint64_t *out)
+{
+	return parse_size(text, 1, out);
+}
+
+static int parse_size(const char *text, uint64_t bare, uint64_t *out)
 {
 	char *end;
 	if (!isdigit((unsigned char)*text))
 		return -1;
 	errno = 0;
-	unsigned long long v = strtoull(text, &end, 10);
+	unsigned long long whole = strtoull(text, &end, 10);
 	if (errno)
 		return -1;
-	static const char units[] = "KMGT";
-	uint64_t mult = 1;
-	if (*end) {
-		const char *u = strchr(units, toupper((unsigned char)*end));
-		if (!u)
+	/* a decimal fraction ("1.5G"): at most 9 digits, exact to the byte */
+	uint64_t frac = 0, scale = 1;
+	if (*end == '.') {
+		for (end++; isdigit((unsigned char)*end) && scale < 1000000000; end++)
+			frac = frac * 10 + (uint64_t)(*end - '0'), scale *= 10;
+		if (scale == 1 || isdigit((unsigned char)*end))
 			return -1;
-		for (const char *p = units; p <= u; p++)
-			mult *= 1024;
-		end++;
-		if (*end == 'i')
-			end++;
-		if (*end == 'B' || *end == 'b')
-			end++;
 	}
-	if (*end || (v && mult > UINT64_MAX / v))
+	uint64_t mult = size_unit(end, bare);
+	if (!mult || (whole && mult > UINT64_MAX / whole))
 		return -1;
-	*out = (uint64_t)v * mult;
+	uint64_t v = (uint64_t)whole * mult;
+	uint64_t part = (uint64_t)((unsigned __int128)frac * mult / scale);
+	if (v > UINT64_MAX - part)
+		return -1;
+	*out = v + part;
 	return 0;
 }
 
@@ -258,21 +288,86 @@ static void set_origin(struct cjc_config *cfg, enum cjc_setting s, const char *t
 	cfg->origin[s] = origin;
 }
 
-/* Applies one value; on a bad value records a message and keeps the old one. */
-static int apply(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin,
-		 struct cjc_buf *error)
+/* The settings whose bad value fails closed (config.h): they decide what
+ * is trusted, or with whose permissions the store's files are written. */
+static const enum cjc_setting fail_closed[] = { CJC_SET_SIGN_KEY, CJC_SET_TRUSTED_KEYS,
+						CJC_SET_UMASK };
+
+static bool decides_trust(int s)
+{
+	for (size_t i = 0; i < sizeof fail_closed / sizeof *fail_closed; i++)
+		if ((int)fail_closed[i] == s)
+			return true;
+	return false;
+}
+
+static void add_bad(struct cjc_config *cfg, const char *name)
+{
+	if (!cjc_strvec_contains(&cfg->bad, name))
+		cjc_strvec_push(&cfg->bad, name);
+}
+
+static void add_note(struct cjc_config *cfg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Applies one value: 0, or -1 (nothing said) when it is malformed; the old
+ * value stays.  origin is taken. */
+static int apply(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin)
 {
 	const struct setting_def *d = &settings[s];
 	if (d->parse(text, (char *)cfg + d->offset)) {
-		char *shown = secret(d) ? cjc_remote_redact_rejected(text) : cjc_xstrdup(text);
-		cjc_buf_addf(error, "cjc: %s: bad value '%s' for %s: expected %s\n", origin, shown,
-			     d->name, d->expect);
-		free(shown);
 		free(origin);
 		return -1;
 	}
 	set_origin(cfg, s, text, origin);
 	return 0;
+}
+
+/* A bad remote turns every remote store off; the local store goes on. */
+static void remote_off(struct cjc_config *cfg, const char *text, const char *origin)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	cjc_remote_check_setting(text ? text : "", &why);
+	free(cfg->remote_problem);
+	cfg->remote_problem = cjc_buf_detach(&why);
+	if (!cfg->remote_problem || !*cfg->remote_problem) {
+		free(cfg->remote_problem);
+		cfg->remote_problem = cjc_xstrdup("malformed");
+	}
+	free(cfg->remote);
+	cfg->remote = cjc_xstrdup("");
+	set_origin(cfg, CJC_SET_REMOTE, "", cjc_xasprintf("off: %s is malformed", origin));
+}
+
+/* Says what is wrong with a value apply() refused (its text not echoed when
+ * NULL): -1 when the setting fails closed (into error), else 0 (a note, the
+ * value before stands; remote is turned off).  Counted either way. */
+static int refused(struct cjc_config *cfg, enum cjc_setting s, const char *text, const char *origin,
+		   struct cjc_buf *error)
+{
+	const struct setting_def *d = &settings[s];
+	struct cjc_buf msg = CJC_BUF_INIT;
+	char *shown = !text ? NULL : secret(d) ? cjc_remote_redact_rejected(text) : cjc_xstrdup(text);
+	cjc_buf_addf(&msg, "cjc: %s: bad value%s%s%s for %s", origin, shown ? " '" : "",
+		     shown ? shown : "", shown ? "'" : "", d->name);
+	if (s != CJC_SET_REMOTE)
+		cjc_buf_addf(&msg, ": expected %s", d->expect);
+	free(shown);
+	add_bad(cfg, d->name);
+	int rc = 0;
+	if (decides_trust(s)) {
+		cjc_buf_addf(error, "%s\n", msg.data);
+		rc = -1;
+	} else if (s == CJC_SET_REMOTE) {
+		remote_off(cfg, text, origin);
+		add_note(cfg, "%s: %s; the remote stores are off, the local store goes on\n", msg.data,
+			 text ? cfg->remote_problem : "malformed");
+	} else {
+		add_note(cfg, "%s; ignored: %s stays %s (%s)\n", msg.data, d->name, cfg->text[s],
+			 cfg->origin[s]);
+	}
+	cjc_buf_release(&msg);
+	return rc;
 }
 
 static char ini_message[512];
@@ -364,9 +459,6 @@ static dictionary *parse_settings(const struct cjc_buf *text)
 }
 
 static void add_note(struct cjc_config *cfg, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void add_note(struct cjc_config *cfg, const char *fmt, ...)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
 	va_list ap;
@@ -397,6 +489,76 @@ static int ini_error_line(void)
 	return open ? atoi(open + 1) : 0;
 }
 
+/* Levenshtein's distance between a and b, or 3 when it is more than 2 or
+ * either is long: a misspelling is one or two letters off. */
+static unsigned distance(const char *a, const char *b)
+{
+	enum { MAX = 64 };
+	size_t n = strlen(a), m = strlen(b);
+	if (n >= MAX || m >= MAX || (n > m ? n - m : m - n) > 2)
+		return 3;
+	unsigned row[MAX + 1];
+	for (size_t j = 0; j <= m; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= n; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= m; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[m] > 2 ? 3 : row[m];
+}
+
+const char *cjc_did_you_mean(const char *name, const char *const *known, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (distance(name, known[k]) <= 2)
+			return known[k];
+	return NULL;
+}
+
+/* The setting name is one or two letters off, or -1. */
+static int near_setting(const char *name)
+{
+	const char *names[CJC_SET_COUNT];
+	for (int s = 0; s < CJC_SET_COUNT; s++)
+		names[s] = settings[s].name;
+	const char *near = cjc_did_you_mean(name, names, CJC_SET_COUNT);
+	return near ? find_setting(near) : -1;
+}
+
+/* An unknown setting in a file whose problems count (shown: its name, or
+ * NULL when the file's text is not to be echoed): ignored with a note,
+ * unless it is near a setting that fails closed: then -1, into error. */
+static int unknown_key(struct cjc_config *cfg, const char *path, int line, const char *shown,
+		       const char *name, struct cjc_buf *error)
+{
+	int near = shown ? near_setting(name) : -1;
+	struct cjc_buf msg = CJC_BUF_INIT;
+	char *bad = shown ? cjc_xasprintf("%s (unknown)", shown) : cjc_xstrdup("(unknown)");
+	add_bad(cfg, bad);
+	free(bad);
+	cjc_buf_addf(&msg, "cjc: %s:%d: unknown setting%s%s%s", path, line, shown ? " '" : "",
+		     shown ? shown : "", shown ? "'" : "");
+	if (near >= 0)
+		cjc_buf_addf(&msg, " (did you mean '%s'?)", settings[near].name);
+	int rc = near >= 0 && decides_trust(near) ? -1 : 0;
+	if (rc)
+		cjc_buf_addf(error, "%s: it may be meant to decide trust\n", msg.data);
+	else
+		add_note(cfg, "%s; ignored\n", msg.data);
+	cjc_buf_release(&msg);
+	return rc;
+}
+
 /*
  * Problems in a trusted file (yours or root's), or in the one $CJC_CONFIG
  * names (required: the caller's own explicit choice), are errors.  In any
@@ -422,6 +584,7 @@ static int load_file(struct cjc_config *cfg, const char *path, bool required, bo
 			return 0;
 		}
 		cjc_buf_addf(error, "cjc: %s: cannot read: %s\n", path, why);
+		add_bad(cfg, required ? "CJC_CONFIG" : path);
 		return -1;
 	}
 	ini_message[0] = '\0';
@@ -441,6 +604,8 @@ static int load_file(struct cjc_config *cfg, const char *path, bool required, bo
 			add_note(cfg, "cjc: %s:%d: ignored: syntax error; " UNTRUSTED "\n", path,
 				 ini_error_line());
 		cjc_buf_release(&text);
+		if (trusted || required)
+			add_bad(cfg, required ? "CJC_CONFIG" : path);
 		return trusted || required ? -1 : 0;
 	}
 	bool strict = trusted || required;
@@ -461,33 +626,24 @@ static int load_file(struct cjc_config *cfg, const char *path, bool required, bo
 			continue;
 		}
 		if (!section_ok || s < 0) {
-			if (trusted)
-				cjc_buf_addf(error, "cjc: %s:%d: unknown setting '%s'\n", path, line,
-					     seclen ? key : name);
-			else
-				cjc_buf_addf(error, "cjc: %s:%d: unknown setting\n", path, line);
-			rc = -1;
+			if (unknown_key(cfg, path, line, trusted ? (seclen ? key : name) : NULL, name,
+					error))
+				rc = -1;
 			continue;
 		}
 		if (!settings[s].foreign_ok && !trusted) {
 			refuse(cfg, path, line, settings[s].name);
 			continue;
 		}
-		struct cjc_buf bad = CJC_BUF_INIT;
-		if (apply(cfg, s, d->val[i], cjc_xasprintf("%s:%d", path, line), &bad)) {
-			if (trusted) {
-				cjc_buf_adds(error, bad.data);
-				rc = -1;
-			} else if (required) {
-				cjc_buf_addf(error, "cjc: %s:%d: bad value for %s: expected %s\n", path,
-					     line, settings[s].name, settings[s].expect);
-				rc = -1;
-			} else {
-				add_note(cfg, "cjc: %s:%d: ignoring a bad value for %s: " UNTRUSTED "\n",
-					 path, line, settings[s].name);
-			}
-		}
-		cjc_buf_release(&bad);
+		char *origin = cjc_xasprintf("%s:%d", path, line);
+		if (!apply(cfg, s, d->val[i], cjc_xstrdup(origin)))
+			;
+		else if (strict && refused(cfg, s, trusted ? d->val[i] : NULL, origin, error))
+			rc = -1;
+		else if (!strict)
+			add_note(cfg, "cjc: %s:%d: ignoring a bad value for %s: " UNTRUSTED "\n",
+				 path, line, settings[s].name);
+		free(origin);
 	}
 	iniparser_freedict(d);
 	cjc_buf_release(&text);
@@ -524,6 +680,57 @@ static void set_defaults(struct cjc_config *cfg)
 	free(dir);
 }
 
+/* Variables read elsewhere, or by the JIT library (which says its own). */
+static bool other_variable(const char *name)
+{
+	static const char *const others[] = { "CJC_CONFIG", "CJC_NVRTC_SHIM_DIR", "CJC_SHIM_DIR" };
+	for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+		if (!strcmp(name, others[i]))
+			return true;
+	return cjc_starts_with(name, "CJC_JIT_");
+}
+
+/* A CJC_* variable one or two letters off a setting's (CJC_MAX_SIZ): said,
+ * counted and ignored, or -1 when the setting it is near fails closed.
+ * Others (CJC_* names a build uses for its own ends) are left alone. */
+static int misspelt_variables(struct cjc_config *cfg, struct cjc_buf *error)
+{
+	extern char **environ;
+	const char *envs[CJC_SET_COUNT + 1];
+	for (int s = 0; s < CJC_SET_COUNT; s++)
+		envs[s] = settings[s].env;
+	envs[CJC_SET_COUNT] = "CJC_CONFIG";
+	int rc = 0;
+	for (char **e = environ; e && *e; e++) {
+		if (!cjc_starts_with(*e, "CJC_"))
+			continue;
+		char *name = cjc_xstrndup(*e, strcspn(*e, "="));
+		const char *near = cjc_did_you_mean(name, envs, CJC_SET_COUNT + 1);
+		bool known = false;
+		for (int s = 0; s < CJC_SET_COUNT + 1; s++)
+			known = known || !strcmp(envs[s], name);
+		if (near && !known && !other_variable(name)) {
+			int s = -1;
+			for (int k = 0; k < CJC_SET_COUNT; k++)
+				if (!strcmp(envs[k], near))
+					s = k;
+			char *bad = cjc_xasprintf("%s (unknown)", name);
+			add_bad(cfg, bad);
+			free(bad);
+			if (s >= 0 && decides_trust(s)) {
+				cjc_buf_addf(error, "cjc: environment variable %s is not a setting (did you "
+					     "mean %s?): it may be meant to decide trust\n", name, near);
+				rc = -1;
+			} else {
+				add_note(cfg, "cjc: environment variable %s is not a setting (did you mean "
+					 "%s?); ignored\n", name, near);
+			}
+		}
+		free(name);
+	}
+	return rc;
+}
+
 int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
 {
 	int rc = 0;
@@ -534,6 +741,7 @@ int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
 	const char *env_dir = getenv("CJC_DIR");
 	if (file && !*file) {
 		cjc_buf_adds(error, "cjc: environment variable CJC_CONFIG is empty: unset it or name a file\n");
+		add_bad(cfg, "CJC_CONFIG");
 		rc = -1;
 	}
 	char *path = file && *file ? cjc_xstrdup(file)
@@ -541,22 +749,64 @@ int cjc_config_load(struct cjc_config *cfg, struct cjc_buf *error)
 	/* The store's file is read without following a link (read_settings). */
 	if (load_file(cfg, path, file && *file, file && *file, error))
 		rc = -1;
-	free(path);
+	cfg->file = path;
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		const char *v = getenv(settings[s].env);
 		/* empty means unset, except where empty is a value or the setting is the store */
 		if (!v || (!*v && s != CJC_SET_LOG && s != CJC_SET_REMOTE && s != CJC_SET_BASE_DIR &&
 			   s != CJC_SET_DIR))
 			continue;
-		if (apply(cfg, s, v, cjc_xasprintf("environment variable %s", settings[s].env), error))
+		char *origin = cjc_xasprintf("environment variable %s", settings[s].env);
+		if (apply(cfg, s, v, cjc_xstrdup(origin)) && refused(cfg, s, v, origin, error))
 			rc = -1;
+		free(origin);
 	}
+	if (misspelt_variables(cfg, error))
+		rc = -1;
 	return rc;
+}
+
+int cjc_config_find(const char *name)
+{
+	return find_setting(name);
+}
+
+int cjc_config_check_value(enum cjc_setting s, const char *text, struct cjc_buf *why)
+{
+	struct cjc_config scratch;
+	memset(&scratch, 0, sizeof scratch);
+	const struct setting_def *d = &settings[s];
+	int rc = d->parse(text, (char *)&scratch + d->offset);
+	if (rc && s == CJC_SET_REMOTE)
+		cjc_remote_check_setting(text, why);
+	else if (rc)
+		cjc_buf_addf(why, "expected %s", d->expect);
+	if (owns_string(d))
+		free(*(char **)((char *)&scratch + d->offset));
+	return rc;
+}
+
+void cjc_config_count(const struct cjc_config *cfg)
+{
+	struct cjc_store store;
+	/* disable: nvcc runs without touching the store, counters included */
+	if (!cfg->bad.n || cfg->disable || !cfg->dir || !*cfg->dir || cjc_store_open(&store, cfg->dir))
+		return;
+	uint64_t delta[CJC_STAT_COUNT] = { 0 };
+	delta[CJC_STAT_BAD_SETTINGS] = 1;
+	if (cjc_stats_add(&store, delta))
+		cjc_log("cannot count the broken settings: %s", strerror(errno));
+	for (size_t i = 0; i < cfg->bad.n; i++)
+		(void)cjc_stats_add_named(&store, CJC_STATS_BY_SETTING, cfg->bad.v[i], delta);
+	cjc_store_close(&store);
 }
 
 void cjc_config_release(struct cjc_config *cfg)
 {
 	free(cfg->notes);
+	free(cfg->remote_problem);
+	free(cfg->file);
+	cjc_strvec_clear(&cfg->bad);
 	for (int s = 0; s < CJC_SET_COUNT; s++) {
 		if (owns_string(&settings[s]))
 			free(*(char **)((char *)cfg + settings[s].offset));

@@ -11,10 +11,28 @@
  * new setting is a new enum value, a field below and a row there.
  *
  * cjc_config_load() always leaves a usable configuration (a bad value keeps
- * the weaker source's value).  It returns 0, or -1 when any value or line was
- * malformed; then `error` holds one message per problem, each naming the
- * variable or the file and line.  The caller decides the policy: for a
- * compile, a malformed setting means compiling without the cache.
+ * the weaker source's value).  What is malformed is judged by what it could
+ * do (docs/settings.md#mistakes):
+ *
+ *   - an unknown setting (in a file yours or root's, or a CJC_* variable one
+ *     or two letters off a setting's), or a bad value of a setting that
+ *     cannot weaken trust, is a warning in `notes` ("did you mean" where a
+ *     setting is near) and is ignored: the weaker value stands and the
+ *     cache goes on;
+ *   - a bad `remote` turns the remote stores off (remote = ""), a warning
+ *     too, with why in remote_problem: the local store goes on;
+ *   - a bad value of a setting that decides trust or where writes go with
+ *     whose permissions (sign_key, trusted_keys, umask), an unknown name
+ *     one or two letters off such a setting, a syntax error in a file, or a
+ *     $CJC_CONFIG that cannot be read (it may set trust) fails closed: the
+ *     function returns -1 and `error` holds one message per problem, each
+ *     naming the variable or the file and line.  The caller decides the
+ *     policy: for a compile, compiling without the cache.
+ *
+ * Either way the name of each broken setting is in `bad` (as shown: a
+ * setting's name, or "NAME (unknown)"), for cjc_config_count() to count in
+ * the store (stats.h: bad_settings and the stats/settings breakdown), so
+ * `cjc stats`, the report and the metrics say the cache ran with it.
  *
  * A file that is not owned by this user or root, or that others can write
  * (a store's cudajitcache.conf in a shared store), may set only an
@@ -110,6 +128,12 @@ struct cjc_config {
 	/* Settings ignored because the file that set them is not trusted and
 	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
 	char *notes;
+	/* The settings file read after /etc's: $CJC_CONFIG, else the store's
+	 * cudajitcache.conf (what `cjc config set` writes). */
+	char *file;
+	/* Broken settings (above): their names, and what was wrong with remote. */
+	struct cjc_strvec bad;
+	char *remote_problem;
 	/* For `cjc config`: the text of each value and where it came from. */
 	char *text[CJC_SET_COUNT];
 	char *origin[CJC_SET_COUNT];
@@ -120,8 +144,23 @@ void cjc_config_release(struct cjc_config *cfg);
 const char *cjc_config_name(enum cjc_setting s);
 const char *cjc_config_env(enum cjc_setting s);
 const char *cjc_config_help(enum cjc_setting s);
-/* "20G", "512M", "1000" -> bytes; returns 0 or -1. */
+/* "20G", "1.5G", "512M", "512MiB", "4096B", "4096" -> bytes (K, M, G, T:
+ * powers of 1024, with or without "iB"/"B"); returns 0 or -1.  A bare
+ * number is bytes here (`cjc gc --max-size`), but gibibytes in the max_size
+ * setting, as ccache's ("20" is 20G, "0" no limit). */
 int cjc_parse_size(const char *text, uint64_t *out);
+/* The setting a name means: its index, or -1. */
+int cjc_config_find(const char *name);
+/* Checks and normalises one value of a setting as `cjc config set` writes it:
+ * 0, or -1 with why (the value as expected). */
+int cjc_config_check_value(enum cjc_setting s, const char *text, struct cjc_buf *why);
+/* The one of n names within two letters of name (a misspelling), or NULL:
+ * every "did you mean" (settings, variables, the JIT library's). */
+const char *cjc_did_you_mean(const char *name, const char *const *known, size_t n);
+/* Counts the broken settings of cfg (`bad`) in the store at cfg->dir, once
+ * per call: bad_settings and one row per name (stats.h).  Nothing when none,
+ * or with disable (which touches no store). */
+void cjc_config_count(const struct cjc_config *cfg);
 /* "7d", "12h", "30m", "45s", "100" (seconds) -> seconds; returns 0 or -1. */
 int cjc_parse_age(const char *text, int64_t *out);
 

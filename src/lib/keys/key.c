@@ -141,10 +141,10 @@ void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
 			cjc_hash_str(&h, v);
 		}
 	}
-	char *as = cjc_find_program("as");
+	char *found = in->as ? NULL : cjc_find_program("as");
 	cjc_hash_str(&h, "as");
-	cjc_hash_str(&h, as ? as : "");
-	free(as);
+	cjc_hash_str(&h, in->as ? in->as : found ? found : "");
+	free(found);
 	cjc_hash_str(&h, in->cwd ? in->cwd : "");
 	cjc_hash_final_hex(&h, out);
 }

@@ -77,6 +77,7 @@ struct cjc_key_input {
 	char *const *args;
 	size_t nargs;
 	const char *cwd; /* "" when the output does not record it (place.h keys_cwd) */
+	const char *as;  /* where PATH finds `as`, "" for nowhere; NULL: looked up here */
 };
 
 /* The KEYED variables (cjc_env_vars) that are set are read with getenv(),

@@ -66,7 +66,9 @@
 #define CJC_HELPER_MAX_CLIENTS 64
 #define CJC_HELPER_MAX_MESSAGE 1024
 #define CJC_HELPER_MAX_NAME 1024
-#define CJC_HELPER_DEFAULT_IDLE_MS (10 * 60 * 1000L)
+/* A build's compiles come seconds apart; past a minute, the next start costs
+ * one helper start (docs/remote.md#the-http-helper). */
+#define CJC_HELPER_DEFAULT_IDLE_MS (60 * 1000L)
 
 /* The helped backend: gets through the store's helper when it can,
  * everything else (and every get, where no helper answers) through

@@ -256,6 +256,27 @@ static int parse_attribute(const char *a, struct store_spec *sp, struct cjc_buf 
 	return 0;
 }
 
+/* Why a URL has no backend: its scheme unknown (said, with the URL as
+ * shown: its user info is ***), or known but not built. */
+static void unknown_scheme(const char *word, const char *shown, struct cjc_buf *why)
+{
+	for (size_t i = 0; i < sizeof known_schemes / sizeof *known_schemes; i++)
+		if (cjc_starts_with(word, known_schemes[i])) {
+			cjc_buf_addf(why, "'%s...' is not a store URL this cjc was built for (its "
+				     "library's headers were not found)", known_schemes[i]);
+			return;
+		}
+	if (!url_starts(word)) {
+		cjc_buf_adds(why, "a URL with no scheme (expected redis://, redis+unix:, http://, "
+			     "https:// or s3://)");
+		return;
+	}
+	char *text = cjc_printable(shown);
+	cjc_buf_addf(why, "remote '%s': unknown scheme '%.*s'; expected redis, redis+unix, http, "
+		     "https, s3", text, (int)strcspn(word, ":"), word);
+	free(text);
+}
+
 /* One word of the setting: URL|attr|attr... */
 static int parse_store(const char *word, struct store_spec *sp, struct cjc_buf *why)
 {
@@ -267,10 +288,7 @@ static int parse_store(const char *word, struct store_spec *sp, struct cjc_buf *
 	sp->u.url = bar ? cjc_xstrndup(word, (size_t)(bar - word)) : cjc_xstrdup(word);
 	sp->shown = shown_url(word);
 	if (!ops_for(sp->u.url)) {
-		char *shown = cjc_remote_redact_rejected(word);
-		cjc_buf_addf(why, "'%s' is not a store URL this cjc was built for (redis://, "
-			     "redis+unix:, http://, https://, s3://)", shown);
-		free(shown);
+		unknown_scheme(word, sp->shown, why);
 		return -1;
 	}
 	while (bar) {
@@ -492,6 +510,11 @@ static int failed(struct cjc_remotes *r, struct group *g, struct server *sv, int
 	cjc_log("remote store %s: %s: %s; not used again by this compile", sv->u.shown, op, text);
 	if (r->report && cjc_starts_with(text, "setting: "))
 		r->report(sv->u.shown, text + 9);
+	else if (r->report && !strcmp(op, "connect")) { /* a wrong port, a server down: said once */
+		char *said = cjc_xasprintf("cannot connect: %s", text);
+		r->report(sv->u.shown, said);
+		free(said);
+	}
 	free(text);
 	return result;
 }
@@ -1355,16 +1378,16 @@ static int check_server(struct cjc_remotes *r, struct group *g, struct server *s
 		add_reason(report, "cannot connect", &why);
 		goto out;
 	}
-	cjc_buf_adds(report, " reached;");
 	cjc_buf_addf(&probe, "cjc remote check %lld %d", (long long)cjc_wall_ns(), (int)getpid());
 	cjc_hash_buf_hex(probe.data, probe.len, key);
 	name = remote_name(r, 'c', key);
 	int got = sv->ops->exists(b, name, &why);
 	if (got != CJC_REMOTE_ABSENT && got != CJC_REMOTE_OK) {
-		add_reason(report, "cannot read", &why);
+		/* http connects, resolving the host, on its first request */
+		add_reason(report, "cannot reach or read", &why);
 		goto out;
 	}
-	cjc_buf_adds(report, " read;");
+	cjc_buf_adds(report, " reached; read;");
 	if (g->read_only) {
 		cjc_buf_adds(report, " read-only: not written\n");
 		rc = 0;

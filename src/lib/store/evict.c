@@ -241,6 +241,11 @@ static void evict_oldest(const struct cjc_store *s, struct candidates *c, uint64
 			r->evicted_bytes += e->bytes;
 		}
 	}
+	for (size_t i = 0; i < c->n; i++)
+		if (!removed[i]) { /* sorted: the first left is the oldest */
+			r->oldest_left = c->v[i].used;
+			break;
+		}
 	free(removed);
 	for (int i = 0; i < 16; i++)
 		if (gone[i])
@@ -266,6 +271,8 @@ int cjc_evict_store(const struct cjc_store *s, uint64_t max_size, int64_t older_
 	time_t cutoff = older_than >= 0 ? time(NULL) - older_than + 1 : 0;
 	if (!rc)
 		evict_oldest(s, &c, r->bytes, max_size, cutoff, r);
+	else
+		r->oldest_left.tv_nsec = 1; /* not known: no hash cache can be said to serve nothing */
 	for (int i = 0; !rc && i < 16; i++)
 		recount(s, i, c.bytes[i], c.entries[i]);
 	candidates_release(&c);

@@ -32,12 +32,15 @@
 #define CJC_EVICT_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "store/store.h"
 
 struct cjc_evict_report {
 	uint64_t entries, bytes;         /* in the store before */
 	uint64_t evicted, evicted_bytes; /* removed */
+	struct timespec oldest_left;     /* the last use of the least recently used entry left;
+					  * {0, 0}: none (or, when not known, the epoch's first ns) */
 };
 
 /* Marks an entry as just used (ignores failure: a read-only store). */

@@ -1,6 +1,7 @@
 #include "store/maintain.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,7 +12,9 @@
 #include <time.h>
 
 #include "base/fs.h"
+#include "keys/manifest.h"
 #include "store/evict.h"
+#include "store/records.h"
 
 /* A part of the store gone (store.h's discard); missing already is fine. */
 static int remove_aside(const struct cjc_store *s, const char *sub)
@@ -135,4 +138,97 @@ int cjc_store_reclaim(const struct cjc_store *s, int64_t age, struct cjc_reclaim
 	rc |= reclaim_shards(s, "manifests", age, false, r);
 	rc |= reclaim_shards(s, "hashes", age, true, r);
 	return rc ? -1 : 0;
+}
+
+/* Whether any record of a manifest names an entry that is in the store. */
+static bool serves_an_entry(const struct cjc_store *s, const struct cjc_manifest *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		char *name = cjc_store_entry_name(m->recs[i].entry_key);
+		int fd = cjc_store_openat(s, name, O_PATH | O_DIRECTORY, 0);
+		free(name);
+		if (fd >= 0)
+			return close(fd), true;
+	}
+	return false;
+}
+
+/* A manifest of shard dir, named name, whose entries are all gone. */
+static bool manifest_useless(const struct cjc_store *s, const char *dir, const char *name)
+{
+	struct cjc_manifest m;
+	char *sub = cjc_path_join(dir, name);
+	bool useless = !cjc_manifest_read(s, sub, &m) && !serves_an_entry(s, &m);
+	cjc_manifest_release(&m); /* zeroed by a failed read */
+	free(sub);
+	return useless;
+}
+
+/* One shard of manifests/ or hashes/: removes what serves no entry left, and
+ * counts the bytes of what stays. */
+static bool earlier(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec != b->tv_sec ? a->tv_sec < b->tv_sec : a->tv_nsec < b->tv_nsec;
+}
+
+static int prune_dir(const struct cjc_store *s, const char *sub, bool manifests,
+		     const struct timespec *before, struct cjc_bookkeeping_report *r)
+{
+	int fd = cjc_store_openat(s, sub, O_RDONLY | O_DIRECTORY, 0);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	int rc = d || errno == ENOENT ? 0 : -1;
+	struct dirent *de;
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		/* written since gc began: a compile of now, kept */
+		bool prune = earlier(&st.st_mtim, before) &&
+			     (manifests ? manifest_useless(s, sub, de->d_name) : true);
+		if (prune && !unlinkat(dirfd(d), de->d_name, 0))
+			manifests ? r->manifests++ : r->hash_caches++;
+		else if (prune && errno != ENOENT)
+			rc = -1;
+		else
+			r->bytes += (uint64_t)st.st_size;
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+int cjc_store_reclaim_bookkeeping(const struct cjc_store *s, const struct timespec *hashes_before,
+				  struct cjc_bookkeeping_report *r)
+{
+	int rc = 0;
+	struct timespec began; /* the clock file times are set from */
+	clock_gettime(CLOCK_REALTIME_COARSE, &began);
+	memset(r, 0, sizeof *r);
+	if (!hashes_before || earlier(&began, hashes_before))
+		hashes_before = &began;
+	for (int i = 0; i < 256; i++) {
+		char sub[32];
+		snprintf(sub, sizeof sub, "manifests/%02x", i);
+		rc |= prune_dir(s, sub, true, &began, r);
+		snprintf(sub, sizeof sub, "hashes/%02x", i);
+		rc |= prune_dir(s, sub, false, hashes_before, r);
+	}
+	return rc ? -1 : 0;
+}
+
+uint64_t cjc_store_bookkeeping_bytes(const struct cjc_store *s)
+{
+	struct cjc_bookkeeping_report r = { 0 };
+	const struct timespec never = { 0, 0 };
+	for (int i = 0; i < 256; i++) {
+		char sub[32];
+		snprintf(sub, sizeof sub, "manifests/%02x", i);
+		(void)prune_dir(s, sub, false, &never, &r); /* measures, removes nothing */
+		snprintf(sub, sizeof sub, "hashes/%02x", i);
+		(void)prune_dir(s, sub, false, &never, &r);
+	}
+	return r.bytes;
 }

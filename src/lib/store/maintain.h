@@ -20,6 +20,7 @@
 #define CJC_MAINTAIN_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "store/store.h"
 
@@ -43,5 +44,24 @@ struct cjc_reclaim_report {
 
 /* gc's share beyond entries; age in seconds (other hosts' staging, hash caches). */
 int cjc_store_reclaim(const struct cjc_store *s, int64_t age, struct cjc_reclaim_report *r);
+
+/*
+ * The bookkeeping that serves entries, after gc evicted some: a manifest
+ * goes when none of its records names an entry still in the store; a hash
+ * cache or metadata memo (hashes/<kk>/, a speed cache: one removed costs a
+ * re-hash of that unit's headers) when it was last written before
+ * hashes_before, the last use of the least recently used entry left (NULL:
+ * the time gc began, when none is left; {0, 0}: none goes).  What was written since gc began
+ * stays: a compile of now.  bytes: what stays of manifests/ and hashes/.
+ */
+struct cjc_bookkeeping_report {
+	unsigned long manifests, hash_caches; /* removed */
+	uint64_t bytes;                       /* left */
+};
+
+int cjc_store_reclaim_bookkeeping(const struct cjc_store *s, const struct timespec *hashes_before,
+				  struct cjc_bookkeeping_report *r);
+/* The bytes of manifests/ and hashes/ (what stats shows beside the entries). */
+uint64_t cjc_store_bookkeeping_bytes(const struct cjc_store *s);
 
 #endif

@@ -35,6 +35,7 @@ static const char *const names[CJC_STAT_COUNT] = {
 	[CJC_STAT_EVICTED_BYTES] = "evicted_bytes",
 	[CJC_STAT_LEASE_WAITS] = "lease_waits",
 	[CJC_STAT_LEASE_TIMEOUTS] = "lease_timeouts",
+	[CJC_STAT_BAD_SETTINGS] = "bad_settings",
 };
 
 static bool is_size(int i)
@@ -211,7 +212,8 @@ int cjc_stats_read(const struct cjc_store *s, uint64_t out[CJC_STAT_COUNT])
 static const char named_magic[4] = { 'C', 'J', 'C', 'N' };
 #define NAMED_VERSION 2
 #define NAMED_V1_VALUES 9 /* version 1 kept no count of values */
-static const char *const breakdown_files[] = { "stats/targets", "stats/uncacheable", "stats/remotes" };
+static const char *const breakdown_files[] = { "stats/targets", "stats/uncacheable", "stats/remotes",
+					       "stats/settings" };
 
 static int row_cmp(const void *a, const void *b)
 {

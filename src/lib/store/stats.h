@@ -27,7 +27,8 @@
  * Named counters break the events down: per build target (stats/targets)
  * and per reason a compile was uncacheable (stats/uncacheable), and the
  * remote counters per store (stats/remotes, by the store's URL as shown,
- * with no password).  Each file
+ * with no password), and the compiles that ran with each broken setting
+ * (stats/settings, by the setting's name).  Each file
  * is one blob (magic "CJCN": u32 version (2), u32 count, u32 values per
  * name, then per name: u32 length, the name, the u64 values; version 1 had
  * no values field and 9 values) updated under flock(2), as bounded.  At
@@ -69,6 +70,10 @@ enum cjc_counter {
 	 * one that waited its whole bound and then compiled itself. */
 	CJC_STAT_LEASE_WAITS,
 	CJC_STAT_LEASE_TIMEOUTS,
+	/* Compiles that ran with a broken setting (compile/config.h): an
+	 * unknown one, or a bad value ignored or failing closed; which, in the
+	 * stats/settings breakdown (by the setting's name). */
+	CJC_STAT_BAD_SETTINGS,
 	CJC_STAT_COUNT
 };
 
@@ -92,7 +97,8 @@ int cjc_stats_zero(const struct cjc_store *s);
 
 #define CJC_STATS_MAX_NAMES 256
 
-enum cjc_stats_breakdown { CJC_STATS_BY_TARGET, CJC_STATS_BY_REASON, CJC_STATS_BY_REMOTE };
+enum cjc_stats_breakdown { CJC_STATS_BY_TARGET, CJC_STATS_BY_REASON, CJC_STATS_BY_REMOTE,
+			   CJC_STATS_BY_SETTING };
 
 struct cjc_stats_row {
 	char *name;

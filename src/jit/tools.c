@@ -1,0 +1,176 @@
+/*
+ * tools.c - the programs a handle's nvcc requests run (nvcc, the host
+ * compiler, the `as` PATH finds), identified once per change generation
+ * (changes.c) rather than on every request: resolving them on PATH and
+ * checking their remembered identities (identity.h) is a few dozen system
+ * calls, most of a repeated request's time.
+ *
+ * What is remembered is used while the generation holds and the request
+ * names the same programs under the same PATH.  Before they are identified,
+ * every PATH directory is watched (a program that appears earlier on PATH
+ * is an event) and every file their identities rest on, through its links
+ * (a program written, replaced or moved is an event); so a change after
+ * the watch starts a new generation, and the identities worked out after
+ * it saw any change before.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fs.h"
+#include "jit_internal.h"
+
+struct jit_tools {
+	uint64_t gen; /* 0: nothing remembered */
+	char *nvcc_name, *host_name, *path_env;
+	struct cjc_identity nvcc, host;
+	char *as;
+};
+
+static void identity_copy(struct cjc_identity *to, const struct cjc_identity *from)
+{
+	*to = *from;
+	to->path = cjc_xstrdup(from->path);
+	to->realpath = from->realpath ? cjc_xstrdup(from->realpath) : NULL;
+	to->version = from->version ? cjc_xstrdup(from->version) : NULL;
+}
+
+static void forget(struct jit_tools *t)
+{
+	free(t->nvcc_name);
+	free(t->host_name);
+	free(t->path_env);
+	free(t->as);
+	cjc_identity_release(&t->nvcc);
+	cjc_identity_release(&t->host);
+	memset(t, 0, sizeof *t);
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The remembered tools, copied out, when they are still these. */
+static bool recall(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *host,
+		   struct jit_toolset *out)
+{
+	jit_lock(h);
+	struct jit_tools *t = h->tools;
+	bool ok = t && gen && t->gen == gen && same_text(t->nvcc_name, nvcc) &&
+		  same_text(t->host_name, host) && same_text(t->path_env, getenv("PATH"));
+	if (ok) {
+		identity_copy(&out->nvcc, &t->nvcc);
+		identity_copy(&out->host, &t->host);
+		out->as = cjc_xstrdup(t->as);
+	}
+	jit_unlock(h);
+	return ok;
+}
+
+static void keep(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *host,
+		 const struct jit_toolset *in)
+{
+	jit_lock(h);
+	if (!h->tools)
+		h->tools = cjc_xcalloc(1, sizeof *h->tools);
+	struct jit_tools *t = h->tools;
+	forget(t);
+	t->gen = gen;
+	t->nvcc_name = cjc_xstrdup(nvcc);
+	t->host_name = cjc_xstrdup(host);
+	const char *path = getenv("PATH");
+	t->path_env = path ? cjc_xstrdup(path) : NULL;
+	identity_copy(&t->nvcc, &in->nvcc);
+	identity_copy(&t->host, &in->host);
+	t->as = cjc_xstrdup(in->as);
+	jit_unlock(h);
+}
+
+/* Pushes program's path as PATH finds it, and where that leads; for nvcc,
+ * also the directories of the toolkit's programs its identity hashes. */
+static bool push_program(struct cjc_strvec *paths, const char *program, bool toolkit)
+{
+	char *path = cjc_find_program(program), real[PATH_MAX];
+	bool found = path && realpath(path, real);
+	if (found) {
+		cjc_strvec_push(paths, path);
+		cjc_strvec_push(paths, real);
+	}
+	if (found && toolkit) {
+		char *bin = cjc_dirname(real);
+		char *cicc = cjc_path_join(bin, "../nvvm/bin/cicc");
+		cjc_strvec_push(paths, bin); /* ptxas, fatbinary, ..., nvcc.profile */
+		cjc_strvec_push(paths, cicc);
+		free(bin);
+		free(cicc);
+	}
+	free(path);
+	return found || !toolkit;
+}
+
+/* Watches every directory on PATH and the files the identities rest on. */
+static bool watch_tools(struct cjc_jit *h, const char *nvcc, const char *host)
+{
+	struct cjc_strvec paths = CJC_STRVEC_INIT;
+	const char *path = getenv("PATH");
+	char *copy = cjc_xstrdup(path ? path : ""), *save = NULL;
+	for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
+		cjc_strvec_push(&paths, dir);
+	free(copy);
+	bool ok = push_program(&paths, nvcc, true) && push_program(&paths, host, false) &&
+		  push_program(&paths, "as", false) && jit_changes_watch_paths(h, &paths);
+	cjc_strvec_clear(&paths);
+	return ok;
+}
+
+/* Identifies the three programs now. */
+static int identify_now(struct cjc_jit *h, const char *nvcc, const char *host,
+			struct jit_toolset *out)
+{
+	memset(out, 0, sizeof *out);
+	if (cjc_identity_nvcc(&h->store, nvcc, &out->nvcc)) {
+		jit_note(h, "cannot identify %s: %s", nvcc, strerror(errno));
+		return -1;
+	}
+	if (cjc_identity_host(&h->store, host, &out->host)) {
+		jit_note(h, "cannot identify host compiler %s: %s", host, strerror(errno));
+		cjc_identity_release(&out->nvcc);
+		return -1;
+	}
+	char *as = cjc_find_program("as");
+	out->as = as ? as : cjc_xstrdup("");
+	return 0;
+}
+
+int jit_tools_identify(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *host,
+		       struct jit_toolset *out)
+{
+	if (recall(h, gen, nvcc, host, out))
+		return 0;
+	/* watched first, then identified: what is kept was worked out after
+	 * the watch began, so a change since is a new generation */
+	uint64_t watched = gen && watch_tools(h, nvcc, host) ? jit_changes_generation(h) : 0;
+	if (identify_now(h, nvcc, host, out))
+		return -1;
+	if (watched)
+		keep(h, watched, nvcc, host, out);
+	return 0;
+}
+
+void jit_toolset_release(struct jit_toolset *t)
+{
+	cjc_identity_release(&t->nvcc);
+	cjc_identity_release(&t->host);
+	free(t->as);
+	memset(t, 0, sizeof *t);
+}
+
+void jit_tools_release(struct cjc_jit *h)
+{
+	if (h->tools)
+		forget(h->tools);
+	free(h->tools);
+	h->tools = NULL;
+}

@@ -1,0 +1,150 @@
+#!/bin/bash
+# What a new user meets first (issue 39): a misspelt subcommand, a usage
+# error, a store that cannot be used or written, cjc called as nvcc, and
+# gc leaving nothing behind the entries it evicts.  Each mistake gets one
+# line and the right exit status; the cache keeps working where it can.
+. "$(dirname "$0")/helpers.sh"
+
+# one_line FILE: the file holds exactly one line
+one_line() {
+	assertEquals "one line: $(cat "$1")" 1 "$(wc -l <"$1")"
+}
+
+testMisspeltSubcommandRunsNothing() {
+	local word near
+	for word in stat:stats clear:clean sats:stats; do
+		near=${word#*:} word=${word%:*}
+		"$CJC" "$word" >out.txt 2>err.txt
+		assertEquals "cjc $word: exit status" 2 $?
+		assertTrue "cjc $word: $(cat err.txt)" \
+			"grep -q \"unknown subcommand '$word'; did you mean '$near'?\" err.txt"
+		one_line err.txt
+		assertFalse "cjc $word ran nothing" "[ -s out.txt ]"
+	done
+	"$CJC" frobnicate 2>err.txt
+	assertEquals "exit status" 2 $?
+	assertTrue "$(cat err.txt)" "grep -q \"'frobnicate' is neither a subcommand nor a compiler\" err.txt"
+	# a compiler by its name (found on PATH) still compiles; nothing else was counted
+	PATH=$TEST_DIR/bin:$PATH "$CJC" nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail "cjc nvcc"
+	expect_stat uncacheable 0
+	expect_stat misses 1
+	expect_nvcc_runs 1
+}
+
+testUsageErrorIsOneLineAndAPointer() {
+	local args
+	for args in "-c k.cu" "gc --no-such-flag" "show" "gc --max-size" "--target"; do
+		# shellcheck disable=SC2086
+		"$CJC" $args 2>err.txt
+		assertEquals "cjc $args: exit status" 2 $?
+		one_line err.txt
+		assertTrue "cjc $args: $(cat err.txt)" "grep -q \"see 'cjc --help'\" err.txt"
+	done
+}
+
+# ccache's masquerade: a link named nvcc to cjc ahead of the toolkit on PATH.
+testCalledAsNvccThroughALink() {
+	local links=$TEST_DIR/links
+	mkdir "$links" && ln -s "$CJC" "$links/nvcc"
+	# the link's directory twice, before the (counting) nvcc
+	PATH=$links:$links:$TEST_DIR/bin:$PATH nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt ||
+		fail "first compile: $(cat err.txt)"
+	PATH=$links:$TEST_DIR/bin:$PATH nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail "second"
+	assert_same_devcode a.cubin b.cubin
+	expect_stat misses 1
+	expect_stat hits 1
+	expect_nvcc_runs 1
+	# no nvcc but itself: one line, 127, and no recursion
+	PATH=$links:$links:/usr/bin:/bin timeout 60 nvcc --cubin k.cu -o c.cubin 2>err.txt
+	assertEquals "exit status" 127 $?
+	one_line err.txt
+	assertTrue "$(cat err.txt)" "grep -q 'no nvcc other than cjc itself is on PATH' err.txt"
+}
+
+testUnusableStoreIsSaid() {
+	CJC_DIR=/dev/null/x cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail "build broke"
+	assertTrue "output made" "[ -s a.cubin ]"
+	one_line err.txt
+	assertTrue "$(cat err.txt)" "grep -q 'cache directory /dev/null/x is unusable' err.txt"
+	CJC_DIR=/dev/null/x "$CJC" config >out.txt 2>err.txt
+	assertEquals "config's exit status" 1 $?
+	assertTrue "config says it: $(cat out.txt)" "grep -q '^store: /dev/null/x: unusable' out.txt"
+	"$CJC" config >out.txt || fail "a store that will be made is fine"
+	assertTrue "$(cat out.txt)" "grep -q '^store: .*: not made yet' out.txt"
+}
+
+# root without the capabilities that let it write anything: the store is
+# read-only for it, as for a user without write access to a team's store
+readonly_root() {
+	setpriv --bounding-set=-dac_override,-dac_read_search,-fowner -- "$@"
+}
+
+testReadOnlyStoreIsSaid() {
+	if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+		startSkipping
+		return
+	fi
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	chmod -R a-w "$CJC_DIR"
+	readonly_root "$CJC" "$NVCC" --cubin k.cu -o b.cubin -arch=$ARCH 2>err.txt || fail "hit"
+	assertFalse "a hit loses nothing: $(cat err.txt)" "[ -s err.txt ]"
+	readonly_root "$CJC" "$NVCC" --cubin k.cu -o c.cubin -arch=$ARCH -DX=1 2>err.txt || fail "miss"
+	assertTrue "output made" "[ -s c.cubin ]"
+	one_line err.txt
+	assertTrue "$(cat err.txt)" "grep -q 'is read-only for you: k.cu was compiled but not kept' err.txt"
+	readonly_root "$CJC" why c.cubin 2>err.txt
+	assertEquals "why's exit status" 1 $?
+	assertTrue "why says why: $(cat err.txt)" "grep -q 'read-only for you' err.txt"
+	readonly_root "$CJC" config >out.txt 2>/dev/null
+	assertEquals "config's exit status" 1 $?
+	assertTrue "$(cat out.txt)" "grep -q '^store: .*: read-only for you' out.txt"
+	# meant so: quiet
+	CJC_READONLY=1 readonly_root "$CJC" "$NVCC" --cubin k.cu -o d.cubin -arch=$ARCH -DX=2 2>err.txt ||
+		fail "miss, readonly"
+	assertFalse "readonly set: nothing to say: $(cat err.txt)" "[ -s err.txt ]"
+	CJC_READONLY=1 readonly_root "$CJC" config >/dev/null || fail "readonly set: config is fine"
+	chmod -R u+w "$CJC_DIR"
+}
+
+# What why prints of a journal record goes through the same escaping as
+# the paths: a planted record cannot drive the terminal.
+testWhyEscapesEveryField() {
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	local journal
+	journal=$(echo "$CJC_DIR"/v1/*/journal-"$(id -u)")
+	tail -n 1 "$journal" | jq -c '.time = "t\u001b[2J" | .result = "miss" | .entry = "e\u001b[2J" |
+		.compared_with = "c\u001b[2J" | .not_published = "n\u001b[2J" | .facts.rule = "r\u001b[2J"' \
+		>>"$journal"
+	"$CJC" why a.cubin >why.txt || fail "why"
+	assertFalse "no escape byte: $(cat -v why.txt)" "grep -q $'\x1b' why.txt"
+	assertEquals "each field escaped: $(cat why.txt)" 5 "$(grep -c '\\x1b\[2J' why.txt)"
+}
+
+# files FIND-ARGS...: how many regular files under the store match
+files() { find "$CJC_DIR" -type f "$@" | wc -l; }
+
+testGcTakesTheBookkeepingWithTheEntries() {
+	local i
+	for i in 1 2 3; do
+		cjc_nvcc --cubin k.cu -o k$i.cubin -arch=$ARCH -DX=$i || fail
+	done
+	# last used a minute ago, all of it: gc keeps what is written while it runs
+	find "$CJC_DIR" -path '*/v1/*' \( -path '*/entries/*' -o -path '*/manifests/*' -o -path '*/hashes/*' \) \
+		-exec touch -h -d '-1 min' {} +
+	cjc_nvcc --cubin k.cu -o k4.cubin -arch=$ARCH -DX=4 || fail
+	"$CJC" gc --older-than 30s >gc.txt || fail "gc: $(cat gc.txt)"
+	assertTrue "$(cat gc.txt)" "grep -q 'evicted 3 of 4 entries' gc.txt"
+	assertEquals "the manifest left is the entry's left" 1 "$(files -path '*/manifests/*')"
+	cjc_nvcc --cubin k.cu -o again.cubin -arch=$ARCH -DX=4 || fail
+	expect_stat hits 1
+	find "$CJC_DIR" -path '*/v1/*' \( -path '*/entries/*' -o -path '*/manifests/*' -o -path '*/hashes/*' \) \
+		-exec touch -h -d '-1 min' {} +
+	"$CJC" gc --max-size 1K >gc.txt || fail "gc: $(cat gc.txt)"
+	assertTrue "$(cat gc.txt)" "grep -q 'evicted 1 of 1 entries' gc.txt"
+	assertEquals "manifests" 0 "$(files -path '*/manifests/*')"
+	assertEquals "hash caches" 0 "$(files -path '*/hashes/*')"
+	"$CJC" stats >stats.txt
+	assertTrue "$(cat stats.txt)" "grep -q '^bookkeeping *0.0 MB' stats.txt"
+}
+
+. "$SHUNIT2"
