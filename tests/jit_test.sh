@@ -171,7 +171,7 @@ testTheEntryIsAnOrdinaryEntry() {
 	"$CJC" show "$key" --json | jq -e '.inputs | map(.path) | any(endswith("inc/tile.h"))' >/dev/null ||
 		fail "metadata lists the header nvcc read"
 	"$CJC" verify >/dev/null || fail "cjc verify"
-	"$CJC" gc --max-size 1 >/dev/null || fail "cjc gc"
+	"$CJC" gc --max-size 1B >/dev/null || fail "cjc gc"
 	assertEquals "gc evicted it" 0 "$(entry_count)"
 	assertEquals "and the next compile misses" miss "$(jit kernel.cu -I"$PWD/inc" | cut -d' ' -f1)"
 }
@@ -213,26 +213,48 @@ testOneHandleSeesAChangeBetweenCompiles() {
 
 # Between two requests of one handle, what the kernel's change signal
 # (src/jit/changes.c) must report: an include directory that is a link
-# switched to another, and an nvcc that appears earlier on PATH.
+# switched to another, a header written through a hard link in another
+# directory, an nvcc that appears earlier on PATH, and one written in place.
 testOneHandleSeesLinksAndPathChange() {
 	write_kernel
-	mkdir -p v1 v2 early
+	mkdir -p v1 v2 early elsewhere
 	echo '#define FACTOR 2.0f' >v1/tile.h
 	echo '#define FACTOR 3.0f' >v2/tile.h
 	ln -s v1 cur
+	ln v2/tile.h elsewhere/tile.h
 	jit kernel.cu -I"$PWD/cur" >/dev/null || fail
+	# a store hit, a memory hit its files checked, one the kernel vouches
+	# for; then the change, and the next request must compile
 	local said
-	said=$(jit --between "ln -sfn v2 cur" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
-	assertEquals "an include directory switched by its link" "hit miss" "$(echo $said)"
+	said=$(jit --warm 2 --between "ln -sfn v2 cur" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
+	assertEquals "an include directory switched by its link" "hit hit hit miss" "$(echo $said)"
+	said=$(jit --warm 2 --between "echo '#define FACTOR 4.0f' >elsewhere/tile.h" kernel.cu \
+		-I"$PWD/cur" | cut -d' ' -f1)
+	assertEquals "a header written through a hard link elsewhere" "hit hit hit miss" "$(echo $said)"
 	printf '#!/bin/sh\nexec "%s" "$@"\n' "$NVCC" >wrapper
 	chmod +x wrapper
 	# nvcc by name: the counting one (its directory on PATH), then early/'s
 	said=$(PATH="$PWD/early:$(dirname "$NVCC"):$PATH" JIT_NVCC=nvcc \
-		jit --between "cp wrapper early/nvcc" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
-	assertEquals "an nvcc that appears earlier on PATH" "hit miss" "$(echo $said)"
+		jit --warm 2 --between "cp wrapper early/nvcc" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
+	assertEquals "an nvcc that appears earlier on PATH" "hit hit hit miss" "$(echo $said)"
 	said=$(PATH="$PWD/early:$(dirname "$NVCC"):$PATH" JIT_NVCC=nvcc \
-		jit --between "echo >>early/nvcc" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
-	assertEquals "and one written in place" "hit miss" "$(echo $said)"
+		jit --warm 2 --between "echo >>early/nvcc" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
+	assertEquals "and one written in place" "hit hit hit miss" "$(echo $said)"
+}
+
+# A mount over an include directory raises no inotify event: the mount
+# table's own signal must be seen (root, in a mount namespace of its own).
+testOneHandleSeesAMountOverAnIncludeDirectory() {
+	[ "$(id -u)" = 0 ] || startSkipping
+	write_kernel
+	mkdir -p other
+	echo '#define FACTOR 7.0f' >other/tile.h
+	jit kernel.cu -I"$PWD/inc" >/dev/null || fail
+	local said
+	said=$(CJC_JIT_NVCC=$NVCC unshare -m --propagation private "$CJC_JIT_CLI" --arch "$ARCH" \
+		--warm 2 --between "mount --bind '$PWD/other' '$PWD/inc'" kernel.cu -I"$PWD/inc" |
+		cut -d' ' -f1)
+	assertEquals "a directory mounted over the include directory" "hit hit hit miss" "$(echo $said)"
 }
 
 # The memory tier (src/jit/memory.c): a request the handle served is served

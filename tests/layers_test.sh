@@ -3,9 +3,9 @@
 # src/lib/<layer>/ includes headers of its own layer and of the layers below
 # it only, always by "<layer>/<name>.h"; src/tool and src/jit include the
 # library's headers that way and their own by name, and neither includes the
-# other's; src/shim (the NVRTC shim) stands on src/jit, whose headers it
-# may include by name, and nothing includes its own.  Reads the sources
-# only: no build needed.
+# other's; src/shim (the NVRTC shim) stands on src/jit through its seam
+# (src/jit/seam.h) and public header alone, never jit_internal.h, and
+# nothing includes the shim's own.  Reads the sources only: no build needed.
 
 . "$(dirname "$0")/helpers.sh"
 
@@ -24,8 +24,11 @@ check_tree() {
 			header=${header%%\"*}
 			if [ -f "$root/src/$dir/include/$header" ]; then
 				continue # the JIT library's public header
-			elif [ "$dir" = shim ] && [ -f "$root/src/jit/$header" -o -f "$root/src/jit/include/$header" ]; then
-				continue # the shim stands on the JIT library
+			elif [ "$dir" = shim ] && [ "$header" = seam.h -o -f "$root/src/jit/include/$header" ]; then
+				continue # the shim stands on the JIT library's seam
+			elif [ "$dir" = shim ] && [ -f "$root/src/jit/$header" ]; then
+				echo "$file: includes \"$header\", the JIT library's own (the shim's is seam.h)"
+				bad=1
 			elif [[ $header == */* ]]; then
 				folder=${header%%/*}
 				if [ ! -f "$root/src/lib/$header" ]; then
@@ -69,7 +72,8 @@ testEveryLibraryFileIsInALayer() {
 }
 
 # The check itself: an include that runs upward, one that skips the layer
-# name, and a tool header included by the JIT library are each caught.
+# name, a tool header included by the JIT library, and the JIT library's
+# private header included by the shim are each caught.
 testTheCheckCatchesEachBreak() {
 	local out
 	mkdir -p copy/src
@@ -80,6 +84,7 @@ testTheCheckCatchesEachBreak() {
 	echo '#include "audit.h"' >>copy/src/jit/jit.c
 	echo '#include "shim.h"' >>copy/src/jit/nvrtc.c
 	echo '#include "run_cmd.h"' >>copy/src/shim/cache.c
+	echo '#include "jit_internal.h"' >>copy/src/shim/shim.c
 	out=$(check_tree copy)
 	assertFalse "the check fails" $?
 	assertContains "$out" "base/fs.c: includes compile/config.h, of a higher layer (compile above base)"
@@ -87,7 +92,8 @@ testTheCheckCatchesEachBreak() {
 	assertContains "$out" "jit/jit.c: includes \"audit.h\" by its bare name (it is src/tool/audit.h)"
 	assertContains "$out" "jit/nvrtc.c: includes \"shim.h\" by its bare name (it is src/shim/shim.h)"
 	assertContains "$out" "shim/cache.c: includes \"run_cmd.h\" by its bare name (it is src/tool/run_cmd.h)"
-	assertEquals "five breaks, nothing else" 5 "$(echo "$out" | wc -l)"
+	assertContains "$out" "shim/shim.c: includes \"jit_internal.h\", the JIT library's own (the shim's is seam.h)"
+	assertEquals "six breaks, nothing else" 6 "$(echo "$out" | wc -l)"
 }
 
 . "$SHUNIT2"

@@ -184,7 +184,7 @@ testMergedReportOfThreeStoresAddsUp() {
 	NVCC_LOG=/dev/null "$CJC" --target app "$NVCC" --cubin k.cu -o app.cubin -arch=$ARCH || fail
 	assertEquals "a hit more" 3 "$(stat_value hits)"
 	store three
-	"$CJC" gc --max-size 1 >/dev/null || fail
+	"$CJC" gc --max-size 1B >/dev/null || fail
 	assertEquals "every entry evicted" 0 "$(stat_value entries)"
 	assertEquals "and counted" 2 "$(stat_value evicted)"
 	local d sum

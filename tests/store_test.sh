@@ -39,7 +39,7 @@ testGcMaxSizeEvictsLeastRecentlyUsedFirst() {
 	cjc_nvcc --cubin k.cu -o again1.cubin -arch=$ARCH -DV=1 || fail
 	rm -rf "$(ns)"/hashes/* # gc counts hash caches too: none here, entries alone decide
 	bytes=$(stat_value bytes)
-	"$CJC" gc --max-size $((bytes / 2 + bytes / 12)) >gc.txt || fail
+	"$CJC" gc --max-size $((bytes / 2 + bytes / 12))B >gc.txt || fail
 	assertTrue "report: $(cat gc.txt)" "grep -q 'evicted 3 of 6 entries' gc.txt"
 	assertEquals "entries left" 3 "$(entry_count)"
 	assertTrue "store within the size" "[ $(stat_value bytes) -le $((bytes / 2 + bytes / 12)) ]"
@@ -155,7 +155,7 @@ testSymlinksInTheStoreCannotReachOutside() {
 	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail "the build broke"
 	assert_same_devcode a.cubin b.cubin
 	"$CJC" verify --fix >/dev/null
-	"$CJC" gc --max-size 1 >/dev/null
+	"$CJC" gc --max-size 1B >/dev/null
 	"$CJC" clean >/dev/null
 	outside_untouched "entries"
 	# A link in place of the staging and manifests directories: no writes through them.

@@ -280,7 +280,7 @@ testGcReclaimsKilledWritersTemporariesAndOldHashCaches() {
 	entries=$(stat_value bytes)
 	hashes=$(find "$(ns)/hashes" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 	assertTrue "a hash cache to count" "[ ${hashes:-0} -gt 1 ]"
-	"$CJC" gc --max-size $((entries + hashes / 2)) >gc.txt || fail
+	"$CJC" gc --max-size $((entries + hashes / 2))B >gc.txt || fail
 	assertTrue "the entry no longer fits: $(cat gc.txt)" "grep -q 'evicted 1 of 1 entries' gc.txt"
 	"$CJC" clean >/dev/null || fail
 	assertEquals "clean takes the hash caches too" "" "$(find "$(ns)/hashes" -type f)"

@@ -7,26 +7,29 @@
  * and candidates are reached through is watched, from / down, along the
  * path as written and along where its links lead, for a name that appears,
  * goes or moves and for a child that is written or whose attributes
- * change.  Each event, and each change to the process's mount table (a
- * poll of /proc/self/mountinfo), starts a new generation.  A memory item
- * (memory.c) checked by stat in generation G, with its directories watched
+ * change; and each file itself, for a write through another of its names
+ * (a hard link).  Each event, and each change to the process's mount table
+ * (/proc/self/mountinfo's poll), starts a new generation.  A memory
+ * item (memory.c) checked by stat in generation G, with its paths watched
  * before the check began, is unchanged while the generation is G: a change
  * after the watch is an event, and the check after it saw any change
- * before.
+ * before.  Not seen, by inotify or anything else the kernel offers: a
+ * write through a shared memory mapping (mmap) of a header.
  *
- * The signal is given up for good (every check stats, as before) where it
- * cannot be trusted: no inotify, no /proc, a directory on a file system
- * whose changes may come from another machine (only the local kinds below
- * are watched), the watch limit reached, or a relative path.  A queue
- * overflow, a watch the kernel dropped (its directory gone) or a fork
- * (the child shares the parent's queue) starts afresh: a new generation
- * and no watches.  Where nothing changed, asking costs one system call
- * (epoll_wait over the queue and the mount table).
+ * A directory on a file system whose changes may come from another machine
+ * (any but the local kinds below: NFS, a host's read-only mount), and a
+ * file in one, is stamped instead (stamp.h) and stat'ed at each ask: a few
+ * such paths cost a stat each, and past MAX_STAMPED the record is checked
+ * file by file as before.  The signal is given up for good (every check
+ * stats) where it cannot be had: no inotify, no /proc, or the watch limit
+ * reached.  A queue overflow, a watch the kernel dropped (its directory
+ * gone) or a fork (the child shares the parent's queue) starts afresh: a
+ * new generation and no watches.  Where nothing changed, asking costs one
+ * system call (epoll_wait over the queue and the mount table).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -35,17 +38,26 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "base/stamp.h"
 #include "jit_internal.h"
 
 #define WATCHED_BUCKETS 256
 #define MAX_WATCHED 8192
+#define MAX_STAMPED 64 /* past this, the signal gives up on a record */
 #define DIR_EVENTS                                                                        \
 	(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_DELETE_SELF |    \
 	 IN_MOVE_SELF | IN_MOVED_FROM | IN_MOVED_TO)
+#define FILE_EVENTS (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
 
+/* A path handled: watched by inotify, or, on a file system whose changes
+ * may come from elsewhere, stamped and stat'ed at each ask. */
 struct watched {
 	struct watched *next;
 	char *path;
+	int wd;          /* its inotify watch; -1 when stamped */
+	bool stamped;
+	struct cjc_stamp st;
+	int64_t taken_ns;
 };
 
 struct jit_changes {
@@ -57,6 +69,12 @@ struct jit_changes {
 	uint64_t generation;
 	struct watched *buckets[WATCHED_BUCKETS];
 	size_t nwatched;
+	struct watched *stamped[MAX_STAMPED]; /* those of buckets that are stamped */
+	size_t nstamped;
+	/* by watch descriptor: the names in that directory that paths go
+	 * through or end in; an event about any other child is no news */
+	struct cjc_strvec *names;
+	size_t nnames;
 };
 
 /* File systems whose every change is made by this kernel, which inotify
@@ -94,7 +112,46 @@ static void forget_watched(struct jit_changes *c)
 			free(w->path);
 			free(w);
 		}
-	c->nwatched = 0;
+	c->nwatched = c->nstamped = 0;
+	for (size_t i = 0; i < c->nnames; i++)
+		cjc_strvec_clear(&c->names[i]);
+	free(c->names);
+	c->names = NULL;
+	c->nnames = 0;
+}
+
+/* Notes that name, in the directory watched as wd, is on a watched path. */
+static void add_name(struct jit_changes *c, int wd, const char *name, size_t len)
+{
+	if (wd < 0)
+		return;
+	if ((size_t)wd >= c->nnames) {
+		size_t n = (size_t)wd + 16;
+		c->names = cjc_xrealloc(c->names, n * sizeof *c->names);
+		for (size_t i = c->nnames; i < n; i++)
+			c->names[i] = (struct cjc_strvec)CJC_STRVEC_INIT;
+		c->nnames = n;
+	}
+	struct cjc_strvec *v = &c->names[wd];
+	for (size_t i = 0; i < v->n; i++)
+		if (strlen(v->v[i]) == len && !memcmp(v->v[i], name, len))
+			return;
+	char *copy = cjc_xstrndup(name, len);
+	cjc_strvec_push(v, copy);
+	free(copy);
+}
+
+/* Whether an event is news: about a watched object itself, or about a
+ * child whose name a watched path goes through or ends in. */
+static bool relevant(const struct jit_changes *c, const struct inotify_event *e)
+{
+	if (!e->len || e->wd < 0 || (size_t)e->wd >= c->nnames)
+		return true;
+	const struct cjc_strvec *v = &c->names[e->wd];
+	for (size_t i = 0; i < v->n; i++)
+		if (!strcmp(v->v[i], e->name))
+			return true;
+	return false;
 }
 
 /* No watches, a new generation. */
@@ -120,7 +177,7 @@ static bool open_signal(struct jit_changes *c)
 	c->fd = -1;
 	c->mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	c->ready = epoll_create1(EPOLL_CLOEXEC);
-	struct epoll_event e = { .events = EPOLLPRI };
+	struct epoll_event e = { .events = EPOLLPRI, .data.fd = c->mounts };
 	return c->mounts >= 0 && c->ready >= 0 &&
 	       !epoll_ctl(c->ready, EPOLL_CTL_ADD, c->mounts, &e);
 }
@@ -155,20 +212,6 @@ static struct jit_changes *changes_of(struct cjc_jit *h)
 	return c;
 }
 
-/* Whether the mount table changed since last asked (and reads it, so the
- * next poll asks afresh). */
-static bool mounts_changed(struct jit_changes *c)
-{
-	struct pollfd p = { .fd = c->mounts, .events = POLLPRI };
-	if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLPRI | POLLERR)))
-		return false;
-	char chunk[4096];
-	if (lseek(c->mounts, 0, SEEK_SET) == 0)
-		while (read(c->mounts, chunk, sizeof chunk) > 0)
-			;
-	return true;
-}
-
 /* Reads every event queued; whether there was any. */
 static bool drain(struct jit_changes *c)
 {
@@ -176,10 +219,10 @@ static bool drain(struct jit_changes *c)
 	char events[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t n;
 	while (c->fd >= 0 && (n = read(c->fd, events, sizeof events)) > 0) {
-		any = true;
 		for (char *p = events; p < events + n;) {
 			const struct inotify_event *e = (const void *)p;
 			afresh = afresh || (e->mask & (IN_Q_OVERFLOW | IN_IGNORED));
+			any = any || relevant(c, e);
 			p += sizeof *e + e->len;
 		}
 	}
@@ -192,15 +235,41 @@ static bool drain(struct jit_changes *c)
 static bool news(struct jit_changes *c)
 {
 	struct epoll_event e[2];
-	return epoll_wait(c->ready, e, 2, 0) != 0 && (mounts_changed(c) | drain(c));
+	int n = epoll_wait(c->ready, e, 2, 0);
+	if (n == 0)
+		return false;
+	bool mounts = n < 0; /* cannot tell: as if changed */
+	for (int i = 0; i < n; i++)
+		mounts = mounts || e[i].data.fd == c->mounts; /* its poll reports a change once */
+	bool queued = drain(c);
+	return mounts || queued;
+}
+
+/* Whether a stamped path changed (its stamp is then taken again). */
+static bool stamps_moved(struct jit_changes *c)
+{
+	bool moved = false;
+	for (size_t i = 0; i < c->nstamped; i++) {
+		struct watched *w = c->stamped[i];
+		struct cjc_stamp now;
+		cjc_stamp_path(w->path, &now);
+		if (cjc_stamp_holds(&w->st, &now, w->taken_ns))
+			continue;
+		moved = true;
+		w->taken_ns = cjc_wall_ns();
+		cjc_stamp_path(w->path, &w->st);
+	}
+	return moved;
 }
 
 uint64_t jit_changes_generation(struct cjc_jit *h)
 {
 	jit_lock(h);
 	struct jit_changes *c = changes_of(h);
-	if (!c->off && news(c))
-		c->generation++;
+	if (!c->off) {
+		bool queued = news(c), moved = stamps_moved(c);
+		c->generation += queued || moved;
+	}
 	uint64_t g = c->off ? 0 : c->generation;
 	jit_unlock(h);
 	return g;
@@ -208,8 +277,8 @@ uint64_t jit_changes_generation(struct cjc_jit *h)
 
 static bool open_inotify(struct jit_changes *c)
 {
-	struct epoll_event e = { .events = EPOLLIN };
 	c->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	struct epoll_event e = { .events = EPOLLIN, .data.fd = c->fd };
 	if (c->fd >= 0 && !epoll_ctl(c->ready, EPOLL_CTL_ADD, c->fd, &e))
 		return true;
 	if (c->fd >= 0)
@@ -218,42 +287,84 @@ static bool open_inotify(struct jit_changes *c)
 	return false;
 }
 
-static bool watched(const struct jit_changes *c, const char *dir)
+static struct watched *watched(const struct jit_changes *c, const char *path)
 {
-	for (struct watched *w = c->buckets[bucket_of(dir)]; w; w = w->next)
-		if (!strcmp(w->path, dir))
-			return true;
-	return false;
+	for (struct watched *w = c->buckets[bucket_of(path)]; w; w = w->next)
+		if (!strcmp(w->path, path))
+			return w;
+	return NULL;
 }
 
-/* Watches dir (where it leads, when a link); false to give up. */
-static bool watch_dir(struct jit_changes *c, const char *dir)
+static struct watched *add_watched(struct jit_changes *c, const char *path, int wd)
 {
-	struct statfs fs;
-	if (c->nwatched >= MAX_WATCHED || statfs(dir, &fs) || !local_kind((long)fs.f_type))
-		return false;
-	if (c->fd < 0 && !open_inotify(c))
-		return false;
-	if (inotify_add_watch(c->fd, dir, DIR_EVENTS) < 0)
-		return false;
 	struct watched *w = cjc_xcalloc(1, sizeof *w);
-	unsigned b = bucket_of(dir);
-	w->path = cjc_xstrdup(dir);
+	w->wd = wd;
+	unsigned b = bucket_of(path);
+	w->path = cjc_xstrdup(path);
 	w->next = c->buckets[b];
 	c->buckets[b] = w;
 	c->nwatched++;
+	return w;
+}
+
+/* Stamps path (stat'ed at each ask from now); false past MAX_STAMPED. */
+static bool stamp(struct jit_changes *c, const char *path)
+{
+	if (c->nstamped >= MAX_STAMPED)
+		return false;
+	struct watched *w = add_watched(c, path, -1);
+	w->stamped = true;
+	w->taken_ns = cjc_wall_ns();
+	cjc_stamp_path(path, &w->st);
+	c->stamped[c->nstamped++] = w;
 	return true;
+}
+
+/* Watches dir (where it leads, when a link), or stamps it on a file system
+ * inotify cannot vouch for; NULL to give up. */
+static struct watched *watch_dir(struct jit_changes *c, const char *dir)
+{
+	struct statfs fs;
+	if (c->nwatched >= MAX_WATCHED || statfs(dir, &fs))
+		return NULL;
+	if (!local_kind((long)fs.f_type))
+		return stamp(c, dir) ? watched(c, dir) : NULL;
+	if (c->fd < 0 && !open_inotify(c))
+		return NULL;
+	int wd = inotify_add_watch(c->fd, dir, DIR_EVENTS);
+	return wd < 0 ? NULL : add_watched(c, dir, wd);
+}
+
+/* A file itself, once: watched (a write through another of its names, a
+ * hard link elsewhere, reaches no directory's watch) where its directory
+ * is, else stamped (its writes change no directory's stamp either). */
+static bool watch_file(struct jit_changes *c, const char *file)
+{
+	const char *slash = strrchr(file, '/');
+	char dir[PATH_MAX];
+	size_t n = slash == file ? 1 : (size_t)(slash - file);
+	if (!slash || n >= sizeof dir)
+		return false;
+	memcpy(dir, file, n);
+	dir[n] = '\0';
+	struct watched *parent = watched(c, dir);
+	if (!parent || watched(c, file))
+		return parent != NULL;
+	if (parent->stamped)
+		return stamp(c, file);
+	int wd = c->nwatched < MAX_WATCHED ? inotify_add_watch(c->fd, file, FILE_EVENTS) : -1;
+	return wd >= 0 && add_watched(c, file, wd);
 }
 
 static bool watch_path(struct jit_changes *c, const char *path, int depth);
 
 /* One step down a path: prefix, a directory on it or the file it ends in.
- * 1: watched (and where it leads, when a link), go on; 0: nothing to watch
- * past it (a file, or nothing there: its parent's watch sees one come);
- * -1: give up. */
-static int watch_step(struct jit_changes *c, const char *prefix, int depth)
+ * 1: watched (and where it leads, when a link), go on, *dir set; 0:
+ * nothing to watch past it (a file, or nothing there: its parent's watch
+ * sees one come); -1: give up. */
+static int watch_step(struct jit_changes *c, const char *prefix, int depth, struct watched **dir)
 {
-	if (watched(c, prefix))
+	if ((*dir = watched(c, prefix)))
 		return 1;
 	struct stat l, s;
 	if (lstat(prefix, &l))
@@ -263,9 +374,11 @@ static int watch_step(struct jit_changes *c, const char *prefix, int depth)
 		if (!realpath(prefix, real) || !watch_path(c, real, depth + 1))
 			return -1; /* a dangling link too: where it leads is not watched */
 	}
-	if (stat(prefix, &s) || !S_ISDIR(s.st_mode))
+	if (stat(prefix, &s))
 		return 0;
-	return watch_dir(c, prefix) ? 1 : -1;
+	if (!S_ISDIR(s.st_mode))
+		return watch_file(c, prefix) ? 0 : -1;
+	return (*dir = watch_dir(c, prefix)) ? 1 : -1;
 }
 
 /* Watches each directory path is reached through, from / down, and where
@@ -274,18 +387,21 @@ static bool watch_path(struct jit_changes *c, const char *path, int depth)
 {
 	char prefix[PATH_MAX];
 	size_t len = strlen(path);
-	if (path[0] != '/' || depth > 8 || len >= sizeof prefix)
+	struct watched *parent;
+	if (path[0] != '/' || depth > 8 || len >= sizeof prefix || watch_step(c, "/", depth, &parent) < 0)
 		return false;
-	if (watch_step(c, "/", depth) < 0)
-		return false;
-	for (size_t k = 1; k <= len; k++) {
-		if ((path[k] != '/' && path[k] != '\0') || path[k - 1] == '/')
+	for (size_t k = 1, name = 1; k <= len; k++) {
+		if (path[k] != '/' && path[k] != '\0')
 			continue;
-		memcpy(prefix, path, k);
-		prefix[k] = '\0';
-		int r = watch_step(c, prefix, depth);
-		if (r <= 0)
-			return r == 0;
+		if (path[k - 1] != '/') { /* the component path[name..k) */
+			add_name(c, parent->wd, path + name, k - name);
+			memcpy(prefix, path, k);
+			prefix[k] = '\0';
+			int r = watch_step(c, prefix, depth, &parent);
+			if (r <= 0)
+				return r == 0;
+		}
+		name = k + 1;
 	}
 	return true;
 }

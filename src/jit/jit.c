@@ -290,6 +290,7 @@ int jit_serve_entry(struct jit_job *j, const char *key, jit_entry_reader read, v
 	struct cjc_entry e;
 	struct cjc_buf why = CJC_BUF_INIT;
 	int served = 0;
+	jit_deps_load_meta(h);
 	enum cjc_lookup r = cjc_store_open_entry(&h->store, key, &e, &why);
 	if (r == CJC_ENTRY_FOUND && cjc_sign_check_local_entry(&e, h->cfg.trusted_keys, &why)) {
 		jit_note(h, "entry %s not served: %s", key, why.data);

@@ -38,6 +38,8 @@
 #include "store/identity.h"
 #include "store/store.h"
 
+#include "seam.h" /* what the NVRTC shim uses too */
+
 /* The settings (settings.c): one row each, PREFIX_JIT_<name> beats the
  * global variable (CJC_JIT_<name>) beats the cjc setting or the default. */
 enum jit_setting {
@@ -97,8 +99,8 @@ struct jit_toolset {
 	struct cjc_identity nvcc, host;
 	char *as; /* where PATH finds `as`, "" for nowhere (key.h) */
 };
-int jit_tools_identify(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *host,
-		       struct jit_toolset *out);
+int jit_tools_identify(struct cjc_jit *h, uint64_t gen, const char *cwd, const char *nvcc,
+		       const char *host, struct jit_toolset *out);
 void jit_toolset_release(struct jit_toolset *t);
 void jit_tools_release(struct cjc_jit *h);
 
@@ -111,6 +113,7 @@ struct jit_deps {
 	struct dir_memo **dirs;
 	size_t ndirs;
 	bool loaded; /* the store's record of them read (jit_deps_load) */
+	bool meta_loaded; /* the store's memo of checked metadata read (jit_deps_load_meta) */
 	bool dirty;  /* a hash taken since it was read or written */
 };
 
@@ -152,76 +155,21 @@ void jit_unlock(struct cjc_jit *h);
 /* How many fork()s this process descends from, since the library was loaded. */
 unsigned jit_fork_generation(void);
 
-/* Opens the handle's store at the first call (cjc_jit_open touches nothing
- * on disk) and says whether it is usable; thread-safe, and cheap after the
- * first call.  It sets no error: an unusable store means compiling without
- * it (docs/jit.md). */
 /* Whether the store is open already (jit_store_ready said yes before). */
 static inline bool jit_store_open(const struct cjc_jit *h)
 {
 	return atomic_load(&((struct cjc_jit *)h)->store_state) > 0;
 }
-bool jit_store_ready(struct cjc_jit *h);
 
-/* Sets this thread's error on the handle; always returns -1. */
-int jit_fail(struct cjc_jit *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Empties this thread's error: each public call starts with it, so that
  * cjc_jit_error() describes the last call only. */
 void jit_clear_error(struct cjc_jit *h);
-/* A line for the cjc log (the `log` setting), when there is one. */
-void jit_note(const struct cjc_jit *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A post-compile hook's output (cjc_jit_bytes_set). */
 struct cjc_jit_bytes {
 	struct cjc_buf buf;
 	bool set;
 };
-
-/* A publication (publish.h) of entry key, for source name, into the
- * handle's store with its settings; notes go to the cjc log (jit_note).
- * The caller adds the artifact and what else it has. */
-struct cjc_publish jit_publish_of(struct cjc_jit *h, const char *key, const char *name,
-				  const struct cjc_metadata *md);
-
-/* After a remote entry was published here (remote.h): counted against
- * max_size, as publish.h does for a new one (bytes 0: another writer's). */
-void jit_keep_within_limit(struct cjc_jit *h, const char *key, uint64_t bytes);
-/* The remote tier: the handle's remote stores (the `remote` setting), opened
- * for one compile's miss and closed after it, so a store that failed is
- * tried again at the next miss; NULL when there are none or readonly is set. */
-struct cjc_remotes *jit_remote_open(struct cjc_jit *h);
-
-/* What went into a compile's key, for its journal record (journal.c): set
- * once the compile is looked up in the store; borrowed from the compiler's
- * job, which outlives every record. */
-struct jit_why {
-	bool set;
-	const struct cjc_compile *c; /* nvcc */
-	const char *cwd;
-	const struct cjc_identity *nvcc, *host;
-	const struct cjc_strvec *env;
-	const struct cjc_strvec *options; /* NVRTC */
-	struct cjc_identity library;      /* NVRTC: its strings borrowed */
-};
-
-/* What one compile works with, whichever the compiler. */
-struct jit_job {
-	struct cjc_jit *h;
-	const struct cjc_jit_request *req;
-	const char *name;
-	const char *arch;
-	const char *ext;           /* "cubin", "fatbin", "ptx" */
-	unsigned char code_sha[CJC_DIGEST_LEN];
-	char *source;              /* the source's path as keyed: JIT_KEYED_SOURCE_DIR/<name> */
-	json_t *meta;              /* metadata.json's "jit": name, source, extra_signature, hook */
-	struct cjc_jit_result *out;
-	bool cached;               /* jit_cacheable() said yes */
-	const char *compiler;      /* for the journal, when not the handle's ("nvrtc-shim") */
-	struct jit_why why;
-};
-
-/* The entry's copy of the source (an artifact of every JIT entry). */
-#define JIT_SOURCE_FILE CJC_JIT_SOURCE_FILE
 
 /* The request's own key words (extra_signature, the hook's identity), after
  * the compiler's: args gets "jit:extra_signature=..." and "jit:hook=...". */
@@ -232,18 +180,10 @@ void jit_publish_request(const struct jit_job *j, struct cjc_publish *p,
 /* Runs the request's post-compile hook, if any, on data (replaced by what
  * the hook keeps); -1 (error set) when the hook fails. */
 int jit_run_hook(struct jit_job *j, struct cjc_buf *data);
-/* Whether a compile may use the store: not with `disable` set, nor when the
- * store is unusable (jit_store_ready); when not, one note says why and the
- * compile runs without the cache. */
-bool jit_cacheable(struct jit_job *j);
 /* Fails the compile (-1, error set) when the compiler's messages (a hit's
  * replayed ones too) report what CHECK_NO_SPILLS or CHECK_NO_LOCAL_MEMORY
  * forbid; else 0. */
 int jit_check_ptxas(struct jit_job *j, const char *log, size_t len);
-
-/* Where the key and metadata.json say the source is: a path that cannot
- * exist, for where the file really lies (below) must be no part of a key. */
-#define JIT_KEYED_SOURCE_DIR CJC_JIT_SOURCE_DIR
 
 /* The largest output read back from the compiler. */
 #define JIT_OUTPUT_MAX ((size_t)1 << 30)
@@ -270,18 +210,6 @@ struct jit_workdir {
 int jit_workdir_make(struct jit_job *j, struct jit_workdir *w);
 /* Removes the directory and everything in it; nothing when make did not fill w. */
 void jit_workdir_remove(struct jit_workdir *w);
-/* Counts a hit or a miss in the store (stats.h). */
-void jit_count(struct jit_job *j, int counter, uint64_t saved_ms);
-/* Reads what a request gets from an entry; -1 (with why) when the entry
- * does not hold it as it should: damaged. */
-typedef int (*jit_entry_reader)(void *ctx, const struct cjc_entry *e, struct cjc_buf *why);
-/* Serves the entry key names from the handle's store: opened, its
- * signature checked (trusted_keys, docs/trust.md), read by read, touched
- * for eviction, counted and journaled as a hit: 1, with *duration_ms the
- * compile it saved.  0: absent, untrusted or damaged (the last two noted
- * and counted; a damaged entry is not touched). */
-int jit_serve_entry(struct jit_job *j, const char *key, jit_entry_reader read, void *ctx,
-		    int64_t *duration_ms);
 /* What a miss says, as settings ask: the compiler's messages (err:
  * PTXAS_VERBOSE), the PTX and SASS (DUMP_PTX, DUMP_SASS: the published
  * entry's, key, else from the output, data, where that can be), and a note
@@ -293,30 +221,11 @@ void jit_print_miss(struct jit_job *j, const struct cjc_buf *err, const struct c
 int jit_nvcc_compile(struct jit_job *j);
 int jit_nvrtc_compile(struct jit_job *j);
 
-/* deps.c: the first record of m whose entry key its files give and whose
- * files are unchanged, or -1.  The source (the path source, or named when
- * not NULL: nvcc.c keys a request's source by either) is compared with
- * source_sha, the bytes in hand. */
-long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
-		    const struct cjc_place *place, const char *source,
-		    const unsigned char source_sha[CJC_DIGEST_LEN]);
-long jit_deps_match_named(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
-			  const struct cjc_place *place, const char *source, const char *named,
-			  const unsigned char source_sha[CJC_DIGEST_LEN]);
-/* The size and SHA-256 of a file as it is now, remembered by its stamp.
- * With expect (not JIT_ANY_SIZE), a file of another size is -1 unread: a
- * record's file that has changed size, or a huge one a record names, is
- * not hashed to find that out. */
-#define JIT_ANY_SIZE UINT64_MAX
-int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t *size,
-		  unsigned char sha[CJC_DIGEST_LEN]);
+/* deps.c (its calls the shim uses too: seam.h) */
 void jit_deps_release(struct jit_deps *d);
-/* The hashes remembered across processes: the store's memo "hashes/jit"
- * (records.h: a memo of yours or root's), read before the handle's first
- * lookup and written after a miss and at close when a hash was taken.
- * Each is used only while its file's stamp holds, as in the handle. */
-void jit_deps_load(struct cjc_jit *h);
-void jit_deps_save(struct cjc_jit *h);
+/* The memo of the metadata documents checked (keys/metamemo.h), read once
+ * per handle before its first hit; saved with the hashes. */
+void jit_deps_load_meta(struct cjc_jit *h);
 
 /* memory.c: the requests a handle served.  jit_memory_find: the item of a
  * lookup key (NVRTC: the entry key; nvcc: the direct key), with a
@@ -341,44 +250,10 @@ void jit_memory_forget(struct cjc_jit *h, const char *key);
 /* At close: the pending counts to the store, and every item freed. */
 void jit_memory_release_all(struct cjc_jit *h);
 
-/*
- * journal.c: a record in the cjc journal (store/journal.h; fields in
- * compile/why.h) for each compile looked up in the store, as cjc's launcher
- * writes one, so that `cjc why --jit NAME` explains it.  A hit from a
- * handle's memory writes none: it would cost more than the hit.  Each call
- * is one line in nvcc.c or nvrtc.c; failures to write are noted (jit_note),
- * never returned.
- *
- *   jit_journal_facts_nvcc/_nvrtc  what went into the key: after this, the
- *                                  compile's records are written
- *   jit_journal_uncacheable        the compile is not cached, and why (NULL: nothing)
- *   jit_journal_hit                an entry served from the store (or a remote store)
- *   jit_journal_compiled           after the compiler ran: rc != 0, "failed"
- *                                  with the call's error; else a miss, its
- *                                  record (rec, with the entry key when it
- *                                  can be published), whether the entry is
- *                                  in the store, or why not (unstable)
- */
-void jit_journal_facts_nvcc(struct jit_job *j, const struct cjc_compile *c, const char *cwd,
-			    const struct cjc_identity *nvcc, const struct cjc_identity *host,
-			    const struct cjc_strvec *env);
-void jit_journal_facts_nvrtc(struct jit_job *j, const struct cjc_strvec *options,
-			     const char *realpath, const char *version, const char *digest);
-void jit_journal_uncacheable(struct jit_job *j, const char *reason);
-void jit_journal_hit(struct jit_job *j, const char *key, int64_t saved_ms);
-void jit_journal_compiled(struct jit_job *j, int rc, const struct cjc_manifest_record *rec,
-			  bool published, int64_t duration_ms, const char *unstable);
-
 /* driver.c */
 int jit_driver_arch(struct cjc_jit *h, char *arch, size_t len);
 void jit_driver_release(struct driver *d);
 /* nvrtc.c */
 void jit_nvrtc_release(struct nvrtc *n);
-/* The identity of the NVRTC that holds the function version (nvrtcVersion)
- * and was asked for as path: its version, the library and the
- * libnvrtc-builtins beside it hashed, remembered in the handle's store when
- * it is usable (identity.h); -1 with the reason in why. */
-int jit_nvrtc_identify(struct cjc_jit *h, int (*version)(int *, int *), const char *path,
-		       struct cjc_identity *id, struct cjc_buf *why);
 
 #endif

@@ -145,7 +145,7 @@ static int prepare(struct nvcc_job *n)
 		return jit_note(h, "%s: uncacheable: %s", n->j->name, n->c.uncacheable), -1;
 	char *host = cjc_compile_host(&n->c);
 	n->gen = jit_changes_generation(h);
-	int rc = jit_tools_identify(h, n->gen, n->argv.v[0], host, &n->tools);
+	int rc = jit_tools_identify(h, n->gen, n->cwd, n->argv.v[0], host, &n->tools);
 	free(host);
 	if (rc)
 		return -1;

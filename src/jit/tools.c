@@ -6,12 +6,13 @@
  * calls, most of a repeated request's time.
  *
  * What is remembered is used while the generation holds and the request
- * names the same programs under the same PATH.  Before they are identified,
- * every PATH directory is watched (a program that appears earlier on PATH
- * is an event) and every file their identities rest on, through its links
- * (a program written, replaced or moved is an event); so a change after
- * the watch starts a new generation, and the identities worked out after
- * it saw any change before.
+ * names the same programs under the same PATH, from the same working
+ * directory (against which a relative PATH entry is looked up).  Before
+ * they are identified, each name PATH may find them under is watched (a
+ * program that appears earlier on PATH is an event) and every file their
+ * identities rest on, through its links (a program written, replaced or
+ * moved is an event); so a change after the watch starts a new generation,
+ * and the identities worked out after it saw any change before.
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,7 +24,7 @@
 
 struct jit_tools {
 	uint64_t gen; /* 0: nothing remembered */
-	char *nvcc_name, *host_name, *path_env;
+	char *nvcc_name, *host_name, *path_env, *cwd;
 	struct cjc_identity nvcc, host;
 	char *as;
 };
@@ -41,6 +42,7 @@ static void forget(struct jit_tools *t)
 	free(t->nvcc_name);
 	free(t->host_name);
 	free(t->path_env);
+	free(t->cwd);
 	free(t->as);
 	cjc_identity_release(&t->nvcc);
 	cjc_identity_release(&t->host);
@@ -52,14 +54,21 @@ static bool same_text(const char *a, const char *b)
 	return a == b || (a && b && !strcmp(a, b));
 }
 
+/* The request's programs: their names, PATH, and the working directory
+ * (against which a relative PATH entry or program path is looked up). */
+struct tools_asked {
+	const char *nvcc, *host, *cwd;
+};
+
 /* The remembered tools, copied out, when they are still these. */
-static bool recall(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *host,
+static bool recall(struct cjc_jit *h, uint64_t gen, const struct tools_asked *a,
 		   struct jit_toolset *out)
 {
 	jit_lock(h);
 	struct jit_tools *t = h->tools;
-	bool ok = t && gen && t->gen == gen && same_text(t->nvcc_name, nvcc) &&
-		  same_text(t->host_name, host) && same_text(t->path_env, getenv("PATH"));
+	bool ok = t && gen && t->gen == gen && same_text(t->nvcc_name, a->nvcc) &&
+		  same_text(t->host_name, a->host) && same_text(t->path_env, getenv("PATH")) &&
+		  same_text(t->cwd, a->cwd);
 	if (ok) {
 		identity_copy(&out->nvcc, &t->nvcc);
 		identity_copy(&out->host, &t->host);
@@ -69,7 +78,7 @@ static bool recall(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char
 	return ok;
 }
 
-static void keep(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *host,
+static void keep(struct cjc_jit *h, uint64_t gen, const struct tools_asked *a,
 		 const struct jit_toolset *in)
 {
 	jit_lock(h);
@@ -78,8 +87,9 @@ static void keep(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *
 	struct jit_tools *t = h->tools;
 	forget(t);
 	t->gen = gen;
-	t->nvcc_name = cjc_xstrdup(nvcc);
-	t->host_name = cjc_xstrdup(host);
+	t->nvcc_name = cjc_xstrdup(a->nvcc);
+	t->host_name = cjc_xstrdup(a->host);
+	t->cwd = cjc_xstrdup(a->cwd);
 	const char *path = getenv("PATH");
 	t->path_env = path ? cjc_xstrdup(path) : NULL;
 	identity_copy(&t->nvcc, &in->nvcc);
@@ -88,39 +98,78 @@ static void keep(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *
 	jit_unlock(h);
 }
 
+/* Whether this is the handle's first identification (and notes it). */
+static bool first_request(struct cjc_jit *h)
+{
+	jit_lock(h);
+	bool first = !h->tools;
+	if (first)
+		h->tools = cjc_xcalloc(1, sizeof *h->tools);
+	jit_unlock(h);
+	return first;
+}
+
+/* path as an absolute one: relative ones (and "" for ".") against cwd. */
+static void push_absolute(struct cjc_strvec *paths, const char *cwd, const char *path, size_t n)
+{
+	char *p = n ? cjc_xstrndup(path, n) : cjc_xstrdup(".");
+	char *full = p[0] == '/' ? cjc_xstrdup(p) : cjc_path_join(cwd, p);
+	cjc_strvec_push(paths, full);
+	free(full);
+	free(p);
+}
+
 /* Pushes program's path as PATH finds it, and where that leads; for nvcc,
- * also the directories of the toolkit's programs its identity hashes. */
-static bool push_program(struct cjc_strvec *paths, const char *program, bool toolkit)
+ * also the toolkit's programs its identity hashes. */
+static bool push_program(struct cjc_strvec *paths, const char *cwd, const char *program,
+			 bool toolkit)
 {
 	char *path = cjc_find_program(program), real[PATH_MAX];
 	bool found = path && realpath(path, real);
 	if (found) {
-		cjc_strvec_push(paths, path);
+		push_absolute(paths, cwd, path, strlen(path));
 		cjc_strvec_push(paths, real);
 	}
-	if (found && toolkit) {
-		char *bin = cjc_dirname(real);
-		char *cicc = cjc_path_join(bin, "../nvvm/bin/cicc");
-		cjc_strvec_push(paths, bin); /* ptxas, fatbinary, ..., nvcc.profile */
-		cjc_strvec_push(paths, cicc);
-		free(bin);
-		free(cicc);
+	char *bin = found && toolkit ? cjc_dirname(real) : NULL;
+	for (size_t i = 0; bin && cjc_identity_nvcc_tools[i]; i++) {
+		char *tool = cjc_path_join(bin, cjc_identity_nvcc_tools[i]);
+		cjc_strvec_push(paths, tool);
+		free(tool);
 	}
+	free(bin);
 	free(path);
 	return found || !toolkit;
 }
 
-/* Watches every directory on PATH and the files the identities rest on. */
-static bool watch_tools(struct cjc_jit *h, const char *nvcc, const char *host)
+/* Where PATH may find program: each directory's name for it (one that
+ * appears is an event), as cjc_find_program reads PATH. */
+static void push_candidates(struct cjc_strvec *paths, const char *cwd, const char *program)
+{
+	if (strchr(program, '/'))
+		return; /* not looked up on PATH */
+	const char *path = getenv("PATH");
+	for (path = path ? path : "/usr/local/bin:/usr/bin:/bin"; *path;) {
+		size_t n = strcspn(path, ":");
+		char *dir = n ? cjc_xstrndup(path, n) : cjc_xstrdup(".");
+		char *candidate = cjc_path_join(dir, program);
+		push_absolute(paths, cwd, candidate, strlen(candidate));
+		free(candidate);
+		free(dir);
+		path += n + (path[n] == ':');
+	}
+}
+
+/* Watches every name PATH may find the programs under, and the files the
+ * identities rest on. */
+static bool watch_tools(struct cjc_jit *h, const struct tools_asked *a)
 {
 	struct cjc_strvec paths = CJC_STRVEC_INIT;
-	const char *path = getenv("PATH");
-	char *copy = cjc_xstrdup(path ? path : ""), *save = NULL;
-	for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
-		cjc_strvec_push(&paths, dir);
-	free(copy);
-	bool ok = push_program(&paths, nvcc, true) && push_program(&paths, host, false) &&
-		  push_program(&paths, "as", false) && jit_changes_watch_paths(h, &paths);
+	const char *const programs[] = { a->nvcc, a->host, "as" };
+	for (size_t i = 0; i < sizeof programs / sizeof *programs; i++)
+		push_candidates(&paths, a->cwd, programs[i]);
+	bool ok = push_program(&paths, a->cwd, a->nvcc, true) &&
+		  push_program(&paths, a->cwd, a->host, false) &&
+		  push_program(&paths, a->cwd, "as", false) && jit_changes_watch_paths(h, &paths);
 	cjc_strvec_clear(&paths);
 	return ok;
 }
@@ -144,18 +193,21 @@ static int identify_now(struct cjc_jit *h, const char *nvcc, const char *host,
 	return 0;
 }
 
-int jit_tools_identify(struct cjc_jit *h, uint64_t gen, const char *nvcc, const char *host,
-		       struct jit_toolset *out)
+int jit_tools_identify(struct cjc_jit *h, uint64_t gen, const char *cwd, const char *nvcc,
+		       const char *host, struct jit_toolset *out)
 {
-	if (recall(h, gen, nvcc, host, out))
+	const struct tools_asked a = { .nvcc = nvcc, .host = host, .cwd = cwd };
+	if (recall(h, gen, &a, out))
 		return 0;
 	/* watched first, then identified: what is kept was worked out after
-	 * the watch began, so a change since is a new generation */
-	uint64_t watched = gen && watch_tools(h, nvcc, host) ? jit_changes_generation(h) : 0;
+	 * the watch began, so a change since is a new generation; not for a
+	 * handle's first request, which may be its only one */
+	uint64_t watched = gen && !first_request(h) && watch_tools(h, &a) ?
+				   jit_changes_generation(h) : 0;
 	if (identify_now(h, nvcc, host, out))
 		return -1;
 	if (watched)
-		keep(h, watched, nvcc, host, out);
+		keep(h, watched, &a, out);
 	return 0;
 }
 

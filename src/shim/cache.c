@@ -1,6 +1,6 @@
 /*
  * A compile through the cache (shim.h, "cache.c"), with the JIT library's
- * handle (src/jit): its store, opened on first use, its remote stores, its
+ * handle (src/jit, through seam.h): its store, opened on first use, its remote stores, its
  * hash memo, counters and journal.  The handle is the process's, opened at
  * the first compile with the CJC_JIT_* and cjc settings and never closed.
  *
@@ -36,8 +36,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "jit_internal.h"
 #include "keys/key.h"
+#include "seam.h"
 #include "shim.h"
 #include "store/records.h"
 #include "store/stats.h"
@@ -76,7 +76,7 @@ static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct sh
 		if (!dladdr((void *)n->version, &info) || !info.dli_fname ||
 		    !realpath(info.dli_fname, real))
 			jit_note(h, "nvrtc shim: cannot tell which file NVRTC was loaded from");
-		else if (!cjc_identity_library(&h->store, "nvrtc", real, NULL, NULL, 0, &identity) ||
+		else if (!cjc_identity_library(jit_store_of(h), "nvrtc", real, NULL, NULL, 0, &identity) ||
 			 !jit_nvrtc_identify(h, n->version, real, &identity, &why))
 			identified = 1;
 		else
@@ -221,7 +221,7 @@ static int lookup(struct shim_job *s)
 	struct cjc_manifest m;
 	char *mname = cjc_store_manifest_name(s->direct);
 	int served = 0;
-	if (!cjc_manifest_read(&h->store, mname, &m)) {
+	if (!cjc_manifest_read(jit_store_of(h), mname, &m)) {
 		long i = jit_deps_match(h, &m, s->direct, NULL, s->j.source, s->j.code_sha);
 		served = i >= 0 && serve_record(s, &m.recs[i]);
 		cjc_manifest_release(&m);
@@ -387,7 +387,7 @@ static nvrtcResult compile_miss(struct shim_job *s)
 	bool published = false;
 	if (keyed) {
 		cjc_nvrtc_outputs_take(&s->n->q, s->p->real, &s->p->expressions, &s->p->out);
-		published = !h->cfg.readonly && publish(s);
+		published = !jit_readonly(h) && publish(s);
 		cjc_nvrtc_outputs_release(&s->p->out); /* NVRTC answers for its program */
 	} else {
 		jit_note(h, "%s: miss, not published: %s", s->j.name, why.data);

@@ -3,7 +3,7 @@
  * and the benchmark: compiles one source file's text through the library.
  *
  *     jit_cli [--prefix P] [--arch A] [--format cubin|fatbin|ptx] [--name N]
- *             [--out FILE] [--repeat N] [--setting NAME] [--between CMD]
+ *             [--out FILE] [--repeat N] [--setting NAME] [--between CMD [--warm N]]
  *             [--null-options N] [--fail-first 1] [--device-arch D]... SOURCE [OPTION...]
  *
  * Prints "hit KEY" or "miss KEY" per compile (KEY "-" when not cached) on
@@ -11,7 +11,9 @@
  * N times and prints the mean time per compile after the first, in ms;
  * --between CMD compiles, runs CMD (sh -c), and compiles again with the same
  * handle, printing both results (what one handle remembers must not outlive
- * a change).  --null-options N sends options = NULL with noptions = N;
+ * a change); with --warm N, it compiles N more times before CMD (from the
+ * handle's memory, its files found unchanged, then trusted while the
+ * kernel reports no change: src/jit/changes.c).  --null-options N sends options = NULL with noptions = N;
  * --fail-first 1 first makes a call that fails (a request without code).
  * --device-arch D (repeatable, in order, after the open and before any
  * compile): makes device D's primary context current for this thread
@@ -92,6 +94,7 @@ static double now_ms(void)
 int main(int argc, char **argv)
 {
 	const char *prefix = NULL, *out = NULL, *setting = NULL, *between = NULL;
+	int warm = 0;
 	struct cjc_jit_request req = { .arch = "sm_80", .format = CJC_JIT_CUBIN };
 	int repeat = 1, i = 1, null_options = -1, fail_first = 0, ndevices = 0;
 	const char *devices[16];
@@ -113,7 +116,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--setting"))
 			setting = v;
 		else if (!strcmp(argv[i], "--between"))
-			between = v, repeat = 2;
+			between = v;
+		else if (!strcmp(argv[i], "--warm"))
+			warm = atoi(v);
 		else if (!strcmp(argv[i], "--null-options"))
 			null_options = atoi(v);
 		else if (!strcmp(argv[i], "--fail-first"))
@@ -160,9 +165,11 @@ int main(int argc, char **argv)
 		cjc_jit_result_free(&res);
 	}
 	double t0 = 0;
+	if (between)
+		repeat = 2 + warm;
 	for (int r = 0; r < repeat && !rc; r++) {
 		struct cjc_jit_result res;
-		if (r == 1 && between && system(between))
+		if (r == 1 + warm && between && system(between))
 			rc = 1, fprintf(stderr, "jit_cli: %s failed\n", between);
 		if (r == 1)
 			t0 = now_ms();

@@ -52,6 +52,27 @@ static void test_env_table(void)
 	CHECK(cjc_env_find("PTXAS_FLAGS")->rule == CJC_ENV_KEYED);
 	CHECK(cjc_env_find("GCC_EXEC_PREFIX")->rule == CJC_ENV_UNCACHEABLE);
 	CHECK(!cjc_env_find("HOME_NOT_READ"));
+	/* one pass over the environment answers as getenv does, for each */
+	CHECK(cjc_env_count <= CJC_ENV_SLOTS);
+	setenv("PTXAS_FLAGS", "-v", 1);
+	setenv("CPATH", "", 1);
+	setenv("TMPDI", "x", 1); /* a prefix of a name, and names one longer */
+	setenv("TMPDIRX", "x", 1);
+	setenv("INCLUDES_", "x", 1);
+	struct cjc_env e;
+	cjc_env_read(&e);
+	for (size_t i = 0; i < cjc_env_count; i++) {
+		const char *g = getenv(cjc_env_vars[i].name);
+		CHECK((!g && !e.value[i]) || (g && e.value[i] && !strcmp(g, e.value[i])));
+	}
+	CHECK(e.value[cjc_env_find("PTXAS_FLAGS") - cjc_env_vars] &&
+	      !strcmp(e.value[cjc_env_find("PTXAS_FLAGS") - cjc_env_vars], "-v"));
+	CHECK(!e.value[cjc_env_find("INCLUDES") - cjc_env_vars] || getenv("INCLUDES"));
+	unsetenv("PTXAS_FLAGS");
+	unsetenv("CPATH");
+	unsetenv("TMPDI");
+	unsetenv("TMPDIRX");
+	unsetenv("INCLUDES_");
 	struct cjc_strvec w = CJC_STRVEC_INIT;
 	CHECK(!cjc_key_env_words(" -Ia \"-Ib c\" '-Dd=e f' ", &w));
 	CHECK(w.n == 3 && !strcmp(w.v[1], "-Ib c") && !strcmp(w.v[2], "-Dd=e f"));
@@ -271,7 +292,7 @@ static void test_sizes(void)
 	uint64_t v;
 	CHECK(!cjc_parse_size("20G", &v) && v == 20ULL << 30);
 	CHECK(!cjc_parse_size("512M", &v) && v == 512ULL << 20);
-	CHECK(!cjc_parse_size("1000", &v) && v == 1000);
+	CHECK(!cjc_parse_size("1000", &v) && v == 1000ULL << 30); /* bare: GiB, as ccache */
 	CHECK(!cjc_parse_size("1000B", &v) && v == 1000 && !cjc_parse_size("1.5K", &v) && v == 1536);
 	CHECK(!cjc_parse_size("4KiB", &v) && v == 4096);
 	CHECK(cjc_parse_size("lots", &v) == -1 && cjc_parse_size("", &v) == -1);

@@ -19,7 +19,8 @@
 static int read_up_to(int fd, size_t max, struct cjc_buf *out)
 {
 	for (;;) {
-		cjc_buf_grow(out, 65536);
+		if (!out->data || out->cap - out->len < 2) /* room for a byte and the NUL */
+			cjc_buf_grow(out, 65536);
 		ssize_t n = read(fd, out->data + out->len, out->cap - out->len - 1);
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -227,7 +227,7 @@ static uint64_t size_unit(const char *u, uint64_t bare)
 
 int cjc_parse_size(const char *text, uint64_t *out)
 {
-	return parse_size(text, 1, out);
+	return parse_size(text, (uint64_t)1 << 30, out); /* as max_size reads it */
 }
 
 static int parse_size(const char *text, uint64_t bare, uint64_t *out)

@@ -146,8 +146,8 @@ const char *cjc_config_env(enum cjc_setting s);
 const char *cjc_config_help(enum cjc_setting s);
 /* "20G", "1.5G", "512M", "512MiB", "4096B", "4096" -> bytes (K, M, G, T:
  * powers of 1024, with or without "iB"/"B"); returns 0 or -1.  A bare
- * number is bytes here (`cjc gc --max-size`), but gibibytes in the max_size
- * setting, as ccache's ("20" is 20G, "0" no limit). */
+ * number is gibibytes, as in the max_size setting and in ccache ("20" is
+ * 20G, "0" no limit); "B" alone is bytes. */
 int cjc_parse_size(const char *text, uint64_t *out);
 /* The setting a name means: its index, or -1. */
 int cjc_config_find(const char *name);

@@ -60,6 +60,38 @@ const struct cjc_env_var *cjc_env_find(const char *name)
 	return bsearch(name, cjc_env_vars, cjc_env_count, sizeof *cjc_env_vars, by_name);
 }
 
+/* The table's index of the variable named by the n bytes at name, or -1. */
+static long env_index(const char *name, size_t n)
+{
+	size_t lo = 0, hi = cjc_env_count;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const char *t = cjc_env_vars[mid].name;
+		int c = strncmp(name, t, n);
+		if (!c && t[n])
+			c = -1; /* name is a prefix of t: it sorts first */
+		if (!c)
+			return (long)mid;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+void cjc_env_read(struct cjc_env *e)
+{
+	extern char **environ;
+	memset(e, 0, sizeof *e);
+	for (char **p = environ; p && *p; p++) {
+		const char *eq = strchr(*p, '=');
+		long i = eq ? env_index(*p, (size_t)(eq - *p)) : -1;
+		if (i >= 0 && i < CJC_ENV_SLOTS && !e->value[i])
+			e->value[i] = eq + 1; /* the first of a name, as getenv's */
+	}
+}
+
 bool cjc_key_env_private(const char *name)
 {
 	const struct cjc_env_var *v = cjc_env_find(name);
@@ -75,9 +107,11 @@ static bool usable_directory(const char *path)
 
 const char *cjc_key_env_uncacheable(void)
 {
+	struct cjc_env e;
+	cjc_env_read(&e);
 	for (size_t i = 0; i < cjc_env_count; i++) {
 		const struct cjc_env_var *v = &cjc_env_vars[i];
-		const char *value = getenv(v->name);
+		const char *value = e.value[i];
 		if (!value)
 			continue;
 		if (v->rule == CJC_ENV_UNCACHEABLE ||
@@ -134,8 +168,10 @@ void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
 	for (size_t i = 0; i < in->nargs; i++)
 		cjc_hash_str(&h, in->args[i]);
 	cjc_hash_str(&h, "env");
+	struct cjc_env e;
+	cjc_env_read(&e);
 	for (size_t i = 0; i < cjc_env_count; i++) {
-		const char *v = getenv(cjc_env_vars[i].name);
+		const char *v = e.value[i];
 		if (v && cjc_env_vars[i].rule == CJC_ENV_KEYED) {
 			cjc_hash_str(&h, cjc_env_vars[i].name);
 			cjc_hash_str(&h, v);
@@ -175,8 +211,10 @@ void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec
 
 void cjc_key_environment(struct cjc_strvec *env)
 {
+	struct cjc_env e;
+	cjc_env_read(&e);
 	for (size_t i = 0; i < cjc_env_count; i++) {
-		const char *v = getenv(cjc_env_vars[i].name);
+		const char *v = e.value[i];
 		if (v && cjc_env_vars[i].rule == CJC_ENV_KEYED) {
 			char *kv = cjc_xasprintf("%s=%s", cjc_env_vars[i].name, v);
 			cjc_strvec_push(env, kv);

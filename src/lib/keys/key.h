@@ -56,6 +56,15 @@ extern const struct cjc_env_var cjc_env_vars[];
 extern const size_t cjc_env_count;
 /* The table's entry for name (bsearch), or NULL when nvcc reads no such variable. */
 const struct cjc_env_var *cjc_env_find(const char *name);
+/* The table's variables as the environment has them now, by the table's
+ * index (NULL: not set): what getenv() answers for each, found in one pass
+ * over the environment (a JIT's repeated request reads them all three
+ * times; getenv for each would walk the environment ~120 times). */
+#define CJC_ENV_SLOTS 64
+struct cjc_env {
+	const char *value[CJC_ENV_SLOTS];
+};
+void cjc_env_read(struct cjc_env *e);
 /* Whether a variable's value may hold a secret: metadata and the journal
  * record it by SHA-256 only (metadata.h). */
 bool cjc_key_env_private(const char *name);

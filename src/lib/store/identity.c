@@ -237,6 +237,9 @@ static int resolve(const char *name, struct cjc_identity *id)
 	return 0;
 }
 
+const char *const cjc_identity_nvcc_tools[] = { "ptxas", "fatbinary", "nvlink", "cudafe++",
+					       "nvcc.profile", "../nvvm/bin/cicc", NULL };
+
 int cjc_identity_nvcc(const struct cjc_store *store, const char *nvcc, struct cjc_identity *id)
 {
 	if (resolve(nvcc, id))
@@ -247,12 +250,10 @@ int cjc_identity_nvcc(const struct cjc_store *store, const char *nvcc, struct cj
 		return -1;
 	}
 	char *bin = cjc_dirname(real);
-	static const char *const tools[] = { "ptxas", "fatbinary", "nvlink", "cudafe++",
-					      "nvcc.profile", "../nvvm/bin/cicc" };
 	struct cjc_strvec files = CJC_STRVEC_INIT;
 	cjc_strvec_push(&files, id->path);
-	for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
-		char *p = cjc_path_join(bin, tools[i]);
+	for (size_t i = 0; cjc_identity_nvcc_tools[i]; i++) {
+		char *p = cjc_path_join(bin, cjc_identity_nvcc_tools[i]);
 		cjc_strvec_push(&files, p);
 		free(p);
 	}

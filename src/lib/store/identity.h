@@ -42,6 +42,10 @@ struct cjc_identity {
 	int save_errno; /* non-zero: worked out, but could not be remembered */
 };
 
+/* The files beside nvcc's realpath that its identity hashes, relative to
+ * its directory; NULL-terminated. */
+extern const char *const cjc_identity_nvcc_tools[];
+
 /* store may be NULL: then nothing is remembered. */
 int cjc_identity_nvcc(const struct cjc_store *store, const char *nvcc, struct cjc_identity *id);
 int cjc_identity_host(const struct cjc_store *store, const char *compiler, struct cjc_identity *id);
