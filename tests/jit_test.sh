@@ -242,6 +242,64 @@ testOneHandleSeesLinksAndPathChange() {
 	assertEquals "and one written in place" "hit hit hit miss" "$(echo $said)"
 }
 
+# A link in the middle of a chain of links (/usr/bin/c++ ->
+# /etc/alternatives/c++ -> ...) switched: where the path leads is another
+# directory, though neither the first link nor the old target changed.
+testOneHandleSeesTheMiddleLinkOfAChainSwitched() {
+	write_kernel
+	mkdir -p v1 v2
+	echo '#define FACTOR 2.0f' >v1/tile.h
+	echo '#define FACTOR 3.0f' >v2/tile.h
+	ln -s v1 mid
+	ln -s mid cur
+	jit kernel.cu -I"$PWD/cur" >/dev/null || fail
+	local said
+	said=$(jit --warm 2 --between "ln -sfn v2 mid" kernel.cu -I"$PWD/cur" | cut -d' ' -f1)
+	assertEquals "the middle link switched" "hit hit hit miss" "$(echo $said)"
+}
+
+# jit_phases CMD... -- SOURCE OPTION...: one handle (the Python package)
+# compiles SOURCE three times, then after each CMD three times more; prints
+# hit or miss for each, and "|" for each CMD.
+jit_phases() {
+	local env=()
+	[ -z "$SANITIZED" ] || env=("LD_PRELOAD=$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
+		ASAN_OPTIONS=detect_leaks=0)
+	env "${env[@]}" PYTHONPATH="$CJC_SOURCE_DIR/python" PYTHONDONTWRITEBYTECODE=1 \
+		CJC_JIT_LIBRARY="$CJC_BUILD_DIR/src/jit/libcudajitcache.so" CJC_JIT_NVCC="$NVCC" \
+		/usr/bin/python3 - "$@" <<'PY'
+import os, subprocess, sys
+from cudajitcache import Jit
+cut = sys.argv.index("--")
+cmds, source, options = sys.argv[1:cut], sys.argv[cut + 1], sys.argv[cut + 2:]
+jit = Jit()
+os.environ.pop("LD_PRELOAD", None)
+code = open(source).read()
+said = []
+for cmd in [None] + cmds:
+    if cmd:
+        subprocess.run(cmd, shell=True, check=True)
+        said.append("|")
+    for _ in range(3):
+        said.append("hit" if jit.compile(code, arch=os.environ["ARCH"], options=options).hit else "miss")
+print(" ".join(said))
+PY
+}
+
+# The watches follow where a path leads now: an include directory moved
+# aside and another put in its place (the old one still there) is watched
+# once the handle has found the new one, so a write in it is seen.
+testOneHandleWatchesTheDirectoryPutInAnothersPlace() {
+	write_kernel
+	local said
+	# written a while before nvcc starts: every miss publishes (miss.c)
+	said=$(ARCH=$ARCH jit_phases \
+		"mv inc inc.old && mkdir inc && echo '#define FACTOR 3.0f' >inc/tile.h && touch -d -2sec inc/tile.h" \
+		"echo '#define FACTOR 4.0f' >inc/tile.h && touch -d -2sec inc/tile.h" -- kernel.cu -I"$PWD/inc")
+	assertEquals "written in the directory put in the old one's place" \
+		"miss hit hit | miss hit hit | miss hit hit" "$said"
+}
+
 # A mount over an include directory raises no inotify event: the mount
 # table's own signal must be seen (root, in a mount namespace of its own).
 testOneHandleSeesAMountOverAnIncludeDirectory() {

@@ -5,16 +5,18 @@
  *
  * The kernel tells (inotify(7)): every directory a checked record's files
  * and candidates are reached through is watched, from / down, along the
- * path as written and along where its links lead, for a name that appears,
- * goes or moves and for a child that is written or whose attributes
- * change; and each file itself, for a write through another of its names
- * (a hard link).  Each event, and each change to the process's mount table
- * (/proc/self/mountinfo's poll), starts a new generation.  A memory
- * item (memory.c) checked by stat in generation G, with its paths watched
- * before the check began, is unchanged while the generation is G: a change
- * after the watch is an event, and the check after it saw any change
- * before.  Not seen, by inotify or anything else the kernel offers: a
- * write through a shared memory mapping (mmap) of a header.
+ * path as written and along where each link leads (one link at a time, so
+ * each link of a chain is watched), for a name that appears, goes or moves
+ * and for a child that is written or whose attributes change; and each
+ * file itself, for a write through another of its names (a hard link).
+ * Each event, and each change to the process's mount table (its poll of
+ * /proc/self/mountinfo), starts a new generation.  A memory item (memory.c)
+ * checked by stat in generation G, with its paths watched before the check
+ * began, is unchanged while the generation is G: a change after the watch
+ * is an event, and the check after it saw any change before.  Not seen, by
+ * inotify or anything else the kernel offers: a write through a shared
+ * memory mapping (mmap) of a header while the writer keeps the file open
+ * (its close is an event).
  *
  * A directory on a file system whose changes may come from another machine
  * (any but the local kinds below: NFS, a host's read-only mount), and a
@@ -22,14 +24,17 @@
  * such paths cost a stat each, and past MAX_STAMPED the record is checked
  * file by file as before.  The signal is given up for good (every check
  * stats) where it cannot be had: no inotify, no /proc, or the watch limit
- * reached.  A queue overflow, a watch the kernel dropped (its directory
- * gone) or a fork (the child shares the parent's queue) starts afresh: a
- * new generation and no watches.  Where nothing changed, asking costs one
- * system call (epoll_wait over the queue and the mount table).
+ * reached.  Any news, a queue overflow, a watch the kernel dropped (its
+ * directory gone) and a fork (the child shares the parent's queue) start
+ * afresh: a new generation and no watches, since a path may lead elsewhere
+ * now; it is watched again, where it leads, when next checked.  Where
+ * nothing changed, asking costs one system call (epoll_wait over the queue
+ * and the mount table).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -268,7 +273,8 @@ uint64_t jit_changes_generation(struct cjc_jit *h)
 	struct jit_changes *c = changes_of(h);
 	if (!c->off) {
 		bool queued = news(c), moved = stamps_moved(c);
-		c->generation += queued || moved;
+		if (queued || moved)
+			start_afresh(c); /* a path may lead elsewhere now: all watched again */
 	}
 	uint64_t g = c->off ? 0 : c->generation;
 	jit_unlock(h);
@@ -358,6 +364,22 @@ static bool watch_file(struct jit_changes *c, const char *file)
 
 static bool watch_path(struct jit_changes *c, const char *path, int depth);
 
+/* Where the link at path leads, one step (a link in a chain of links is
+ * watched itself, not only where the chain ends); false when it cannot be
+ * read or the result does not fit. */
+static bool link_target(const char *path, char out[PATH_MAX])
+{
+	char target[PATH_MAX];
+	ssize_t n = readlink(path, target, sizeof target - 1);
+	if (n <= 0)
+		return false;
+	target[n] = '\0';
+	size_t dir = (size_t)(strrchr(path, '/') - path); /* path is absolute */
+	int w = target[0] == '/' ? snprintf(out, PATH_MAX, "%s", target) :
+				   snprintf(out, PATH_MAX, "%.*s/%s", (int)dir, path, target);
+	return w > 0 && w < PATH_MAX;
+}
+
 /* One step down a path: prefix, a directory on it or the file it ends in.
  * 1: watched (and where it leads, when a link), go on, *dir set; 0:
  * nothing to watch past it (a file, or nothing there: its parent's watch
@@ -371,8 +393,8 @@ static int watch_step(struct jit_changes *c, const char *prefix, int depth, stru
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
 	if (S_ISLNK(l.st_mode)) {
 		char real[PATH_MAX];
-		if (!realpath(prefix, real) || !watch_path(c, real, depth + 1))
-			return -1; /* a dangling link too: where it leads is not watched */
+		if (!link_target(prefix, real) || !watch_path(c, real, depth + 1))
+			return -1;
 	}
 	if (stat(prefix, &s))
 		return 0;

@@ -12,7 +12,11 @@ void cjc_rfc3339_now(char out[32])
 	time_t now = time(NULL);
 	struct tm tm;
 	gmtime_r(&now, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	/* not strftime: its first call reads the time zone (tzset), a file
+	 * read that a JIT's first request would pay for a UTC stamp */
+	snprintf(out, 32, "%04u-%02u-%02uT%02u:%02u:%02uZ", (unsigned)(tm.tm_year + 1900) % 10000u,
+		 (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
+		 (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
 }
 
 json_t *cjc_json_bytes(const char *s)
