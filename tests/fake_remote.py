@@ -43,10 +43,41 @@ PORTFILE.requests ("METHOD PATH").  MODE:
                    for .../e/THAT_KEY, telling the server the file holds
                    what it guessed.  The key is written to PORTFILE.forged.
                    Every other GET and HEAD is 404, PUT 201.
+  oci-huge UPSTREAM  OCI registry (tests/oci_hostile_test.sh): a proxy of
+                   the registry at UPSTREAM (HOST:PORT; the client's
+                   Authorization header passed on) whose manifests are
+                   rewritten: a layer's embedded entry record (`data`, magic
+                   "CJCE") says each artifact is 8 GB (its digest and size
+                   made to match), and so do the layers that embed nothing
+                   (the artifacts'); other manifests pass; a blob that is
+                   not such a record is answered "Content-Length: 8000000000"
+                   and zeros, as long as the client reads.  Writes: 403.
+  oci-denied       OCI: every request answered 403 DENIED ("requested access
+                   to the resource is denied").
+  oci-500          OCI: every request answered 500 UNKNOWN.
+  oci-quota        OCI: a registry that is full: GET and HEAD 404
+                   (MANIFEST_UNKNOWN, BLOB_UNKNOWN), every write (POST, PUT,
+                   PATCH) 403 DENIED "quota exceeded".
+  oci-drip         OCI: every request answered 200 with 64 bytes of body,
+                   the whole reply (head included) a byte a second.
+  oci-storage401   OCI: a registry that asks for Basic credentials (a 401
+                   to a request without them), serves every manifest as a
+                   direct-mode one whose value is only a blob, and
+                   redirects (307) each blob's GET to its "storage",
+                   http://localhost:PORT/storage/... (this server, under
+                   another host name), which answers 401 with "Bearer
+                   realm=http://localhost:PORT/steal": a client that
+                   answers it sends its credentials to /steal (a line of
+                   PORTFILE.requests).
+  oci-bloat        OCI: every manifest's GET answered 200 with 32 MB of
+                   '{"layers":[[],[],...]}' (what a JSON parser makes
+                   tens of times larger), as long as the client reads.
 
 Standard library only.
 """
+import base64
 import hashlib
+import http.client
 import json
 import os
 import socket
@@ -122,6 +153,28 @@ def huge_record(data):
     return framed + struct.pack("<I", zlib.crc32(framed))
 
 
+HUGE_RECORDS = {}
+
+
+def huge_manifest(body):
+    """oci-huge's manifest: the embedded entry record made to list 8 GB
+    artifacts (kept in HUGE_RECORDS for a GET of its blob), and every other
+    layer 8 GB."""
+    manifest = json.loads(body)
+    for layer in manifest.get("layers", []):
+        raw = base64.b64decode(layer.get("data", ""))
+        if not raw:
+            layer["size"] = HUGE
+        if raw[:4] != b"CJCE":
+            continue
+        record = huge_record(raw)
+        layer["digest"] = "sha256:" + hashlib.sha256(record).hexdigest()
+        layer["size"] = len(record)
+        layer["data"] = base64.b64encode(record).decode()
+        HUGE_RECORDS[layer["digest"]] = record
+    return json.dumps(manifest).encode()
+
+
 def stream_zeros(wfile, start=b""):
     """Writes start, then zeros until the client stops reading; bytes sent."""
     n = 0
@@ -143,8 +196,10 @@ class Http(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def answer(self, status, body=b"", length=None, stream=False):
+    def answer(self, status, body=b"", length=None, stream=False, headers=()):
         self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body) if length is None else length))
         self.end_headers()
         if self.command == "HEAD":
@@ -158,6 +213,8 @@ class Http(BaseHTTPRequestHandler):
 
     def do_GET(self):
         count_request(PORTFILE, self.command, self.path)
+        if MODE.startswith("oci"):
+            return self.oci()
         if MODE == "http-slow":
             time.sleep(DELAY)
             return self.answer(404)
@@ -179,9 +236,124 @@ class Http(BaseHTTPRequestHandler):
     def do_PUT(self):
         count_request(PORTFILE, self.command, self.path)
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if MODE.startswith("oci"):
+            return self.oci()
         if MODE == "http-slow":
             time.sleep(DELAY)
         self.answer(201)
+
+    do_POST = do_PATCH = do_DELETE = do_PUT
+
+    def oci_error(self, status, code, message):
+        body = json.dumps({"errors": [{"code": code, "message": message}]}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+            self.sent += len(body)
+
+    def oci(self):
+        """The oci-* modes (an OCI registry's answers)."""
+        reading = self.command in ("GET", "HEAD")
+        if MODE == "oci-denied":
+            return self.oci_error(403, "DENIED", "requested access to the resource is denied")
+        if MODE == "oci-500":
+            return self.oci_error(500, "UNKNOWN", "unknown error")
+        if MODE == "oci-quota":
+            if reading:
+                unknown = "MANIFEST_UNKNOWN" if "/manifests/" in self.path else "BLOB_UNKNOWN"
+                return self.oci_error(404, unknown, "unknown")
+            return self.oci_error(403, "DENIED", "quota exceeded")
+        if MODE == "oci-drip":
+            reply = b"HTTP/1.1 200 OK\r\nContent-Length: 64\r\n\r\n" + b"x" * 64
+            try:
+                for byte in reply:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    self.sent += 1
+                    time.sleep(1)
+            except OSError:
+                pass
+            self.close_connection = True
+            return None
+        if MODE == "oci-storage401":
+            return self.oci_storage401()
+        if MODE == "oci-bloat":
+            return self.oci_bloat()
+        if not reading:
+            return self.oci_error(403, "DENIED", "read-only proxy")
+        return self.oci_huge()
+
+    def oci_storage401(self):
+        """oci-storage401: a storage host a redirect leads to names a realm."""
+        blob = b"x" * 100
+        hexdigest = hashlib.sha256(blob).hexdigest()
+        if self.path.startswith("/steal"):
+            return self.answer(200, json.dumps({"token": "stolen"}).encode())
+        if self.path.startswith("/storage/"):
+            realm = "http://localhost:%d/steal" % self.server.server_address[1]
+            return self.answer(401, b"{}", headers=[("WWW-Authenticate", 'Bearer realm="%s",service="s"' % realm)])
+        if not self.headers.get("Authorization"):
+            return self.answer(401, b"{}", headers=[("WWW-Authenticate", 'Basic realm="r"')])
+        if "/manifests/" in self.path:
+            layer = {"mediaType": "application/vnd.cudajitcache.manifest.v1",
+                     "digest": "sha256:" + hexdigest, "size": len(blob)}
+            return self.answer(200, json.dumps({
+                "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "artifactType": "application/vnd.cudajitcache.manifest.v1",
+                "config": {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2,
+                           "digest": "sha256:" + hashlib.sha256(b"{}").hexdigest()},
+                "layers": [layer]}).encode())
+        storage = "http://localhost:%d/storage/%s" % (self.server.server_address[1], hexdigest)
+        return self.answer(307, b"", headers=[("Location", storage)])
+
+    def oci_bloat(self):
+        """oci-bloat: a manifest that a JSON parser would blow up."""
+        if "/manifests/" not in self.path:
+            return self.oci_error(404, "BLOB_UNKNOWN", "unknown")
+        n = 16 * 1000 * 1000
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b'{"layers":[') + 3 * n + len(b"[]]}")))
+        self.end_headers()
+        try:
+            self.wfile.write(b'{"layers":[')
+            for _ in range(n // 100000):
+                self.wfile.write(b"[]," * 100000)
+                self.sent += 300000
+            self.wfile.write(b"[]]}")
+        except OSError:
+            pass
+        self.close_connection = True
+        return None
+
+    def oci_huge(self):
+        """oci-huge: the upstream registry's answer, rewritten."""
+        digest = self.path.rsplit("/", 1)[1]
+        if "/blobs/" in self.path:
+            if digest in HUGE_RECORDS:
+                return self.answer(200, HUGE_RECORDS[digest])
+            return self.answer(200, length=HUGE, stream=True)
+        conn = http.client.HTTPConnection(ROOT, timeout=10)
+        headers = {k: self.headers[k] for k in ("Authorization", "Accept") if self.headers[k]}
+        conn.request(self.command, self.path, headers=headers)
+        reply = conn.getresponse()
+        body = reply.read()
+        if reply.status == 200 and "/manifests/" in self.path:
+            body = huge_manifest(body)
+        self.send_response(reply.status)
+        for name in ("Content-Type", "WWW-Authenticate"):
+            if reply.getheader(name):
+                self.send_header(name, reply.getheader(name))
+        if reply.status == 200 and "/manifests/" in self.path:
+            self.send_header("Docker-Content-Digest", "sha256:" + hashlib.sha256(body).hexdigest())
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+            self.sent += len(body)
+        return None
 
     def finish(self):
         count_sent(PORTFILE, self.sent)
@@ -259,7 +431,7 @@ def main():
     global PORTFILE, MODE, ROOT
     PORTFILE, port, MODE = sys.argv[1:4]
     ROOT = sys.argv[4] if len(sys.argv) > 4 else ""
-    handler = Http if MODE.startswith("http") else Resp
+    handler = Http if MODE.startswith(("http", "oci")) else Resp
     server = Server(("127.0.0.1", int(port)), handler)
     server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 16)
     with open(PORTFILE + ".tmp", "w") as f:

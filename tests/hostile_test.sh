@@ -187,6 +187,7 @@ testPlantedConfigFileStillCompiles() {
 		rm -rf "$SUITE_DIR/store" && cp -a "$TEMPLATE" "$SUITE_DIR/store"
 		plant "$SUITE_DIR/store" cudajitcache.conf "$k"
 		export CJC_DIR=$SUITE_DIR/store
+		use_run_dir "$SUITE_DIR/$k" # a build of its own: said again (once per build)
 		rm -f out.cubin
 		run_bounded compile 0 "$CJC" "$REAL_NVCC" --cubin k.cu -o out.cubin -arch=$ARCH
 		assertTrue "$CASE: compiled" "[ -s out.cubin ]"

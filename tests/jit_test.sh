@@ -809,6 +809,19 @@ testAVariableThatIsNotASettingIsNamedOncePerHandle() {
 	assertEquals "once for three compiles" 1 "$(grep -c 'LIB_JIT_DUMP_PXT is not a setting' err)"
 }
 
+# A broken setting in cjc's settings file is counted as for cjc (issue 39):
+# once per handle, whatever the number of its compiles, and named.
+testABrokenSettingIsCountedOncePerHandle() {
+	write_plain
+	mkdir -p "$CJC_DIR"
+	printf 'max_sise = 1G\n' >"$CJC_DIR/cudajitcache.conf"
+	jit --repeat 3 --out a.cubin plain.cu >/dev/null 2>err || fail "$(cat err)"
+	jit --out b.cubin plain.cu >/dev/null 2>>err || fail "$(cat err)"
+	assertTrue "the cubin" "cmp -s a.cubin b.cubin"
+	assertEquals "two handles" 2 "$("$CJC" stats --json 2>/dev/null | jq '.bad_settings')"
+	assertEquals "which" 2 "$("$CJC" stats --json 2>/dev/null | jq '.bad_settings_by_setting["max_sise (unknown)"]')"
+}
+
 # fake_cuda's device 0 is an sm_80, its device 1 an sm_90 (sm_90a, as
 # JIT kernels use).  A forked child of a process that used the driver
 # cannot use CUDA; it takes the arch its parent found for device 0.

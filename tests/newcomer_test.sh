@@ -61,11 +61,29 @@ testCalledAsNvccThroughALink() {
 	assertTrue "$(cat err.txt)" "grep -q 'no nvcc other than cjc itself is on PATH' err.txt"
 }
 
+# make_build DIR [WRAPPER...]: a Makefile building four cubins through
+# cjc, run with -j2 (under WRAPPER); its stderr in DIR.err
+make_build() {
+	local i dir=$1
+	shift
+	mkdir -p "$dir"
+	for i in 1 2 3 4; do sed "s/SCALE/(SCALE + $i)/" k.cu >"$dir/k$i.cu" && cp k.h dev.h host.h "$dir/"; done
+	printf 'all: k1.cubin k2.cubin k3.cubin k4.cubin\n%%.cubin: %%.cu\n\t%s %s --cubin $< -o $@ -arch=%s\n' \
+		"$CJC" "$NVCC" "$ARCH" >"$dir/Makefile"
+	"$@" make -s -j2 -C "$dir" 2>"$dir.err"
+}
+
+# Said once per build (a session's compiles without a minute's pause), not
+# once per compile; a build in another session says it again.
 testUnusableStoreIsSaid() {
-	CJC_DIR=/dev/null/x cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail "build broke"
-	assertTrue "output made" "[ -s a.cubin ]"
-	one_line err.txt
-	assertTrue "$(cat err.txt)" "grep -q 'cache directory /dev/null/x is unusable' err.txt"
+	CJC_DIR=/dev/null/x make_build one || fail "build broke: $(cat one.err)"
+	assertTrue "output made" "[ -s one/k4.cubin ]"
+	one_line one.err
+	assertTrue "$(cat one.err)" "grep -q 'cache directory /dev/null/x is unusable' one.err"
+	CJC_DIR=/dev/null/x make_build two setsid -w || fail "build broke: $(cat two.err)"
+	one_line two.err
+	assertTrue "another build says it: $(cat two.err)" "grep -q 'is unusable' two.err"
+	expect_nvcc_runs 8
 	CJC_DIR=/dev/null/x "$CJC" config >out.txt 2>err.txt
 	assertEquals "config's exit status" 1 $?
 	assertTrue "config says it: $(cat out.txt)" "grep -q '^store: /dev/null/x: unusable' out.txt"
@@ -91,7 +109,9 @@ testReadOnlyStoreIsSaid() {
 	readonly_root "$CJC" "$NVCC" --cubin k.cu -o c.cubin -arch=$ARCH -DX=1 2>err.txt || fail "miss"
 	assertTrue "output made" "[ -s c.cubin ]"
 	one_line err.txt
-	assertTrue "$(cat err.txt)" "grep -q 'is read-only for you: k.cu was compiled but not kept' err.txt"
+	assertTrue "$(cat err.txt)" "grep -q 'is read-only for you: what is compiled is not kept' err.txt"
+	readonly_root "$CJC" "$NVCC" --cubin k.cu -o c.cubin -arch=$ARCH -DX=3 2>err.txt || fail "miss"
+	assertFalse "said once per build: $(cat err.txt)" "[ -s err.txt ]"
 	readonly_root "$CJC" why c.cubin 2>err.txt
 	assertEquals "why's exit status" 1 $?
 	assertTrue "why says why: $(cat err.txt)" "grep -q 'read-only for you' err.txt"

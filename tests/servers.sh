@@ -55,6 +55,30 @@
 #	    it too.  s3rver does not compare a hex value with the body.
 #	  - it ignores If-None-Match on PUT (an overwrite answers 200).
 #
+#   start_registry DIR [token]
+#	Debian's docker-registry (distribution 2.8), filesystem storage in
+#	DIR/data (REGISTRY_ROOT: blobs under docker/registry/v2/blobs/sha256/
+#	XX/HEX/data), deletes enabled, on 127.0.0.1 over plain HTTP, htpasswd
+#	(bcrypt, htpasswd -B) authentication for REGISTRY_USER:REGISTRY_PASSWORD.
+#	Sets REGISTRY_PORT, REGISTRY_HOST (127.0.0.1:PORT), REGISTRY_URL
+#	(oci+http://USER:PASSWORD@HOST/cjc/store: a repository of two
+#	components), REGISTRY_ANON_URL (the same without credentials),
+#	REGISTRY_PID, REGISTRY_LOG (one line per request answered).
+#	With `token` (and tests/oci_token_server.py's options after it:
+#	--anonymous pull|none, --expires-in SECONDS), the registry's `auth:
+#	token:` instead, with our own token server (Debian packages none) on
+#	another port: the registry answers 401 with "WWW-Authenticate: Bearer
+#	realm=http://127.0.0.1:TPORT/token,service=cjc-registry,scope=..." and
+#	takes the RS256 tokens that server gives for REGISTRY_USER:
+#	REGISTRY_PASSWORD (its certificate, DIR/token/cert.pem, is the
+#	registry's rootcertbundle).  Also sets REGISTRY_TOKEN_PORT,
+#	REGISTRY_TOKEN_PID and REGISTRY_TOKEN_LOG, a line per token request answered ("200 cjc
+#	repository:cjc/store:pull,push": status, who, scopes; no secret), to
+#	count token fetches.  kill_server registry_token stops it alone.
+#	docker-registry reads REGISTRY_<SECTION>_<FIELD> variables as settings
+#	(REGISTRY_LOG, REGISTRY_AUTH...): one run by hand with these exported
+#	must be run as `env -u REGISTRY_LOG ... docker-registry`, as here.
+#
 #   start_blackhole
 #	a listener that accepts connections and never answers (tests/unit/
 #	blackhole.c: $CJC_BLACKHOLE under ctest, else compiled here with cc).
@@ -517,6 +541,109 @@ start_partial() {
 	_servers_blackhole_bin || return 1
 	_SRV_PORT[partial]=
 	_servers_start partial "$1" "$file"
+}
+
+# --- docker-registry (OCI distribution) -------------------------------------
+
+# _registry_ready PORT TPORT USER PASSWORD (TPORT unused: htpasswd)
+_registry_ready() {
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -u "$3:$4" "http://127.0.0.1:$1/v2/")" = 200 ]
+}
+
+# _registry_token_ready PORT TPORT USER PASSWORD: a token from our token
+# server opens the registry's /v2/.
+_registry_token_ready() {
+	local token
+	token=$(curl -s --max-time 5 -u "$3:$4" "http://127.0.0.1:$2/token?service=cjc-registry" |
+		jq -r .token) &&
+		[ "$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' \
+			-H "Authorization: Bearer $token" "http://127.0.0.1:$1/v2/")" = 200 ]
+}
+
+# _registry_token_on DIR PASSWORD TOKEN-SERVER-ARG...: the token server (its
+# key and certificate made once: a restart keeps them); _REGISTRY_AUTH gets
+# the registry's auth block for it.
+_registry_token_on() {
+	local dir=$1/token password=$2
+	shift 2
+	mkdir -p "$dir" || return 1
+	if [ ! -s "$dir/cert.pem" ]; then
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/key.pem" -out "$dir/cert.pem" \
+			-days 30 -subj /CN=cjc-token >"$dir/openssl.log" 2>&1 || return 1
+	fi
+	echo "cjc:$password" >"$dir/user" && echo cjc-token >"$dir/issuer" &&
+		echo cjc-registry >"$dir/service" || return 1
+	[ -z "${_SRV_PID[registry_token]:-}" ] || kill_server registry_token
+	_start_listener_on registry_token "$dir" "${_SRV_PORT[registry_token]:-0}" \
+		"$SERVERS_SOURCE_DIR/oci_token_server.py" "$dir" "$@" >&2 || return 1
+	export REGISTRY_TOKEN_PORT=${_SRV_PORT[registry_token]} REGISTRY_TOKEN_LOG=$dir/port.requests
+	export REGISTRY_TOKEN_PID=${_SRV_PID[registry_token]}
+	_REGISTRY_AUTH="auth:
+  token:
+    realm: http://127.0.0.1:$REGISTRY_TOKEN_PORT/token
+    service: cjc-registry
+    issuer: cjc-token
+    rootcertbundle: $dir/cert.pem"
+}
+
+_start_registry_on() {
+	local dir=$1 port=${2%% *} pid rc mode=${3:-htpasswd}
+	shift 2
+	[ $# = 0 ] || shift
+	local password ready=_registry_ready
+	[ -s "$dir/password" ] || _servers_random_hex >"$dir/password"
+	password=$(cat "$dir/password")
+	htpasswd -Bbc "$dir/htpasswd" cjc "$password" 2>/dev/null || return 1
+	mkdir -p "$dir/data"
+	_REGISTRY_AUTH="auth:
+  htpasswd:
+    realm: cjc-test
+    path: $dir/htpasswd"
+	if [ "$mode" = token ]; then
+		_registry_token_on "$dir" "$password" "$@" || return 1
+		ready=_registry_token_ready
+	fi
+	cat >"$dir/config.yml" <<-EOF
+		version: 0.1
+		log:
+		  level: info
+		  formatter: text
+		  accesslog:
+		    disabled: false
+		storage:
+		  filesystem:
+		    rootdirectory: $dir/data
+		  delete:
+		    enabled: true
+		  cache:
+		    blobdescriptor: ""
+		http:
+		  addr: 127.0.0.1:$port
+		$_REGISTRY_AUTH
+	EOF
+	_servers_mark "$dir/registry.log"
+	# docker-registry takes REGISTRY_<SECTION>_... from the environment
+	# over its configuration (REGISTRY_LOG, a path, would be its log: section)
+	(unset "${!REGISTRY_@}" && exec docker-registry serve "$dir/config.yml") \
+		</dev/null >>"$dir/registry.log" 2>&1 &
+	pid=$!
+	_servers_wait registry "$pid" "$dir/registry.log" $ready "$port" "${REGISTRY_TOKEN_PORT:-}" \
+		cjc "$password"
+	rc=$?
+	[ $rc = 0 ] || return $rc
+	_servers_register registry "$pid"
+	_SRV_PORT[registry]=$port
+	export REGISTRY_PORT=$port REGISTRY_HOST=127.0.0.1:$port REGISTRY_PID=$pid
+	export REGISTRY_USER=cjc REGISTRY_PASSWORD=$password REGISTRY_ROOT=$dir/data
+	export REGISTRY_LOG=$dir/registry.log
+	export REGISTRY_URL="oci+http://cjc:$password@127.0.0.1:$port/cjc/store"
+	export REGISTRY_ANON_URL="oci+http://127.0.0.1:$port/cjc/store"
+}
+
+start_registry() {
+	local dir=$1
+	shift
+	_servers_start registry "$dir" "$@"
 }
 
 # --- Hostile stores (tests/fake_remote.py) ---------------------------------

@@ -98,7 +98,7 @@ testBadRemoteUrlTurnsOffTheRemoteNotTheLocalStore() {
 	export CJC_REMOTE="htp://user:Secret@127.0.0.1:$REDIS_PORT/x"
 	compile_twice
 	assertTrue "the scheme is said: $(cat err1.txt)" \
-		"grep -q \"remote 'htp://\*\*\*@127.0.0.1:$REDIS_PORT/x': unknown scheme 'htp'; expected redis, redis+unix, http, https, s3; the remote stores are off, the local store goes on\" err1.txt"
+		"grep -q \"remote 'htp://\*\*\*@127.0.0.1:$REDIS_PORT/x': unknown scheme 'htp'; expected redis, redis+unix, http, https, s3, oci, oci+http; the remote stores are off, the local store goes on\" err1.txt"
 	assertFalse "no password" "grep -q Secret err1.txt"
 	expect_stat hits 1
 	expect_stat bad_settings 2

@@ -170,19 +170,20 @@ void jit_deps_save(struct cjc_jit *h)
 	cjc_buf_release(&records);
 }
 
-int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t *size,
-		  unsigned char sha[CJC_DIGEST_LEN])
+/* jit_deps_hash() of path, reached as name from dirfd. */
+static int hash_at(struct cjc_jit *h, int dirfd, const char *name, const char *path,
+		   uint64_t expect, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
 {
 	struct stat s;
 	struct cjc_stamp now;
-	if (stat(path, &s) || (expect != JIT_ANY_SIZE && (uint64_t)s.st_size != expect))
+	if (fstatat(dirfd, name, &s, 0) || (expect != JIT_ANY_SIZE && (uint64_t)s.st_size != expect))
 		return -1;
 	cjc_stamp_of(&s, &now);
 	bool memo = path[0] == '/'; /* a relative path names another file in another directory */
 	if (memo && remembered(h, path, &now, size, sha))
 		return 0;
 	int64_t taken = cjc_wall_ns();
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	int rc = fstat(fd, &s) || !S_ISREG(s.st_mode) ? -1 : cjc_hash_fd(fd, sha, size);
@@ -196,6 +197,12 @@ int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t
 	if (memo && now.size == *size)
 		remember(h, path, &now, taken, *size, sha);
 	return 0;
+}
+
+int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t *size,
+		  unsigned char sha[CJC_DIGEST_LEN])
+{
+	return hash_at(h, AT_FDCWD, path, path, expect, size, sha);
 }
 
 struct dir_memo {
@@ -274,13 +281,18 @@ static bool list_dir(struct cjc_jit *h, const char *dir, const struct cjc_stamp 
 	return found;
 }
 
-/* The directories one lookup has stat'ed, each once (a candidate's
- * directory is met again and again: /a/x.h, /a/b/y.h, /a/z.h). */
+/* The directories one lookup goes through, each opened once (O_PATH): a
+ * record's file is stat'ed by its last name from its directory's fd, one
+ * lookup instead of one per component of its path (the toolkit's headers
+ * are reached through a link and ".."), and a candidate's directory is
+ * stamped for its listing.  A candidate's directory is met again and
+ * again: /a/x.h, /a/b/y.h, /a/z.h. */
 #define SEEN_DIRS 64
 
 struct seen_dir {
 	char *path;
-	int state; /* 0: a directory (stamp in st); 1: nothing there; -1: other */
+	int fd;
+	int state; /* 0: a directory (stamp in st, open as fd); 1: nothing there; -1: other */
 	struct cjc_stamp st;
 };
 
@@ -291,8 +303,23 @@ struct seen_dirs {
 
 static void seen_release(struct seen_dirs *s)
 {
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		free(s->d[i].path);
+		if (s->d[i].fd >= 0)
+			close(s->d[i].fd);
+	}
+}
+
+static void open_dir(struct seen_dir *l)
+{
+	struct stat st;
+	l->fd = open(l->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (l->fd < 0)
+		l->state = errno == ENOENT || errno == ENOTDIR ? 1 : -1;
+	else if (fstat(l->fd, &st))
+		l->state = -1;
+	else
+		l->state = 0, cjc_stamp_of(&st, &l->st);
 }
 
 static const struct seen_dir *look_at_dir(struct seen_dirs *s, const char *dir, size_t len)
@@ -302,15 +329,25 @@ static const struct seen_dir *look_at_dir(struct seen_dirs *s, const char *dir, 
 			return &s->d[i];
 	struct seen_dir *l = s->n < SEEN_DIRS ? &s->d[s->n++] : &s->d[s->next++ % SEEN_DIRS];
 	free(l->path);
+	if (l->path && l->fd >= 0)
+		close(l->fd);
 	l->path = cjc_xstrndup(dir, len);
-	struct stat st;
-	if (stat(l->path, &st))
-		l->state = errno == ENOENT || errno == ENOTDIR ? 1 : -1;
-	else if (!S_ISDIR(st.st_mode))
-		l->state = 1;
-	else
-		l->state = 0, cjc_stamp_of(&st, &l->st);
+	open_dir(l);
 	return l;
+}
+
+/* jit_deps_hash() of a record's file, through its directory's fd. */
+static int dep_hash(struct cjc_jit *h, const struct cjc_dep *d, struct seen_dirs *seen,
+		    uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
+{
+	const char *slash = strrchr(d->path, '/');
+	if (!slash || !slash[1] || slash == d->path || d->path[0] != '/')
+		return jit_deps_hash(h, d->path, d->size, size, sha);
+	const struct seen_dir *l = look_at_dir(seen, d->path, (size_t)(slash - d->path));
+	if (l->state > 0)
+		return -1;
+	return l->state ? jit_deps_hash(h, d->path, d->size, size, sha)
+			: hash_at(h, l->fd, slash + 1, d->path, d->size, size, sha);
 }
 
 /* Whether nothing is at path now, as stat(2) would say (ENOENT, ENOTDIR),
@@ -337,8 +374,9 @@ static bool is_source(const char *path, const char *source, const char *named)
 
 /* Every file as recorded (the source compared with the bytes in hand),
  * every candidate still absent. */
-static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r, const char *source,
-		      const char *named, const unsigned char source_sha[CJC_DIGEST_LEN])
+static bool files_unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r,
+			    const char *source, const char *named,
+			    const unsigned char source_sha[CJC_DIGEST_LEN], struct seen_dirs *seen)
 {
 	for (size_t i = 0; i < r->ndeps; i++) {
 		const struct cjc_dep *d = &r->deps[i];
@@ -347,13 +385,19 @@ static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r, co
 		if (is_source(d->path, source, named)) {
 			if (memcmp(d->sha, source_sha, CJC_DIGEST_LEN))
 				return false;
-		} else if (jit_deps_hash(h, d->path, d->size, &size, sha) || size != d->size ||
+		} else if (dep_hash(h, d, seen, &size, sha) || size != d->size ||
 			   memcmp(sha, d->sha, CJC_DIGEST_LEN)) {
 			return false;
 		}
 	}
+	return true;
+}
+
+static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r, const char *source,
+		      const char *named, const unsigned char source_sha[CJC_DIGEST_LEN])
+{
 	struct seen_dirs seen = { .n = 0 };
-	bool none = true;
+	bool none = files_unchanged(h, r, source, named, source_sha, &seen);
 	for (size_t i = 0; i < r->absent.n && none; i++)
 		none = absent(h, r->absent.v[i], &seen);
 	seen_release(&seen);

@@ -225,6 +225,8 @@ bool jit_store_ready(struct cjc_jit *h)
 		cjc_store_close(&store);
 	if (!first)
 		free(why);
+	else if (usable && !h->cfg.disable) /* broken settings: counted once per handle */
+		cjc_config_count_in(&h->cfg, &h->store);
 	return state > 0;
 }
 

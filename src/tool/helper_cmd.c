@@ -63,7 +63,7 @@ static struct handle *take_handle(struct cjc_buf *why)
 		return h;
 	h = cjc_xcalloc(1, sizeof *h);
 	h->u = settings; /* the strings stay settings' */
-	if (!(h->b = cjc_remote_http_ops.open(&h->u, why))) {
+	if (!(h->b = cjc_helper_backend_ops(settings.url)->open(&h->u, why))) {
 		free(h);
 		return NULL;
 	}
@@ -78,7 +78,7 @@ static void give_back(struct handle *h, bool keep)
 		pool[npool++] = h, h = NULL;
 	pthread_mutex_unlock(&pool_lock);
 	if (h) {
-		cjc_remote_http_ops.close(h->b);
+		cjc_helper_backend_ops(settings.url)->close(h->b);
 		free(h);
 	}
 }
@@ -134,7 +134,7 @@ static int serve_get(int fd)
 	int rc = CJC_REMOTE_ERROR;
 	if (h) {
 		h->u.deadline_ms = cjc_now_ms() + left_ms;
-		rc = cjc_remote_http_ops.get(h->b, name, (size_t)max, &out, &why);
+		rc = cjc_helper_backend_ops(settings.url)->get(h->b, name, (size_t)max, &out, &why);
 		give_back(h, rc == CJC_REMOTE_OK || rc == CJC_REMOTE_ABSENT);
 	}
 	size_t mlen = why.len < CJC_HELPER_MAX_MESSAGE ? why.len : CJC_HELPER_MAX_MESSAGE;
@@ -263,7 +263,7 @@ int cjc_helper_serve(void)
 	if (read_settings() || chdir("/"))
 		return 2;
 	signal(SIGPIPE, SIG_IGN);
-	int dir = cjc_helper_dir(), lock = -1;
+	int dir = cjc_user_run_dir(), lock = -1;
 	struct stat sock_st;
 	int listener = dir < 0 ? -1 : listen_as(dir, &lock, &sock_st);
 	if (listener < 0)

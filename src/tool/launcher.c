@@ -51,6 +51,7 @@
 #include "store/sign.h"
 #include "store/stats.h"
 #include "store/store.h"
+#include "once.h"
 
 
 /* Everything one compile through the cache works with. */
@@ -609,13 +610,22 @@ static void check_writable(struct job *j)
 	j->store_readonly = true;
 }
 
+/* Lines said once per build (once.h): the troubles of a whole build. */
+static void say_once(const char *lines)
+{
+	if (cjc_say_once(lines))
+		fputs(lines, stderr);
+}
+
 static void say_readonly(const struct job *j)
 {
-	char *dir = cjc_printable(j->store.dir), *source = cjc_printable(j->c.source);
-	fprintf(stderr, "cjc: cache directory %s is read-only for you: %s was compiled but not kept; "
-		"make it writable, or set readonly (CJC_READONLY=1) if that is meant\n", dir, source);
+	char *dir = cjc_printable(j->store.dir);
+	char *message = cjc_xasprintf("cjc: cache directory %s is read-only for you: what is "
+				      "compiled is not kept; make it writable, or set readonly "
+				      "(CJC_READONLY=1) if that is meant\n", dir);
+	say_once(message);
 	free(dir);
-	free(source);
+	free(message);
 }
 
 static void warn_no_sass(const struct job *j)
@@ -818,25 +828,27 @@ static const char *output_trouble(const struct job *j)
 	return NULL;
 }
 
-/* Everything before the lookup; -1 means compile uncached. */
 /* A remote store's settings failed (refused credentials, a bad URL): said
- * once per store and compile; the build goes on. */
+ * once per store and build; the build goes on. */
 static void report_remote(const char *store, const char *message)
 {
-	fprintf(stderr, "cjc: remote store %s (setting remote, %s): %s; going on without it\n", store,
-		cjc_config_env(CJC_SET_REMOTE), message);
+	char *said = cjc_xasprintf("cjc: remote store %s (setting remote, %s): %s; going on "
+				   "without it\n", store, cjc_config_env(CJC_SET_REMOTE), message);
+	say_once(said);
+	free(said);
 }
 
+/* Everything before the lookup; -1 means compile uncached. */
 static int prepare(struct job *j, struct cjc_buf *why)
 {
 	store_umask(j, true);
 	if (cjc_store_open(&j->store, j->cfg.dir)) {
-		/* said on every compile: cjc keeps nothing outside the store, and
-		 * the store is what cannot be used (docs/command-line.md) */
 		cjc_buf_addf(why, "cache directory %s is unusable: %s", j->cfg.dir,
 			     cjc_store_strerror(errno));
-		fprintf(stderr, "cjc: %s; compiling without the cache (set CJC_DIR to a directory "
-			"you can write, or CJC_DISABLE=1)\n", why->data);
+		char *said = cjc_xasprintf("cjc: %s; compiling without the cache (set CJC_DIR to a "
+					   "directory you can write, or CJC_DISABLE=1)\n", why->data);
+		say_once(said);
+		free(said);
 		return -1;
 	}
 	j->have_store = true;
@@ -991,11 +1003,11 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 	umask(j.user_umask);
 	int bad = cjc_config_load(&j.cfg, &why);
 	if (j.cfg.notes)
-		fputs(j.cfg.notes, stderr);
+		say_once(j.cfg.notes);
 	cjc_config_count(&j.cfg); /* broken settings: counted, so stats and the report say so */
 	if (bad) {
-		fputs(why.data, stderr);
-		fputs("cjc: compiling without the cache until the setting is fixed\n", stderr);
+		cjc_buf_adds(&why, "cjc: compiling without the cache until the setting is fixed\n");
+		say_once(why.data);
 		cjc_log_setup(j.cfg.log, j.cfg.debug);
 		rc = run_uncached(&j, "malformed configuration");
 	} else if (cjc_log_setup(j.cfg.log, j.cfg.debug), j.cfg.disable) {

@@ -15,8 +15,12 @@
 #include "compile/diagnostics.h"
 #include "cudajitcache.h"
 #include "keys/nvcc_args.h"
+#ifdef CJC_HAVE_CURL
+#include "remote/oci.h"
+#endif
 
 static int passed, failed;
+static void test_oci_manifest(void);
 
 #define CHECK(cond)                                                                  \
 	do {                                                                         \
@@ -620,6 +624,113 @@ int main(void)
 	test_place();
 	test_thread_start();
 	test_printable();
+#ifdef CJC_HAVE_CURL
+	test_oci_manifest();
+#endif
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
+
+#ifdef CJC_HAVE_CURL
+static void test_oci_embedded(const char *hello);
+/* The OCI backend's manifest parser (remote_oci.c): the value and its
+ * layer checked, anything else refused, every truncation refused. */
+static int oci_value(const char *text, size_t len, char kind, size_t max, struct cjc_buf *out)
+{
+	char hex[CJC_HEX_LEN + 1];
+	uint64_t size;
+	struct cjc_buf why = CJC_BUF_INIT;
+	cjc_buf_reset(out);
+	int rc = cjc_oci_manifest_value(text, len, kind, max, out, hex, &size, NULL, NULL, &why);
+	cjc_buf_release(&why);
+	return rc;
+}
+
+static void test_oci_manifest(void)
+{
+	struct cjc_buf b = CJC_BUF_INIT, out = CJC_BUF_INIT;
+	const char *bad64[] = { "abc", "a===", "ab=c", "====", "ab c", "YQ==YQ==", "Y===" };
+	for (size_t i = 0; i < sizeof bad64 / sizeof *bad64; i++)
+		CHECK(cjc_base64_decode(bad64[i], strlen(bad64[i]), &b) == -1);
+	for (size_t n = 0; n < 7; n++) {
+		cjc_buf_reset(&b);
+		cjc_buf_reset(&out);
+		cjc_base64_encode("\xff\x00\x80hello", n, &b);
+		CHECK(!cjc_base64_decode(b.data, b.len, &out) && out.len == n &&
+		      !memcmp(out.data, "\xff\x00\x80hello", n));
+	}
+	char hex[CJC_HEX_LEN + 1], *text;
+	cjc_hash_buf_hex("hello", 5, hex);
+	const char *fmt = "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+			  "\"artifactType\":\"application/vnd.cudajitcache.%s.v1\",\"config\":{},"
+			  "\"layers\":[{\"mediaType\":\"application/vnd.cudajitcache.%s.v1\","
+			  "\"digest\":\"sha256:%s\",\"size\":%d%s}]}";
+	text = cjc_xasprintf(fmt, "entry", "record", hex, 5, ",\"data\":\"aGVsbG8=\"");
+	CHECK(oci_value(text, strlen(text), 'e', 100, &out) == 0 && out.len == 5 &&
+	      !memcmp(out.data, "hello", 5));
+	CHECK(oci_value(text, strlen(text), 'm', 100, &out) == -1); /* another kind */
+	CHECK(oci_value(text, strlen(text), 'e', 4, &out) == -1);   /* past the bound */
+	for (size_t n = 0; n < strlen(text); n++)                   /* every truncation */
+		CHECK(oci_value(text, n, 'e', 100, &out) == -1);
+	free(text);
+	text = cjc_xasprintf(fmt, "manifest", "manifest", hex, 5, "");
+	CHECK(oci_value(text, strlen(text), 'm', 100, &out) == 1); /* the blob must be fetched */
+	free(text);
+	text = cjc_xasprintf(fmt, "entry", "record", hex, 5, ",\"data\":\"aGVsbG9=\""); /* not canonical */
+	CHECK(oci_value(text, strlen(text), 'e', 100, &out) == -1);
+	free(text);
+	text = cjc_xasprintf(fmt, "entry", "record", hex, 5, ",\"data\":\"aGVsbHA=\""); /* other bytes */
+	CHECK(oci_value(text, strlen(text), 'e', 100, &out) == -1);
+	free(text);
+	text = cjc_xasprintf(fmt, "entry", "record", hex, 6, ",\"data\":\"aGVsbG8=\""); /* other size */
+	CHECK(oci_value(text, strlen(text), 'e', 100, &out) == -1);
+	free(text);
+	text = cjc_xasprintf(fmt, "entry", "record", "00", 5, ",\"data\":\"aGVsbG8=\""); /* bad digest */
+	CHECK(oci_value(text, strlen(text), 'e', 100, &out) == -1);
+	free(text);
+	text = cjc_xasprintf(fmt, "entry", "record", hex, 5, ",\"data\":\"aGVsbG8=\",\"size\":5");
+	CHECK(oci_value(text, strlen(text), 'e', 100, &out) == -1); /* a duplicate key */
+	free(text);
+	test_oci_embedded(hex);
+	cjc_buf_release(&b);
+	cjc_buf_release(&out);
+}
+
+/* Artifacts embedded after the value: each whose bytes are what its layer
+ * says is passed on, any other is not. */
+static void count_embedded(const char *hex, const void *p, size_t n, void *ctx)
+{
+	char got[CJC_HEX_LEN + 1];
+	cjc_hash_buf_hex(p, n, got);
+	CHECK(!strcmp(got, hex));
+	++*(int *)ctx;
+}
+
+static void test_oci_embedded(const char *hello)
+{
+	char world[CJC_HEX_LEN + 1];
+	cjc_hash_buf_hex("world", 5, world);
+	const char *layer = "{\"mediaType\":\"application/vnd.cudajitcache.%s.v1\","
+			    "\"digest\":\"sha256:%s\",\"size\":5,\"data\":\"%s\"}";
+	char *value = cjc_xasprintf(layer, "record", hello, "aGVsbG8=");
+	char *good = cjc_xasprintf(layer, "artifact", world, "d29ybGQ=");
+	char *lying = cjc_xasprintf(layer, "artifact", world, "aGVsbG8="); /* hello's bytes */
+	char *text = cjc_xasprintf("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image."
+				   "manifest.v1+json\",\"artifactType\":\"application/vnd.cudajitcache."
+				   "entry.v1\",\"config\":{},\"layers\":[%s,%s,%s]}",
+				   value, good, lying);
+	struct cjc_buf out = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	char hex[CJC_HEX_LEN + 1];
+	uint64_t size;
+	int passed_on = 0;
+	CHECK(cjc_oci_manifest_value(text, strlen(text), 'e', 100, &out, hex, &size, count_embedded,
+				     &passed_on, &why) == 0);
+	CHECK(passed_on == 1);
+	free(value);
+	free(good);
+	free(lying);
+	free(text);
+	cjc_buf_release(&out);
+	cjc_buf_release(&why);
+}
+#endif

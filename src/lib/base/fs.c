@@ -690,3 +690,26 @@ int cjc_open_dir_safe(const char *path, bool make, mode_t last_mode, struct cjc_
 	errno = e;
 	return rc ? -1 : w.fd;
 }
+
+static char *user_run_path(void)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	if (run && run[0] == '/' && !stat(run, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		return cjc_path_join(run, "cudajitcache");
+	return cjc_xasprintf("/tmp/cudajitcache-%u", (unsigned)geteuid());
+}
+
+int cjc_user_run_dir(void)
+{
+	char *dir = user_run_path();
+	(void)mkdir(dir, 0700);
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(dir);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}

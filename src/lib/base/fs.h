@@ -122,6 +122,13 @@ char *cjc_path_join(const char *dir, const char *name);
 bool cjc_is_dir(const char *path);
 /* Searches PATH for an executable name (or returns a copy if it has a '/'). */
 char *cjc_find_program(const char *name);
+/* The user's own run-time directory, checked and open (O_PATH), or -1:
+ * $XDG_RUNTIME_DIR/cudajitcache when XDG_RUNTIME_DIR is a directory of this
+ * user's (not one a `sudo -E` or `su` brought from another user), else
+ * /tmp/cudajitcache-<uid>; made 0700, and believed only when it is this
+ * user's, not a link, and closed to group and others.  The HTTP helpers'
+ * sockets (remote/helper.h) and the tool's once-per-build memos live there. */
+int cjc_user_run_dir(void);
 
 void cjc_tempfile_add(const char *path);
 void cjc_tempfile_remove(const char *path);

@@ -786,18 +786,25 @@ int cjc_config_check_value(enum cjc_setting s, const char *text, struct cjc_buf 
 	return rc;
 }
 
+void cjc_config_count_in(const struct cjc_config *cfg, const struct cjc_store *store)
+{
+	if (!cfg->bad.n)
+		return;
+	uint64_t delta[CJC_STAT_COUNT] = { 0 };
+	delta[CJC_STAT_BAD_SETTINGS] = 1;
+	if (cjc_stats_add(store, delta))
+		cjc_log("cannot count the broken settings: %s", strerror(errno));
+	for (size_t i = 0; i < cfg->bad.n; i++)
+		(void)cjc_stats_add_named(store, CJC_STATS_BY_SETTING, cfg->bad.v[i], delta);
+}
+
 void cjc_config_count(const struct cjc_config *cfg)
 {
 	struct cjc_store store;
 	/* disable: nvcc runs without touching the store, counters included */
 	if (!cfg->bad.n || cfg->disable || !cfg->dir || !*cfg->dir || cjc_store_open(&store, cfg->dir))
 		return;
-	uint64_t delta[CJC_STAT_COUNT] = { 0 };
-	delta[CJC_STAT_BAD_SETTINGS] = 1;
-	if (cjc_stats_add(&store, delta))
-		cjc_log("cannot count the broken settings: %s", strerror(errno));
-	for (size_t i = 0; i < cfg->bad.n; i++)
-		(void)cjc_stats_add_named(&store, CJC_STATS_BY_SETTING, cfg->bad.v[i], delta);
+	cjc_config_count_in(cfg, &store);
 	cjc_store_close(&store);
 }
 

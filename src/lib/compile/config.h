@@ -161,6 +161,9 @@ const char *cjc_did_you_mean(const char *name, const char *const *known, size_t 
  * per call: bad_settings and one row per name (stats.h).  Nothing when none,
  * or with disable (which touches no store). */
 void cjc_config_count(const struct cjc_config *cfg);
+/* The same in an open store (the JIT library's, once per handle). */
+struct cjc_store;
+void cjc_config_count_in(const struct cjc_config *cfg, const struct cjc_store *store);
 /* "7d", "12h", "30m", "45s", "100" (seconds) -> seconds; returns 0 or -1. */
 int cjc_parse_age(const char *text, int64_t *out);
 

@@ -38,31 +38,6 @@ void cjc_helper_allow(void)
 
 /* --- where and what ---------------------------------------------------- */
 
-/* XDG_RUNTIME_DIR when it is a directory of this user's (not one a `sudo
- * -E` or `su` brought from another user), else /tmp. */
-static char *helpers_path(void)
-{
-	const char *run = getenv("XDG_RUNTIME_DIR");
-	struct stat st;
-	if (run && run[0] == '/' && !stat(run, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-		return cjc_path_join(run, "cudajitcache");
-	return cjc_xasprintf("/tmp/cudajitcache-%u", (unsigned)geteuid());
-}
-
-int cjc_helper_dir(void)
-{
-	char *dir = helpers_path();
-	(void)mkdir(dir, 0700);
-	int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	free(dir);
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* The user's secret in the helpers' directory (KEY_FILE, 0600, made once,
  * by a link so that a reader never sees it half written): 0, or -1. */
 #define KEY_FILE "key"
@@ -170,6 +145,8 @@ void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, c
 	add_field(&h, u->url);
 	add_field(&h, u->bearer_token_file);
 	add_contents(&h, u->bearer_token_file);
+	add_field(&h, u->credentials_file);
+	add_contents(&h, u->credentials_file);
 	add_field(&h, u->ca_file);
 	const char *bundles[] = { u->ca_file, getenv("SSL_CERT_FILE"), getenv("CURL_CA_BUNDLE"),
 				  getenv("SSL_CERT_DIR"), "/etc/ssl/certs/ca-certificates.crt",
@@ -188,10 +165,11 @@ void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, c
 void cjc_helper_encode_settings(const struct cjc_remote_url *u, const char *name,
 				struct cjc_buf *out)
 {
-	json_t *doc = json_pack("{s:s, s:s, s:s, s:s*, s:s*, s:I, s:I}", "name", name, "url", u->url,
-				"shown", u->shown, "bearer_token_file", u->bearer_token_file,
-				"ca_file", u->ca_file, "connect_ms", (json_int_t)u->connect_ms,
-				"helper_idle_ms", (json_int_t)u->helper_idle_ms);
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:s*, s:s*, s:s*, s:I, s:I}", "name", name, "url",
+				u->url, "shown", u->shown, "bearer_token_file", u->bearer_token_file,
+				"credentials_file", u->credentials_file, "ca_file", u->ca_file,
+				"connect_ms", (json_int_t)u->connect_ms, "helper_idle_ms",
+				(json_int_t)u->helper_idle_ms);
 	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	if (text)
 		cjc_buf_adds(out, text);
@@ -203,11 +181,12 @@ int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_u
 				char *name)
 {
 	json_t *doc = json_loadb(text, len, 0, NULL);
-	const char *url = NULL, *shown = NULL, *token = NULL, *ca = NULL, *n = NULL;
+	const char *url = NULL, *shown = NULL, *token = NULL, *creds = NULL, *ca = NULL, *n = NULL;
 	json_int_t connect_ms = 0, idle_ms = 0;
-	int rc = !doc || json_unpack(doc, "{s:s, s:s, s:s, s?:s, s?:s, s:I, s:I}", "name", &n, "url",
-				     &url, "shown", &shown, "bearer_token_file", &token, "ca_file",
-				     &ca, "connect_ms", &connect_ms, "helper_idle_ms", &idle_ms) ||
+	int rc = !doc || json_unpack(doc, "{s:s, s:s, s:s, s?:s, s?:s, s?:s, s:I, s:I}", "name", &n,
+				     "url", &url, "shown", &shown, "bearer_token_file", &token,
+				     "credentials_file", &creds, "ca_file", &ca, "connect_ms",
+				     &connect_ms, "helper_idle_ms", &idle_ms) ||
 		 connect_ms <= 0 || idle_ms <= 0 || strlen(n) != CJC_HEX_LEN ||
 		 strspn(n, "0123456789abcdef") != CJC_HEX_LEN ? -1 : 0;
 	if (!rc) {
@@ -216,6 +195,7 @@ int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_u
 		u->url = cjc_xstrdup(url);
 		u->shown = cjc_xstrdup(shown);
 		u->bearer_token_file = token ? cjc_xstrdup(token) : NULL;
+		u->credentials_file = creds ? cjc_xstrdup(creds) : NULL;
 		u->ca_file = ca ? cjc_xstrdup(ca) : NULL;
 		u->connect_ms = (long)connect_ms;
 		u->helper_idle_ms = (long)idle_ms;
@@ -410,7 +390,7 @@ static int greeted_by(const struct cjc_remote_url *u, int dir, const char *name)
 /* A connection to the store's helper (greeted_by), or -1. */
 static int reach_helper(const struct cjc_remote_url *given)
 {
-	int dir = cjc_helper_dir(), fd = -1;
+	int dir = cjc_user_run_dir(), fd = -1;
 	unsigned char key[KEY_LEN];
 	if (dir < 0)
 		return -1;
@@ -418,10 +398,12 @@ static int reach_helper(const struct cjc_remote_url *given)
 		struct cjc_remote_url u = *given;
 		char name[CJC_HEX_LEN + 1];
 		u.bearer_token_file = absolute(given->bearer_token_file);
+		u.credentials_file = absolute(given->credentials_file);
 		u.ca_file = absolute(given->ca_file);
 		cjc_helper_name(&u, key, name);
 		fd = greeted_by(&u, dir, name);
 		free(u.bearer_token_file);
+		free(u.credentials_file);
 		free(u.ca_file);
 	}
 	close(dir);
@@ -476,9 +458,17 @@ int cjc_helper_get(int fd, const struct cjc_remote_url *u, const char *name, siz
 
 /* --- the helped backend ---------------------------------------------------- */
 
+const struct cjc_remote_ops *cjc_helper_backend_ops(const char *url)
+{
+	return cjc_starts_with(url, "oci://") || cjc_starts_with(url, "oci+http://")
+		       ? &cjc_remote_oci_ops
+		       : &cjc_remote_http_ops;
+}
+
 struct cjc_remote_backend {
 	const struct cjc_remote_url *u;
-	struct cjc_remote_backend *in; /* the http backend in this process, once needed */
+	const struct cjc_remote_ops *ops; /* the store's backend (cjc_helper_backend_ops) */
+	struct cjc_remote_backend *in; /* that backend in this process, once needed */
 	int fd;                        /* to the helper, or -1 */
 	bool tried;                    /* whether the helper was asked for */
 };
@@ -488,6 +478,7 @@ static struct cjc_remote_backend *helped_open(const struct cjc_remote_url *u, st
 	(void)why;
 	struct cjc_remote_backend *b = cjc_xcalloc(1, sizeof *b);
 	b->u = u;
+	b->ops = cjc_helper_backend_ops(u->url);
 	b->fd = -1;
 	return b;
 }
@@ -496,7 +487,7 @@ static struct cjc_remote_backend *helped_open(const struct cjc_remote_url *u, st
  * when it cannot be opened. */
 static int inner(struct cjc_remote_backend *b, struct cjc_buf *why)
 {
-	if (!b->in && !(b->in = cjc_remote_http_ops.open(b->u, why)))
+	if (!b->in && !(b->in = b->ops->open(b->u, why)))
 		return errno == ETIMEDOUT ? CJC_REMOTE_TIMEOUT : CJC_REMOTE_ERROR;
 	return 0;
 }
@@ -522,20 +513,20 @@ static int helped_get(struct cjc_remote_backend *b, const char *name, size_t max
 		cjc_buf_reset(why);
 	}
 	int rc = inner(b, why);
-	return rc ? rc : cjc_remote_http_ops.get(b->in, name, max, out, why);
+	return rc ? rc : b->ops->get(b->in, name, max, out, why);
 }
 
 static int helped_put(struct cjc_remote_backend *b, const char *name, const void *p, size_t n,
 		      bool only_if_absent, struct cjc_buf *why)
 {
 	int rc = inner(b, why);
-	return rc ? rc : cjc_remote_http_ops.put(b->in, name, p, n, only_if_absent, why);
+	return rc ? rc : b->ops->put(b->in, name, p, n, only_if_absent, why);
 }
 
 static int helped_exists(struct cjc_remote_backend *b, const char *name, struct cjc_buf *why)
 {
 	int rc = inner(b, why);
-	return rc ? rc : cjc_remote_http_ops.exists(b->in, name, why);
+	return rc ? rc : b->ops->exists(b->in, name, why);
 }
 
 static void helped_close(struct cjc_remote_backend *b)
@@ -543,7 +534,7 @@ static void helped_close(struct cjc_remote_backend *b)
 	if (b->fd >= 0)
 		close(b->fd);
 	if (b->in)
-		cjc_remote_http_ops.close(b->in);
+		b->ops->close(b->in);
 	free(b);
 }
 

@@ -1,7 +1,8 @@
 /*
  * helper.h - the HTTP helper (docs/remote.md#the-http-helper): a process of
  * this user's that keeps libcurl loaded and its connections open for every
- * cjc compile of one http://, https:// or s3:// store, as ccache's storage
+ * cjc compile of one http://, https://, s3:// or oci:// store (the OCI
+ * backend's bearer tokens too), as ccache's storage
  * helpers and sccache's server do.  Loading libcurl and the thirty
  * libraries it brings costs each process more than a whole remote hit of
  * ccache's (measured: 14 to 19 ms here); asking the helper costs a local
@@ -75,12 +76,15 @@
  * cjc_remote_http_ops in this process. */
 extern const struct cjc_remote_ops cjc_remote_helped_ops;
 
+/* The backend a helper (and the helped backend in this process) asks the
+ * store through: cjc_remote_oci_ops for oci:// and oci+http://, else
+ * cjc_remote_http_ops. */
+const struct cjc_remote_ops *cjc_helper_backend_ops(const char *url);
+
 /* Lets this process use and start helpers (`cjc nvcc`); without it the
  * helped backend is the http backend. */
 void cjc_helper_allow(void);
 
-/* The helpers' directory, checked and open (O_PATH), or -1. */
-int cjc_helper_dir(void);
 /* The store's name in it (hex, CJC_HEX_LEN + 1 bytes), keyed with the
  * user's secret there (32 bytes). */
 void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, char *name);

@@ -116,7 +116,8 @@ char *cjc_remote_redact(const char *text)
 }
 
 /* The schemes this cjc knows, whether or not it was built for them. */
-static const char *const known_schemes[] = { "redis://", "redis+unix:", "http://", "https://", "s3://" };
+static const char *const known_schemes[] = { "redis://", "redis+unix:", "http://", "https://", "s3://",
+					      "oci://", "oci+http://" };
 
 char *cjc_remote_redact_rejected(const char *text)
 {
@@ -156,7 +157,8 @@ static const struct cjc_remote_ops *ops_for(const char *url)
 #endif
 #ifdef CJC_HAVE_CURL
 		{ "http://", &cjc_remote_http_ops },   { "https://", &cjc_remote_http_ops },
-		{ "s3://", &cjc_remote_http_ops },
+		{ "s3://", &cjc_remote_http_ops },    { "oci://", &cjc_remote_oci_ops },
+		{ "oci+http://", &cjc_remote_oci_ops },
 #endif
 		{ "", NULL },
 	};
@@ -218,6 +220,7 @@ static void spec_release(struct store_spec *sp)
 	free(sp->u.url);
 	free(sp->shown);
 	free(sp->u.bearer_token_file);
+	free(sp->u.credentials_file);
 	free(sp->u.ca_file);
 	cjc_strvec_clear(&sp->shards);
 }
@@ -238,6 +241,8 @@ static int parse_attribute(const char *a, struct store_spec *sp, struct cjc_buf 
 		;
 	else if (IS("bearer-token-file") && *v)
 		sp->u.bearer_token_file = cjc_xstrdup(v);
+	else if (IS("credentials-file") && *v)
+		sp->u.credentials_file = cjc_xstrdup(v);
 	else if (IS("ca-file") && *v)
 		sp->u.ca_file = cjc_xstrdup(v);
 	else if ((IS("helper") || IS("no-helper")) && !eq)
@@ -248,7 +253,8 @@ static int parse_attribute(const char *a, struct store_spec *sp, struct cjc_buf 
 		/* not echoed: what follows a '|' may be part of a password */
 		cjc_buf_adds(why, "an unknown or malformed attribute (expected read-only, "
 			     "connect-timeout=T, operation-timeout=T, shards=A,B(2), "
-			     "bearer-token-file=FILE, ca-file=FILE, helper, no-helper or "
+			     "bearer-token-file=FILE, credentials-file=FILE, ca-file=FILE, "
+			     "helper, no-helper or "
 			     "helper-idle=T)");
 		return -1;
 	}
@@ -268,12 +274,12 @@ static void unknown_scheme(const char *word, const char *shown, struct cjc_buf *
 		}
 	if (!url_starts(word)) {
 		cjc_buf_adds(why, "a URL with no scheme (expected redis://, redis+unix:, http://, "
-			     "https:// or s3://)");
+			     "https://, s3://, oci:// or oci+http://)");
 		return;
 	}
 	char *text = cjc_printable(shown);
 	cjc_buf_addf(why, "remote '%s': unknown scheme '%.*s'; expected redis, redis+unix, http, "
-		     "https, s3", text, (int)strcspn(word, ":"), word);
+		     "https, s3, oci, oci+http", text, (int)strcspn(word, ":"), word);
 	free(text);
 }
 
@@ -301,9 +307,10 @@ static int parse_store(const char *word, struct store_spec *sp, struct cjc_buf *
 		bar = next;
 	}
 	bool http = cjc_starts_with(sp->u.url, "http://") || cjc_starts_with(sp->u.url, "https://") ||
-		    cjc_starts_with(sp->u.url, "s3://");
+		    cjc_starts_with(sp->u.url, "s3://") || cjc_starts_with(sp->u.url, "oci://") ||
+		    cjc_starts_with(sp->u.url, "oci+http://");
 	if (sp->helper == HELPER_ON && !http) { /* no-helper is no news to any other store */
-		cjc_buf_adds(why, "helper is for http://, https:// and s3:// stores");
+		cjc_buf_adds(why, "helper is for http://, https://, s3:// and oci:// stores");
 		return -1;
 	}
 	sp->u.helper = http && sp->helper != HELPER_OFF; /* on unless turned off */
@@ -362,6 +369,7 @@ static void server_init(struct server *sv, const struct store_spec *sp, size_t i
 	sv->u.shown = sp->shards.n && strchr(sp->shown, '*') ? substitute(sp->shown, sp->shards.v[i])
 							      : cjc_xstrdup(sp->shown);
 	sv->u.bearer_token_file = sp->u.bearer_token_file ? cjc_xstrdup(sp->u.bearer_token_file) : NULL;
+	sv->u.credentials_file = sp->u.credentials_file ? cjc_xstrdup(sp->u.credentials_file) : NULL;
 	sv->u.ca_file = sp->u.ca_file ? cjc_xstrdup(sp->u.ca_file) : NULL;
 	sv->ops = ops_for(sv->u.url);
 #ifdef CJC_HAVE_CURL
@@ -443,6 +451,7 @@ void cjc_remote_close(struct cjc_remotes *r)
 			free(sv->u.url);
 			free(sv->u.shown);
 			free(sv->u.bearer_token_file);
+			free(sv->u.credentials_file);
 			free(sv->u.ca_file);
 			free(sv->shard);
 		}

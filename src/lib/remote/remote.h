@@ -4,8 +4,8 @@
  *
  * The `remote` setting holds store URLs separated by spaces, each with
  * attributes after `|` (read-only, connect-timeout=T, operation-timeout=T,
- * shards=A,B(2),..., bearer-token-file=F, ca-file=F, helper, no-helper,
- * helper-idle=T).  cjc_remote_open() parses them without connecting; a backend connects on its first request.
+ * shards=A,B(2),..., bearer-token-file=F, credentials-file=F, ca-file=F,
+ * helper, no-helper, helper-idle=T).  cjc_remote_open() parses them without connecting; a backend connects on its first request.
  *
  * The seam: a backend answers get, put-if-absent, put (replace) and exists
  * for a name, each bounded by the store's timeouts, with one result:
@@ -14,7 +14,8 @@
  *
  * and, on an error, a message in `why` that names no secret.  One file per
  * backend: remote_redis.c (hiredis), remote_http.c (libcurl: http, https and
- * s3 through libcurl's SigV4 signing); each is built when its library is.
+ * s3 through libcurl's SigV4 signing), remote_oci.c (libcurl: OCI registries,
+ * oci:// and oci+http://); each is built when its library is.
  *
  * The layout on every backend, under the store's prefix (NS is the local
  * namespace, e.g. v1/linux-x86_64, so platforms never mix):
@@ -102,9 +103,10 @@ struct cjc_remote_url {
 	char *shown;    /* with any password as *** (for messages, stats, logs) */
 	bool read_only;
 	long connect_ms, operation_ms;
-	char *bearer_token_file; /* http(s) */
-	char *ca_file;           /* https, s3 */
-	bool helper;             /* http(s), s3: through the store's helper (helper.h), unless no-helper */
+	char *bearer_token_file; /* http(s), oci */
+	char *credentials_file;  /* oci: one line USER:SECRET */
+	char *ca_file;           /* https, s3, oci */
+	bool helper;             /* http(s), s3, oci: through the store's helper (helper.h), unless no-helper */
 	long helper_idle_ms;     /* how long that helper waits for clients before it exits */
 	int64_t deadline_ms;     /* cjc_now_ms() by which the request must end; 0: operation_ms from its start */
 };
@@ -140,6 +142,7 @@ struct cjc_remote_ops {
 
 extern const struct cjc_remote_ops cjc_remote_redis_ops; /* redis://, redis+unix: */
 extern const struct cjc_remote_ops cjc_remote_http_ops;  /* http://, https://, s3:// */
+extern const struct cjc_remote_ops cjc_remote_oci_ops;   /* oci://, oci+http:// */
 
 /* The setting with the user info of each URL as *** (malloc'd), parsed by
  * the URLs' structure, whatever characters a password holds (remote.c). */

@@ -28,18 +28,14 @@
  * it brings some thirty libraries, whose loading cost every cjc process
  * 2.3 ms, a hit included, where no remote store is even set.
  */
+#include "remote/curl.h"
 #include "remote/remote.h"
 
-#define CURL_DISABLE_TYPECHECK /* its macros would hide the calls through api */
-#include <curl/curl.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/dl.h"
 #include "base/fs.h"
 #include "base/hash.h"
 
@@ -53,48 +49,10 @@ struct cjc_remote_backend {
 	char error[CURL_ERROR_SIZE];
 };
 
-/* The libcurl functions used, from the library loaded at run time. */
-struct curl_api {
-	CURLcode (*global_init)(long flags);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *c, CURLoption option, ...);
-	CURLcode (*easy_perform)(CURL *c);
-	CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
-	void (*easy_reset)(CURL *c);
-	void (*easy_cleanup)(CURL *c);
-	const char *(*easy_strerror)(CURLcode code);
-	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
-	void (*slist_free_all)(struct curl_slist *list);
-};
-static struct curl_api api;
-static const char *load_error; /* why libcurl could not be loaded */
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-#define FN(field, name) CJC_DL_SYMBOL(struct curl_api, field, name)
-static const struct cjc_dl_symbol curl_symbols[] = {
-	FN(global_init, "curl_global_init"), FN(easy_init, "curl_easy_init"),
-	FN(easy_setopt, "curl_easy_setopt"), FN(easy_perform, "curl_easy_perform"),
-	FN(easy_getinfo, "curl_easy_getinfo"), FN(easy_reset, "curl_easy_reset"),
-	FN(easy_cleanup, "curl_easy_cleanup"), FN(easy_strerror, "curl_easy_strerror"),
-	FN(slist_append, "curl_slist_append"), FN(slist_free_all, "curl_slist_free_all"),
-};
-
-static void curl_start(void)
-{
-	const char *missing;
-	void *lib = dlopen(CJC_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (!lib || cjc_dl_resolve(lib, curl_symbols, sizeof curl_symbols / sizeof *curl_symbols,
-				   &api, &missing)) {
-		load_error = "cannot load " CJC_CURL_SONAME " (install libcurl4)";
-		return;
-	}
-	api.global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static void backend_free(struct cjc_remote_backend *b)
 {
 	if (b->curl)
-		api.easy_cleanup(b->curl);
+		cjc_curl.easy_cleanup(b->curl);
 	free(b->base);
 	free(b->user);
 	free(b->password);
@@ -194,7 +152,7 @@ static int read_token(struct cjc_remote_backend *b, const char *file, struct cjc
 
 static struct cjc_remote_backend *http_open(const struct cjc_remote_url *u, struct cjc_buf *why)
 {
-	pthread_once(&curl_once, curl_start);
+	const char *load_error = cjc_curl_load();
 	if (load_error) {
 		cjc_buf_addf(why, "setting: %s", load_error);
 		errno = ENOSYS;
@@ -209,7 +167,7 @@ static struct cjc_remote_backend *http_open(const struct cjc_remote_url *u, stru
 		rc = read_token(b, u->bearer_token_file, why);
 	if (!rc && u->ca_file)
 		b->ca_file = cjc_xstrdup(u->ca_file);
-	if (!rc && !(b->curl = api.easy_init()))
+	if (!rc && !(b->curl = cjc_curl.easy_init()))
 		rc = -1, cjc_buf_adds(why, "cannot start libcurl");
 	if (rc) {
 		backend_free(b);
@@ -246,33 +204,33 @@ static struct curl_slist *setup(struct cjc_remote_backend *b, const char *name, 
 	CURL *c = b->curl;
 	char *url = cjc_xasprintf("%s/%s", b->base, name);
 	struct curl_slist *headers = NULL;
-	api.easy_reset(c);
-	api.easy_setopt(c, CURLOPT_URL, url);
+	cjc_curl.easy_reset(c);
+	cjc_curl.easy_setopt(c, CURLOPT_URL, url);
 	free(url);
-	api.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	api.easy_setopt(c, CURLOPT_ERRORBUFFER, b->error);
-	api.easy_setopt(c, CURLOPT_WRITEFUNCTION, take_body);
-	api.easy_setopt(c, CURLOPT_WRITEDATA, body);
-	api.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	cjc_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	cjc_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, b->error);
+	cjc_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, take_body);
+	cjc_curl.easy_setopt(c, CURLOPT_WRITEDATA, body);
+	cjc_curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (b->ca_file)
-		api.easy_setopt(c, CURLOPT_CAINFO, b->ca_file);
+		cjc_curl.easy_setopt(c, CURLOPT_CAINFO, b->ca_file);
 	if (b->user) {
-		api.easy_setopt(c, CURLOPT_USERNAME, b->user);
-		api.easy_setopt(c, CURLOPT_PASSWORD, b->password);
+		cjc_curl.easy_setopt(c, CURLOPT_USERNAME, b->user);
+		cjc_curl.easy_setopt(c, CURLOPT_PASSWORD, b->password);
 	}
 	if (b->sigv4)
-		api.easy_setopt(c, CURLOPT_AWS_SIGV4, b->sigv4);
+		cjc_curl.easy_setopt(c, CURLOPT_AWS_SIGV4, b->sigv4);
 	if (b->bearer) {
-		api.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-		api.easy_setopt(c, CURLOPT_XOAUTH2_BEARER, b->bearer);
+		cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		cjc_curl.easy_setopt(c, CURLOPT_XOAUTH2_BEARER, b->bearer);
 	}
 	if (b->token_header)
-		headers = api.slist_append(headers, b->token_header);
+		headers = cjc_curl.slist_append(headers, b->token_header);
 	if (b->sigv4) {
 		char hash[CJC_HEX_LEN + 1];
 		cjc_hash_buf_hex(payload, n, hash);
 		char *h = cjc_xasprintf("x-amz-content-sha256: %s", hash);
-		headers = api.slist_append(headers, h);
+		headers = cjc_curl.slist_append(headers, h);
 		free(h);
 	}
 	b->error[0] = '\0';
@@ -286,19 +244,19 @@ static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, con
 {
 	long left = cjc_remote_time_left(b->u);
 	if (left <= 0) {
-		api.slist_free_all(headers);
+		cjc_curl.slist_free_all(headers);
 		cjc_buf_adds(why, "timed out: the operation-timeout is spent");
 		errno = ETIMEDOUT;
 		return CJC_REMOTE_TIMEOUT;
 	}
-	api.easy_setopt(b->curl, CURLOPT_CONNECTTIMEOUT_MS, left < b->u->connect_ms ? left : b->u->connect_ms);
-	api.easy_setopt(b->curl, CURLOPT_TIMEOUT_MS, left);
+	cjc_curl.easy_setopt(b->curl, CURLOPT_CONNECTTIMEOUT_MS, left < b->u->connect_ms ? left : b->u->connect_ms);
+	cjc_curl.easy_setopt(b->curl, CURLOPT_TIMEOUT_MS, left);
 	if (headers)
-		api.easy_setopt(b->curl, CURLOPT_HTTPHEADER, headers);
-	CURLcode code = api.easy_perform(b->curl);
-	api.slist_free_all(headers);
+		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPHEADER, headers);
+	CURLcode code = cjc_curl.easy_perform(b->curl);
+	cjc_curl.slist_free_all(headers);
 	long status = 0;
-	api.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
+	cjc_curl.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (body && (body->too_large || code == CURLE_FILESIZE_EXCEEDED)) {
 		cjc_buf_addf(why, "the reply is larger than %zu bytes", body->max);
 		return CJC_REMOTE_ERROR;
@@ -312,7 +270,7 @@ static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, con
 		bool setting = code == CURLE_URL_MALFORMAT || code == CURLE_SSL_CACERT_BADFILE ||
 			       code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_COULDNT_RESOLVE_HOST;
 		cjc_buf_addf(why, "%s%s", setting ? "setting: " : "",
-			     b->error[0] ? b->error : api.easy_strerror(code));
+			     b->error[0] ? b->error : cjc_curl.easy_strerror(code));
 		return CJC_REMOTE_ERROR;
 	}
 	if (status == 404)
@@ -331,8 +289,8 @@ static int http_get(struct cjc_remote_backend *b, const char *name, size_t max, 
 {
 	struct body body = { out, max, false };
 	struct curl_slist *headers = setup(b, name, &body, "", 0);
-	api.easy_setopt(b->curl, CURLOPT_HTTPGET, 1L);
-	api.easy_setopt(b->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+	cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPGET, 1L);
+	cjc_curl.easy_setopt(b->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
 	int rc = perform(b, headers, &body, why);
 	if (rc == CJC_REMOTE_OK && !out->len)
 		rc = CJC_REMOTE_ABSENT; /* no valid value is empty */
@@ -344,19 +302,19 @@ static int http_put(struct cjc_remote_backend *b, const char *name, const void *
 {
 	struct body body = { NULL, 0, false };
 	struct curl_slist *headers = setup(b, name, &body, p, n);
-	api.easy_setopt(b->curl, CURLOPT_CUSTOMREQUEST, "PUT");
-	api.easy_setopt(b->curl, CURLOPT_POSTFIELDS, p);
-	api.easy_setopt(b->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
-	headers = api.slist_append(headers, "Content-Type: application/octet-stream");
+	cjc_curl.easy_setopt(b->curl, CURLOPT_CUSTOMREQUEST, "PUT");
+	cjc_curl.easy_setopt(b->curl, CURLOPT_POSTFIELDS, p);
+	cjc_curl.easy_setopt(b->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+	headers = cjc_curl.slist_append(headers, "Content-Type: application/octet-stream");
 	/* No "Expect: 100-continue" wait; but not under SigV4, where curl 7.88
 	 * signs the emptied header it then does not send (curl #11664). */
 	if (!b->sigv4)
-		headers = api.slist_append(headers, "Expect:");
+		headers = cjc_curl.slist_append(headers, "Expect:");
 	if (only_if_absent)
-		headers = api.slist_append(headers, "If-None-Match: *");
+		headers = cjc_curl.slist_append(headers, "If-None-Match: *");
 	int rc = perform(b, headers, NULL, why);
 	long status = 0;
-	api.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
+	cjc_curl.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (rc == CJC_REMOTE_ERROR && status == 412) {
 		cjc_buf_reset(why);
 		rc = CJC_REMOTE_OK; /* there already: first writer wins */
@@ -368,7 +326,7 @@ static int http_exists(struct cjc_remote_backend *b, const char *name, struct cj
 {
 	struct body body = { NULL, 0, false };
 	struct curl_slist *headers = setup(b, name, &body, "", 0);
-	api.easy_setopt(b->curl, CURLOPT_NOBODY, 1L);
+	cjc_curl.easy_setopt(b->curl, CURLOPT_NOBODY, 1L);
 	return perform(b, headers, NULL, why);
 }
 

@@ -1,0 +1,34 @@
+/*
+ * curl.h - libcurl for the backends that speak HTTP (remote_http.c,
+ * remote_oci.c): loaded at run time, once per process, only when a store
+ * needs it (remote_http.c says why: the thirty libraries it brings cost
+ * more than a whole remote hit).
+ */
+#ifndef CJC_REMOTE_CURL_H
+#define CJC_REMOTE_CURL_H
+
+#define CURL_DISABLE_TYPECHECK /* its macros would hide the calls through cjc_curl */
+#include <curl/curl.h>
+
+/* The libcurl functions used. */
+struct cjc_curl_api {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *c, CURLoption option, ...);
+	CURLcode (*easy_perform)(CURL *c);
+	CURLcode (*easy_getinfo)(CURL *c, CURLINFO info, ...);
+	void (*easy_reset)(CURL *c);
+	void (*easy_cleanup)(CURL *c);
+	const char *(*easy_strerror)(CURLcode code);
+	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+	void (*slist_free_all)(struct curl_slist *list);
+};
+
+/* Filled by the first cjc_curl_load() that succeeds. */
+extern struct cjc_curl_api cjc_curl;
+
+/* Loads libcurl (the first call; later ones say how it went): NULL, or why
+ * it cannot be loaded. */
+const char *cjc_curl_load(void);
+
+#endif

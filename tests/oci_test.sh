@@ -1,0 +1,213 @@
+#!/bin/bash
+# oci_test.sh - docs/remote.md#oci-registries: a remote store in an OCI
+# registry (Debian's docker-registry 2.8, htpasswd authentication, plain
+# HTTP on 127.0.0.1, started by this suite: tests/servers.sh).  Machine A
+# compiles and publishes; machine B, another user with an empty store, is
+# served A's bytes with no nvcc run.  Wrong or missing credentials are a
+# message that says so and a local compile, never a failed build, and no
+# secret is shown.  The registry's hostile cases (tampering, 500s, drips,
+# quota, token server) are tests/oci_hostile_test.sh's.
+
+. "$(dirname "$0")/helpers.sh"
+. "$(dirname "$0")/servers.sh"
+
+for tool in docker-registry htpasswd curl jq; do
+	command -v $tool >/dev/null || { echo "$tool not found: skipping" >&2; exit 125; }
+done
+
+OTHER=cjc-oci-b # machine B's user
+
+oneTimeSetUp() {
+	use_suite_dir oci
+	setUp() { case_setup; }
+	tearDown() {
+		local pid # B's helper: its socket is gone with WORK, but it need not wait to see it
+		for pid in $(sed -n 's/.*started the helper of .* (pid \([0-9]*\),.*/\1/p' "$WORK/B/cjc.log" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null
+		done
+		rm -rf "$CASE/run" "$WORK" 2>/dev/null || rm -rf "$CASE/run" "$WORK"
+	}
+	start_registry "$SUITE_DIR/registry" || exit 1
+	use_others_dir
+	id -u "$OTHER" >/dev/null 2>&1 || useradd -M -N -s /usr/sbin/nologin "$OTHER" ||
+		id -u "$OTHER" >/dev/null 2>&1 || { echo "cannot make user $OTHER" >&2; exit 1; }
+}
+
+oneTimeTearDown() {
+	servers_stop_all
+	rm_others_dir
+	rm -rf "$SUITE_DIR"
+}
+
+# Each case: its own log and run directory, and a work directory that both
+# machines reach at the same path (the sources, the counting nvcc and its log).
+case_setup() {
+	CASE=$(mktemp -d "$SUITE_DIR/case.XXXXXX")
+	use_run_dir "$CASE"
+	export CJC_LOG="$CASE/cjc.log"
+	unset CJC_REMOTE
+	WORK=$(mktemp -d "$OTHERS_DIR/work.XXXXXX") && chmod 755 "$WORK" &&
+		mkdir -p "$WORK/src" "$WORK/bin" "$WORK/B" && chmod 777 "$WORK/src" &&
+		chown "$OTHER" "$WORK/B" || fail "the work directory"
+	cp "$SUITE_DIR"/src/*.cu "$SUITE_DIR"/src/*.h "$WORK/src" && make_nvcc_wrapper "$WORK/bin/nvcc" &&
+		touch "$WORK/nvcc.log" && chmod 666 "$WORK/nvcc.log" || fail "the files"
+	export NVCC_LOG=$WORK/nvcc.log
+	cd "$WORK/src" || fail "cd"
+	# registry state from other cases: a fresh repository each case
+	REPO=cjc/c$RANDOM$RANDOM
+	URL=${REGISTRY_URL%/cjc/store}/$REPO
+	ANON_URL=${REGISTRY_ANON_URL%/cjc/store}/$REPO
+}
+
+# compile_A [ARG...]: machine A (root, its own store) compiles the kernel.
+compile_A() {
+	CJC_DIR="$CASE/A" "$CJC" "$WORK/bin/nvcc" -c k.cu -o "$WORK/A.o" -arch=$ARCH "$@" 2>"$CASE/A.err"
+}
+
+# compile_B: machine B, another user with an empty store and its own helpers.
+compile_B() {
+	setpriv --reuid="$OTHER" --regid="$(id -g "$OTHER")" --init-groups env \
+		CJC_DIR="$WORK/B/cache" CJC_LOG="$WORK/B/cjc.log" XDG_RUNTIME_DIR="$WORK/B/run" \
+		HOME="$WORK/B" "$OTHERS_CJC" "$WORK/bin/nvcc" -c k.cu -o "$WORK/B/B.o" -arch=$ARCH \
+		2>"$CASE/B.err"
+}
+
+# The registry's access log since line $1 of it: "METHOD PATH STATUS" lines.
+requests_since() {
+	tail -n +"$(($1 + 1))" "$REGISTRY_LOG" | sed -n 's/.*"\([A-Z]*\) \(\/v2\/[^ ]*\) HTTP\/[0-9.]*" \([0-9]*\).*/\1 \2 \3/p'
+}
+
+log_lines() { wc -l <"$REGISTRY_LOG"; }
+
+registry_curl() {
+	curl -sf -u "$REGISTRY_USER:$REGISTRY_PASSWORD" "$@"
+}
+
+# The tag of the entry A published.
+entry_tag() {
+	registry_curl "http://$REGISTRY_HOST/v2/$REPO/tags/list" | jq -r '.tags[] | select(contains(".e."))'
+}
+
+testMachineBAnotherUserIsServedWhatAPublished() {
+	export CJC_REMOTE=$URL
+	compile_A || fail "A's compile: $(cat "$CASE/A.err")"
+	assertEquals "A compiled" 1 "$(nvcc_compiles)"
+	local mark
+	mark=$(log_lines)
+	compile_B || fail "B's compile: $(cat "$CASE/B.err")"
+	assertEquals "B compiled nothing" 1 "$(nvcc_compiles)"
+	assertTrue "B got A's bytes" "cmp -s '$WORK/A.o' '$WORK/B/B.o'"
+	local stats
+	stats=$(setpriv --reuid="$OTHER" --regid="$(id -g "$OTHER")" --init-groups env \
+		CJC_DIR="$WORK/B/cache" "$OTHERS_CJC" stats --json)
+	assertEquals "B's remote hits" 1 "$(jq .remote_hits <<<"$stats")"
+	assertEquals "B's remote errors" 0 "$(jq .remote_errors <<<"$stats")"
+	# a hit on an empty store: the manifest and the entry's manifest (its
+	# record and its small artifact embedded); no more (a 401 at most once)
+	local asked
+	asked=$(requests_since "$mark")
+	assertEquals "manifests B read: $asked" 2 "$(grep -c '^GET /v2/[^ ]*/manifests/.* 200$' <<<"$asked")"
+	assertEquals "no blob read: $asked" 0 "$(grep -c '^GET /v2/[^ ]*/blobs/' <<<"$asked")"
+	assertTrue "no more than one 401: $asked" "[ $(grep -vc ' 401$' <<<"$asked") = 2 ]"
+}
+
+# A blob the registry has is not uploaded again: the entry's manifest
+# deleted, `cjc remote upload` writes it again with no upload at all (its
+# record's blob, the config and the artifact are all there).
+testSecondPublishUploadsNoBlobAgain() {
+	export CJC_REMOTE=$URL
+	compile_A || fail "A's compile"
+	local tag digest mark asked
+	tag=$(entry_tag)
+	assertNotNull "an entry's tag" "$tag"
+	digest=$(registry_curl -I -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+		"http://$REGISTRY_HOST/v2/$REPO/manifests/$tag" |
+		sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: *\([^[:space:]]*\).*/\1/p')
+	registry_curl -X DELETE "http://$REGISTRY_HOST/v2/$REPO/manifests/$digest" || fail "DELETE $digest"
+	mark=$(log_lines)
+	CJC_DIR="$CASE/A" "$CJC" remote upload >/dev/null 2>&1 || fail "cjc remote upload"
+	asked=$(requests_since "$mark")
+	assertEquals "the entry's manifest written again: $asked" 1 \
+		"$(grep -c "^PUT /v2/$REPO/manifests/$tag 201\$" <<<"$asked")"
+	assertEquals "no upload: $asked" 0 "$(grep -c '/blobs/uploads/' <<<"$asked")"
+}
+
+# expect_auth_failure URL: the compile succeeds, the local store works, one
+# message says authentication failed, and the password is nowhere.
+expect_auth_failure() {
+	export CJC_REMOTE=$1
+	compile_A || fail "the compile failed: $(cat "$CASE/A.err")"
+	cp "$CASE/A.err" "$CASE/first.err"
+	assertTrue "the object is there" "[ -s '$WORK/A.o' ]"
+	assertEquals "one message: $(cat "$CASE/A.err")" 1 "$(grep -c 'authentication failed' "$CASE/A.err")"
+	assertEquals "nothing else said" 1 "$(grep -c . "$CASE/A.err")"
+	compile_A || fail "the second compile"
+	assertEquals "the local store served the second" 1 "$(nvcc_compiles)"
+	assertEquals "counted as a remote error" true \
+		"$(CJC_DIR="$CASE/A" "$CJC" stats --json | jq '.remote_errors >= 1')"
+	local shown
+	shown=$(cat "$CASE/first.err" "$CASE/A.err" "$CJC_LOG"; CJC_DIR="$CASE/A" "$CJC" stats; CJC_DIR="$CASE/A" "$CJC" stats --json)
+	assertNotContains "no password shown" "$shown" "$PASSWORD"
+	assertNotContains "no registry password shown" "$shown" "$REGISTRY_PASSWORD"
+}
+
+testWrongPasswordIsSaidOnceAndTheBuildGoesOn() {
+	PASSWORD=wrong-$RANDOM-secret
+	expect_auth_failure "oci+http://$REGISTRY_USER:$PASSWORD@$REGISTRY_HOST/$REPO"
+}
+
+testAnonymousAgainstAPasswordRegistryIsSaid() {
+	PASSWORD=$REGISTRY_PASSWORD
+	expect_auth_failure "$ANON_URL"
+	assertContains "it says what is missing" "$(cat "$CASE/first.err")" "asks for credentials"
+}
+
+testRemoteCheckPassesAndFailsClearly() {
+	local said
+	said=$(CJC_REMOTE=$URL CJC_DIR="$CASE/A" "$CJC" remote check 2>&1)
+	assertTrue "check passes: $said" $?
+	assertContains "$said" "wrote and read back"
+	local wrong=wrong-$RANDOM-secret
+	said=$(CJC_REMOTE="oci+http://$REGISTRY_USER:$wrong@$REGISTRY_HOST/$REPO" CJC_DIR="$CASE/A" \
+		"$CJC" remote check 2>&1)
+	assertFalse "check fails: $said" $?
+	assertContains "$said" "authentication failed"
+	assertNotContains "$said" "$wrong"
+}
+
+# credentials-file: one line USER:SECRET (a CI token as the secret).
+testCredentialsFile() {
+	printf '%s:%s\n' "$REGISTRY_USER" "$REGISTRY_PASSWORD" >"$CASE/credentials"
+	chmod 600 "$CASE/credentials"
+	export CJC_REMOTE="$ANON_URL|credentials-file=$CASE/credentials"
+	compile_A || fail "A's compile"
+	assertEquals "nothing said: $(cat "$CASE/A.err")" 0 "$(grep -c . "$CASE/A.err")"
+	CJC_DIR="$CASE/C" "$CJC" "$WORK/bin/nvcc" -c k.cu -o "$WORK/C.o" -arch=$ARCH || fail "C's compile"
+	assertEquals "C was served" 1 "$(nvcc_compiles)"
+	assertEquals "C's remote hit" 1 "$(CJC_DIR="$CASE/C" "$CJC" stats --json | jq .remote_hits)"
+	local said
+	said=$(CJC_DIR="$CASE/A" "$CJC" remote check 2>&1)
+	assertTrue "check passes: $said" $?
+	assertNotContains "$said" "$REGISTRY_PASSWORD"
+}
+
+# The entry is an OCI artifact others can list: our artifactType, the
+# empty config, and a layer for each artifact, by its SHA-256.
+testEntryIsAnOciArtifact() {
+	export CJC_REMOTE=$URL
+	compile_A || fail "A's compile"
+	local m
+	m=$(registry_curl -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+		"http://$REGISTRY_HOST/v2/$REPO/manifests/$(entry_tag)")
+	assertEquals "artifactType" application/vnd.cudajitcache.entry.v1 "$(jq -r .artifactType <<<"$m")"
+	assertEquals "config" application/vnd.oci.empty.v1+json "$(jq -r .config.mediaType <<<"$m")"
+	assertEquals "the record's layer" application/vnd.cudajitcache.record.v1 \
+		"$(jq -r '.layers[0].mediaType' <<<"$m")"
+	assertContains "the object's layer" \
+		"$(jq -r '.layers[1:][] | select(.mediaType == "application/vnd.cudajitcache.artifact.v1") | .digest' <<<"$m")" \
+		"sha256:$(sha256sum <"$WORK/A.o" | cut -d' ' -f1)"
+	assertEquals "the record's data is its blob" "$(jq -r '.layers[0].data' <<<"$m" | base64 -d | sha256sum | cut -d' ' -f1)" \
+		"$(jq -r '.layers[0].digest' <<<"$m" | cut -d: -f2)"
+}
+
+. "$SHUNIT2"
