@@ -356,6 +356,11 @@ testHttpsWithCaFile() {
 
 testBearerToken() {
 	expect_shared "$NGINX_BEARER_URL|bearer-token-file=$NGINX_TOKEN_FILE"
+	# an empty token file is the setting's mistake, said; the build goes on
+	: >"$CASE/empty-token"
+	export CJC_REMOTE="$NGINX_BEARER_URL|bearer-token-file=$CASE/empty-token"
+	compile_on C || fail "the build failed"
+	assertContains "$(cat "$CASE/C.err")" "bearer-token-file $CASE/empty-token is not one line"
 }
 
 testS3() {

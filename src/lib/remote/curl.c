@@ -4,9 +4,17 @@
 #include "remote/curl.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/dl.h"
+#include "base/fs.h"
+#include "base/util.h"
+
+#define SECRET_MAX 8192
 
 struct cjc_curl_api cjc_curl;
 static const char *load_error;
@@ -36,4 +44,26 @@ const char *cjc_curl_load(void)
 {
 	pthread_once(&once, load);
 	return load_error;
+}
+
+char *cjc_curl_read_secret(const char *file, const char *attribute, struct cjc_buf *why)
+{
+	struct cjc_buf data = CJC_BUF_INIT;
+	if (cjc_read_bounded(AT_FDCWD, file, 0, SECRET_MAX, &data)) {
+		cjc_buf_addf(why, "setting: cannot read %s %s: %s", attribute, file, strerror(errno));
+		return NULL;
+	}
+	size_t n = data.len;
+	while (n && (data.data[n - 1] == '\n' || data.data[n - 1] == '\r' || data.data[n - 1] == ' '))
+		n--;
+	char *s = cjc_xstrndup(data.data ? data.data : "", n);
+	if (data.data)
+		explicit_bzero(data.data, data.len);
+	cjc_buf_release(&data);
+	if (!*s || strchr(s, '\n')) {
+		cjc_buf_addf(why, "setting: %s %s is not one line", attribute, file);
+		free(s);
+		return NULL;
+	}
+	return s;
 }

@@ -2,7 +2,7 @@
  * curl.h - libcurl for the backends that speak HTTP (remote_http.c,
  * remote_oci.c): loaded at run time, once per process, only when a store
  * needs it (remote_http.c says why: the thirty libraries it brings cost
- * more than a whole remote hit).
+ * more than a whole remote hit); and the secret files both read.
  */
 #ifndef CJC_REMOTE_CURL_H
 #define CJC_REMOTE_CURL_H
@@ -30,5 +30,11 @@ extern struct cjc_curl_api cjc_curl;
 /* Loads libcurl (the first call; later ones say how it went): NULL, or why
  * it cannot be loaded. */
 const char *cjc_curl_load(void);
+
+/* A store's secret file (bearer-token-file, credentials-file: attribute
+ * names it in messages): its one line, trailing blanks dropped, read up to
+ * 8 KiB; malloc'd, or NULL with why naming the file, never what it holds. */
+struct cjc_buf;
+char *cjc_curl_read_secret(const char *file, const char *attribute, struct cjc_buf *why);
 
 #endif

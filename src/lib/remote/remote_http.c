@@ -39,7 +39,6 @@
 #include "base/fs.h"
 #include "base/hash.h"
 
-#define TOKEN_MAX 8192
 
 struct cjc_remote_backend {
 	CURL *curl;
@@ -135,21 +134,6 @@ static int parse_s3(struct cjc_remote_backend *b, const char *url, struct cjc_bu
 	return rc;
 }
 
-static int read_token(struct cjc_remote_backend *b, const char *file, struct cjc_buf *why)
-{
-	struct cjc_buf data = CJC_BUF_INIT;
-	if (cjc_read_bounded(AT_FDCWD, file, 0, TOKEN_MAX, &data)) {
-		cjc_buf_addf(why, "setting: cannot read bearer-token-file %s: %s", file, strerror(errno));
-		return -1;
-	}
-	size_t n = data.len;
-	while (n && (data.data[n - 1] == '\n' || data.data[n - 1] == '\r' || data.data[n - 1] == ' '))
-		n--;
-	b->bearer = cjc_xstrndup(data.data ? data.data : "", n);
-	cjc_buf_release(&data);
-	return 0;
-}
-
 static struct cjc_remote_backend *http_open(const struct cjc_remote_url *u, struct cjc_buf *why)
 {
 	const char *load_error = cjc_curl_load();
@@ -164,7 +148,8 @@ static struct cjc_remote_backend *http_open(const struct cjc_remote_url *u, stru
 		 : parse_http(b, u->url) ? (cjc_buf_addf(why, "setting: malformed URL %s", u->shown), -1)
 					 : 0;
 	if (!rc && u->bearer_token_file)
-		rc = read_token(b, u->bearer_token_file, why);
+		rc = (b->bearer = cjc_curl_read_secret(u->bearer_token_file, "bearer-token-file", why))
+			     ? 0 : -1;
 	if (!rc && u->ca_file)
 		b->ca_file = cjc_xstrdup(u->ca_file);
 	if (!rc && !(b->curl = cjc_curl.easy_init()))

@@ -63,7 +63,6 @@
 #define MT_EMPTY "application/vnd.oci.empty.v1+json"
 #define EMPTY_HEX "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 #define MT_ARTIFACT "application/vnd.cudajitcache.artifact.v1"
-#define SECRET_MAX 8192
 #define TOKEN_REPLY_MAX (64 * 1024)
 #define HEADER_MAX 4096
 #define ERROR_BODY_MAX 512
@@ -461,32 +460,10 @@ static int parse_url(struct cjc_remote_backend *b, const char *url, struct cjc_b
 	return 0;
 }
 
-/* A file of one line (trailing blanks dropped), bounded: malloc'd, or NULL
- * with why naming the file and attribute, never what it holds. */
-static char *read_secret(const char *file, const char *attribute, struct cjc_buf *why)
-{
-	struct cjc_buf data = CJC_BUF_INIT;
-	if (cjc_read_bounded(AT_FDCWD, file, 0, SECRET_MAX, &data)) {
-		cjc_buf_addf(why, "setting: cannot read %s %s: %s", attribute, file, strerror(errno));
-		return NULL;
-	}
-	size_t n = data.len;
-	while (n && (data.data[n - 1] == '\n' || data.data[n - 1] == '\r' || data.data[n - 1] == ' '))
-		n--;
-	char *s = cjc_xstrndup(data.data ? data.data : "", n);
-	cjc_buf_release(&data);
-	if (!*s || strchr(s, '\n')) {
-		cjc_buf_addf(why, "setting: %s %s is not one line", attribute, file);
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
 /* credentials-file: USER:SECRET (a CI token as SECRET). */
 static int read_credentials(struct cjc_remote_backend *b, const char *file, struct cjc_buf *why)
 {
-	char *line = read_secret(file, "credentials-file", why);
+	char *line = cjc_curl_read_secret(file, "credentials-file", why);
 	if (!line)
 		return -1;
 	char *colon = strchr(line, ':');
@@ -546,7 +523,7 @@ static struct cjc_remote_backend *oci_open(const struct cjc_remote_url *u, struc
 	int rc = parse_url(b, u->url, why);
 	if (!rc && u->credentials_file)
 		rc = read_credentials(b, u->credentials_file, why);
-	if (!rc && u->bearer_token_file && !(b->bearer = read_secret(u->bearer_token_file,
+	if (!rc && u->bearer_token_file && !(b->bearer = cjc_curl_read_secret(u->bearer_token_file,
 								     "bearer-token-file", why)))
 		rc = -1;
 	if (!rc && u->ca_file)
