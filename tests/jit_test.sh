@@ -190,6 +190,45 @@ testAHeaderChangeOrAShadowingHeaderMisses() {
 	expect_nvcc_runs 3
 }
 
+# A record a process found unchanged is noted (src/jit/deps.c): the next
+# process's first request stats the files and directories the note names
+# instead of reading every hash and listing every candidate's directory.
+# Three records, noted once their files settled, each then changed the way
+# only a stamp can tell: a header rewritten with its size and mtime kept (its
+# ctime moved), a header planted where a candidate's directory was missing,
+# and one planted in a candidate's directory that was empty.
+testARecordsNoteHoldsOnlyWhileItsStampsDo() {
+	write_kernel
+	mkdir -p a/inc b/inc c/inc c/inc0
+	local k
+	for k in a b c; do
+		cp kernel.cu $k/ && cp inc/tile.h $k/inc/
+	done
+	local -A dirs=([a]="-I$PWD/a/inc" [b]="-I$PWD/b/none -I$PWD/b/inc"
+		[c]="-I$PWD/c/inc0 -I$PWD/c/inc")
+	for k in a b c; do
+		jit $k/kernel.cu ${dirs[$k]} >/dev/null || fail "$k"
+	done
+	sleep 2.1 # stamp.h's racy-clean margin: a note holds only what had settled
+	for k in a b c; do
+		assertEquals "$k checked in full" hit "$(jit $k/kernel.cu ${dirs[$k]} | cut -d' ' -f1)"
+	done
+	assertEquals "a note each" 3 "$(ls "$CJC_DIR"/v1/*/hashes/*/*.jit | wc -l)"
+	for k in a b c; do
+		assertEquals "$k by its note" hit "$(jit $k/kernel.cu ${dirs[$k]} | cut -d' ' -f1)"
+	done
+	touch -r a/inc/tile.h ref && echo '#define FACTOR 7.0f' >a/inc/tile.h && touch -r ref a/inc/tile.h
+	mkdir b/none && echo '#define FACTOR 8.0f' >b/none/tile.h
+	echo '#define FACTOR 9.0f' >c/inc0/tile.h
+	assertEquals "a header rewritten, its size and mtime kept" miss \
+		"$(jit a/kernel.cu ${dirs[a]} | cut -d' ' -f1)"
+	assertEquals "a header where a candidate's directory was missing" miss \
+		"$(jit b/kernel.cu ${dirs[b]} | cut -d' ' -f1)"
+	assertEquals "a header in a candidate's empty directory" miss \
+		"$(jit c/kernel.cu ${dirs[c]} | cut -d' ' -f1)"
+	expect_nvcc_runs 6
+}
+
 # One handle remembers headers' hashes and directory listings: a change
 # made between two compiles of one handle must still be seen.
 testOneHandleSeesAChangeBetweenCompiles() {

@@ -102,13 +102,13 @@ testMachineBAnotherUserIsServedWhatAPublished() {
 		CJC_DIR="$WORK/B/cache" "$OTHERS_CJC" stats --json)
 	assertEquals "B's remote hits" 1 "$(jq .remote_hits <<<"$stats")"
 	assertEquals "B's remote errors" 0 "$(jq .remote_errors <<<"$stats")"
-	# a hit on an empty store: the manifest and the entry's manifest (its
-	# record and its small artifact embedded); no more (a 401 at most once)
+	# a hit on an empty store: the direct-mode manifest, which embeds the
+	# entry's record and its small artifact; no more (a 401 at most once)
 	local asked
 	asked=$(requests_since "$mark")
-	assertEquals "manifests B read: $asked" 2 "$(grep -c '^GET /v2/[^ ]*/manifests/.* 200$' <<<"$asked")"
+	assertEquals "manifests B read: $asked" 1 "$(grep -c '^GET /v2/[^ ]*/manifests/.* 200$' <<<"$asked")"
 	assertEquals "no blob read: $asked" 0 "$(grep -c '^GET /v2/[^ ]*/blobs/' <<<"$asked")"
-	assertTrue "no more than one 401: $asked" "[ $(grep -vc ' 401$' <<<"$asked") = 2 ]"
+	assertTrue "no more than one 401: $asked" "[ $(grep -vc ' 401$' <<<"$asked") = 1 ]"
 }
 
 # A blob the registry has is not uploaded again: the entry's manifest
@@ -208,6 +208,14 @@ testEntryIsAnOciArtifact() {
 		"sha256:$(sha256sum <"$WORK/A.o" | cut -d' ' -f1)"
 	assertEquals "the record's data is its blob" "$(jq -r '.layers[0].data' <<<"$m" | base64 -d | sha256sum | cut -d' ' -f1)" \
 		"$(jq -r '.layers[0].digest' <<<"$m" | cut -d: -f2)"
+	# the direct-mode manifest embeds that record, named by the entry's key
+	local tag d
+	tag=$(entry_tag)
+	d=$(registry_curl -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+		"http://$REGISTRY_HOST/v2/$REPO/manifests/$(registry_curl \
+		"http://$REGISTRY_HOST/v2/$REPO/tags/list" | jq -r '.tags[] | select(contains(".m."))')")
+	assertEquals "the entry's record in the direct-mode manifest" "$(jq -r '.layers[0].digest' <<<"$m")" \
+		"$(jq -r --arg key "${tag##*.}" '.layers[1:][] | select(.annotations["org.cudajitcache.entry"] == $key) | .digest' <<<"$d")"
 }
 
 . "$SHUNIT2"

@@ -70,6 +70,7 @@ struct jit_changes {
 	int mounts;      /* /proc/self/mountinfo, polled */
 	int ready;       /* epoll over both: one system call tells whether either has news */
 	bool off;        /* given up: every check stats */
+	bool later;      /* not opened yet: at the handle's second request */
 	unsigned forks;  /* the fork generation fd was made in */
 	uint64_t generation;
 	struct watched *buckets[WATCHED_BUCKETS];
@@ -196,9 +197,18 @@ static void close_signal(struct jit_changes *c)
 	c->fd = c->mounts = c->ready = -1;
 }
 
+/* A handle's first request opens no signal: nothing it serves is
+ * remembered as checked, and a handle may make no other; opening the mount
+ * table is a tenth of a new process's first request.  The next one opens
+ * it, before the check it vouches for. */
 static struct jit_changes *changes_of(struct cjc_jit *h)
 {
 	struct jit_changes *c = h->changes;
+	if (c && c->later) {
+		c->later = false;
+		c->off = !open_signal(c);
+		c->forks = jit_fork_generation();
+	}
 	if (c && c->forks != jit_fork_generation()) {
 		/* a child shares its parent's descriptors: their events, and the
 		 * mount table's read position, are the parent's */
@@ -211,8 +221,8 @@ static struct jit_changes *changes_of(struct cjc_jit *h)
 	if (!c) {
 		c = h->changes = cjc_xcalloc(1, sizeof *c);
 		c->generation = 1;
-		c->forks = jit_fork_generation();
-		c->off = !open_signal(c);
+		c->fd = c->mounts = c->ready = -1;
+		c->off = c->later = true;
 	}
 	return c;
 }

@@ -172,15 +172,16 @@ void jit_deps_save(struct cjc_jit *h)
 
 /* jit_deps_hash() of path, reached as name from dirfd. */
 static int hash_at(struct cjc_jit *h, int dirfd, const char *name, const char *path,
-		   uint64_t expect, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
+		   uint64_t expect, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN],
+		   struct cjc_stamp *seen)
 {
 	struct stat s;
-	struct cjc_stamp now;
+	struct cjc_stamp now_, *now = seen ? seen : &now_;
 	if (fstatat(dirfd, name, &s, 0) || (expect != JIT_ANY_SIZE && (uint64_t)s.st_size != expect))
 		return -1;
-	cjc_stamp_of(&s, &now);
+	cjc_stamp_of(&s, now);
 	bool memo = path[0] == '/'; /* a relative path names another file in another directory */
-	if (memo && remembered(h, path, &now, size, sha))
+	if (memo && remembered(h, path, now, size, sha))
 		return 0;
 	int64_t taken = cjc_wall_ns();
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -193,16 +194,17 @@ static int hash_at(struct cjc_jit *h, int dirfd, const char *name, const char *p
 		errno = e;
 		return -1;
 	}
-	cjc_stamp_of(&s, &now);
-	if (memo && now.size == *size)
-		remember(h, path, &now, taken, *size, sha);
+	cjc_stamp_of(&s, now);
+	if (memo && now->size == *size)
+		remember(h, path, now, taken, *size, sha);
 	return 0;
 }
 
 int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t *size,
 		  unsigned char sha[CJC_DIGEST_LEN])
 {
-	return hash_at(h, AT_FDCWD, path, path, expect, size, sha);
+	jit_deps_load(h);
+	return hash_at(h, AT_FDCWD, path, path, expect, size, sha, NULL);
 }
 
 struct dir_memo {
@@ -281,39 +283,63 @@ static bool list_dir(struct cjc_jit *h, const char *dir, const struct cjc_stamp 
 	return found;
 }
 
-/* The directories one lookup goes through, each opened once (O_PATH): a
+/* The directories one check goes through, each opened once (O_PATH): a
  * record's file is stat'ed by its last name from its directory's fd, one
  * lookup instead of one per component of its path (the toolkit's headers
  * are reached through a link and ".."), and a candidate's directory is
  * stamped for its listing.  A candidate's directory is met again and
- * again: /a/x.h, /a/b/y.h, /a/z.h. */
-#define SEEN_DIRS 64
+ * again: /a/x.h, /a/b/y.h, /a/z.h, so they are found by a hash of their
+ * path.  Past SEEN_DIRS, one more slot is opened afresh each time. */
+#define SEEN_DIRS 256
+#define SEEN_SLOTS (2 * SEEN_DIRS)
 
 struct seen_dir {
 	char *path;
+	size_t len;
 	int fd;
 	int state; /* 0: a directory (stamp in st, open as fd); 1: nothing there; -1: other */
 	struct cjc_stamp st;
 };
 
 struct seen_dirs {
-	struct seen_dir d[SEEN_DIRS];
-	size_t n, next; /* next: the slot reused once all are taken */
+	struct seen_dir d[SEEN_DIRS + 1];
+	unsigned short slot[SEEN_SLOTS]; /* 1 + the index in d, by hash; 0: free */
+	size_t n;
+	bool overflow; /* d[SEEN_DIRS] was used */
 };
+
+/* Only the table is cleared: a slot of d is filled as it is taken. */
+static void seen_init(struct seen_dirs *s)
+{
+	memset(s->slot, 0, sizeof s->slot);
+	s->n = 0;
+	s->overflow = false;
+	s->d[SEEN_DIRS].path = NULL;
+}
 
 static void seen_release(struct seen_dirs *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->d[i].path);
+	for (size_t i = 0; i <= SEEN_DIRS; i++) {
+		if (i >= s->n && !(i == SEEN_DIRS && s->d[i].path))
+			continue;
 		if (s->d[i].fd >= 0)
 			close(s->d[i].fd);
+		free(s->d[i].path);
 	}
 }
 
-static void open_dir(struct seen_dir *l)
+/* Opens l's directory: from its parent's fd when the parent was seen (one
+ * lookup instead of one per component), else by its whole path. */
+static void open_dir(struct seen_dir *l, const struct seen_dir *parent)
 {
 	struct stat st;
-	l->fd = open(l->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (parent && parent->state > 0) {
+		l->fd = -1, l->state = 1; /* below nothing: nothing */
+		return;
+	}
+	l->fd = parent && !parent->state ? openat(parent->fd, l->path + parent->len + 1,
+						  O_PATH | O_DIRECTORY | O_CLOEXEC)
+					 : open(l->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (l->fd < 0)
 		l->state = errno == ENOENT || errno == ENOTDIR ? 1 : -1;
 	else if (fstat(l->fd, &st))
@@ -322,43 +348,98 @@ static void open_dir(struct seen_dir *l)
 		l->state = 0, cjc_stamp_of(&st, &l->st);
 }
 
+/* The seen directory at dir, or NULL; at: where its slot is or would be. */
+static struct seen_dir *seen_at(struct seen_dirs *s, const char *dir, size_t len, size_t *at)
+{
+	*at = cjc_table_hash(dir, len) % SEEN_SLOTS;
+	for (; s->slot[*at]; *at = (*at + 1) % SEEN_SLOTS) {
+		struct seen_dir *l = &s->d[s->slot[*at] - 1];
+		if (l->len == len && !memcmp(l->path, dir, len))
+			return l;
+	}
+	return NULL;
+}
+
 static const struct seen_dir *look_at_dir(struct seen_dirs *s, const char *dir, size_t len)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (strlen(s->d[i].path) == len && !strncmp(s->d[i].path, dir, len))
-			return &s->d[i];
-	struct seen_dir *l = s->n < SEEN_DIRS ? &s->d[s->n++] : &s->d[s->next++ % SEEN_DIRS];
-	free(l->path);
-	if (l->path && l->fd >= 0)
-		close(l->fd);
+	size_t at, parent_at;
+	struct seen_dir *l = seen_at(s, dir, len, &at);
+	if (l)
+		return l;
+	const char *slash = memrchr(dir, '/', len);
+	const struct seen_dir *parent = slash && slash > dir ?
+		seen_at(s, dir, (size_t)(slash - dir), &parent_at) : NULL;
+	l = &s->d[s->n < SEEN_DIRS ? s->n : SEEN_DIRS];
+	if (s->n < SEEN_DIRS) {
+		s->slot[at] = (unsigned short)++s->n;
+	} else {
+		s->overflow = true;
+		if (l->path && l->fd >= 0)
+			close(l->fd);
+		free(l->path);
+	}
 	l->path = cjc_xstrndup(dir, len);
-	open_dir(l);
+	l->len = len;
+	open_dir(l, parent);
 	return l;
+}
+
+/*
+ * A record found unchanged is noted in the store, in a memo of its own
+ * (records.h) named by its entry key: the stamp each of its files had and
+ * the stamp of each directory its candidates were looked for in, with the
+ * moment the check began.  A new process's first request then stats those
+ * files and directories and compares, instead of reading the hashes of
+ * every file the handle's store knows and listing each candidate's
+ * directory.  The rule is the memo's (stamp.h): a stamp that holds and had
+ * settled before the check began proves what the check saw, and a
+ * directory's proves that no name came or went in it.  A note is written
+ * only when all it holds has settled and every path is absolute; the entry
+ * key, which covers the record's paths, hashes and candidates, names it.
+ */
+#define NOTE_VERSION 1
+static const char note_magic[4] = { 'C', 'J', 'C', 'K' };
+
+struct note {
+	int64_t taken_ns;
+	struct cjc_stamp *files; /* a record's files', in order; the source's all zero */
+	bool dirs[SEEN_DIRS + 1]; /* the seen_dirs the candidates were looked for in */
+	bool usable;
+};
+
+static char *note_name(const char *entry_key)
+{
+	return cjc_xasprintf("hashes/%.2s/%s.jit", entry_key, entry_key);
 }
 
 /* jit_deps_hash() of a record's file, through its directory's fd. */
 static int dep_hash(struct cjc_jit *h, const struct cjc_dep *d, struct seen_dirs *seen,
-		    uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
+		    uint64_t *size, unsigned char sha[CJC_DIGEST_LEN], struct note *note, size_t i)
 {
 	const char *slash = strrchr(d->path, '/');
-	if (!slash || !slash[1] || slash == d->path || d->path[0] != '/')
-		return jit_deps_hash(h, d->path, d->size, size, sha);
-	const struct seen_dir *l = look_at_dir(seen, d->path, (size_t)(slash - d->path));
-	if (l->state > 0)
+	const struct seen_dir *l = NULL;
+	if (slash && slash[1] && slash != d->path && d->path[0] == '/')
+		l = look_at_dir(seen, d->path, (size_t)(slash - d->path));
+	else
+		note->usable = false;
+	if (l && l->state > 0)
 		return -1;
-	return l->state ? jit_deps_hash(h, d->path, d->size, size, sha)
-			: hash_at(h, l->fd, slash + 1, d->path, d->size, size, sha);
+	return l && !l->state ? hash_at(h, l->fd, slash + 1, d->path, d->size, size, sha, &note->files[i])
+			      : hash_at(h, AT_FDCWD, d->path, d->path, d->size, size, sha, &note->files[i]);
 }
 
 /* Whether nothing is at path now, as stat(2) would say (ENOENT, ENOTDIR),
  * through the listing of its directory. */
-static bool absent(struct cjc_jit *h, const char *path, struct seen_dirs *seen)
+static bool absent(struct cjc_jit *h, const char *path, struct seen_dirs *seen, struct note *note)
 {
 	const char *slash = strrchr(path, '/');
 	struct stat s;
-	if (!slash || !slash[1] || slash == path || path[0] != '/')
+	if (!slash || !slash[1] || slash == path || path[0] != '/') {
+		note->usable = false;
 		return stat(path, &s) && (errno == ENOENT || errno == ENOTDIR);
+	}
 	const struct seen_dir *l = look_at_dir(seen, path, (size_t)(slash - path));
+	note->dirs[l - seen->d] = true;
 	if (l->state)
 		return l->state > 0;
 	int in = listed(h, l->path, &l->st, slash + 1);
@@ -372,20 +453,24 @@ static bool is_source(const char *path, const char *source, const char *named)
 	return (source && !strcmp(path, source)) || (named && !strcmp(path, named));
 }
 
+struct check {
+	const char *source, *named;
+	const unsigned char *source_sha;
+};
+
 /* Every file as recorded (the source compared with the bytes in hand),
  * every candidate still absent. */
 static bool files_unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r,
-			    const char *source, const char *named,
-			    const unsigned char source_sha[CJC_DIGEST_LEN], struct seen_dirs *seen)
+			    const struct check *k, struct seen_dirs *seen, struct note *note)
 {
 	for (size_t i = 0; i < r->ndeps; i++) {
 		const struct cjc_dep *d = &r->deps[i];
 		uint64_t size;
 		unsigned char sha[CJC_DIGEST_LEN];
-		if (is_source(d->path, source, named)) {
-			if (memcmp(d->sha, source_sha, CJC_DIGEST_LEN))
+		if (is_source(d->path, k->source, k->named)) {
+			if (memcmp(d->sha, k->source_sha, CJC_DIGEST_LEN))
 				return false;
-		} else if (dep_hash(h, d, seen, &size, sha) || size != d->size ||
+		} else if (dep_hash(h, d, seen, &size, sha, note, i) || size != d->size ||
 			   memcmp(sha, d->sha, CJC_DIGEST_LEN)) {
 			return false;
 		}
@@ -393,15 +478,130 @@ static bool files_unchanged(struct cjc_jit *h, const struct cjc_manifest_record 
 	return true;
 }
 
-static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r, const char *source,
-		      const char *named, const unsigned char source_sha[CJC_DIGEST_LEN])
+/* A note's stamps of the files, then of the directories; false when one has
+ * not settled (the note would prove nothing). */
+static bool note_encode(const struct cjc_manifest_record *r, const struct seen_dirs *seen,
+			const struct note *note, struct cjc_buf *b)
 {
-	struct seen_dirs seen = { .n = 0 };
-	bool none = files_unchanged(h, r, source, named, source_sha, &seen);
+	bool ok = true;
+	uint32_t ndirs = 0;
+	cjc_buf_add_u64(b, (uint64_t)note->taken_ns);
+	cjc_buf_add_u32(b, (uint32_t)r->ndeps);
+	for (size_t i = 0; i < r->ndeps; i++) {
+		ok = ok && (!note->files[i].ino || cjc_stamp_settled(&note->files[i], note->taken_ns));
+		cjc_stamp_encode(b, &note->files[i]);
+	}
+	for (size_t i = 0; i < seen->n; i++)
+		ndirs += note->dirs[i];
+	cjc_buf_add_u32(b, ndirs);
+	for (size_t i = 0; i < seen->n; i++) {
+		const struct seen_dir *l = &seen->d[i];
+		if (!note->dirs[i])
+			continue;
+		ok = ok && l->state >= 0 && (l->state || cjc_stamp_settled(&l->st, note->taken_ns));
+		cjc_buf_add_str(b, l->path);
+		cjc_buf_add_u32(b, (uint32_t)l->state);
+		cjc_stamp_encode(b, &l->st);
+	}
+	return ok;
+}
+
+/* Writes the note of a record just found unchanged, when it can prove
+ * something later. */
+static void note_write(struct cjc_jit *h, const char *entry_key,
+		       const struct cjc_manifest_record *r, const struct seen_dirs *seen,
+		       const struct note *note)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	char *sub = note_name(entry_key);
+	if (note->usable && !seen->overflow && !note->dirs[SEEN_DIRS] && jit_store_open(h) &&
+	    !h->cfg.readonly && note_encode(r, seen, note, &b) &&
+	    cjc_blob_write_records(&h->store, sub, note_magic, NOTE_VERSION, 1, &b))
+		jit_note(h, "cannot write %s: %s", sub, cjc_untrusted_error(errno));
+	free(sub);
+	cjc_buf_release(&b);
+}
+
+static bool unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r,
+		      const char *entry_key, const struct check *k)
+{
+	jit_deps_load(h);
+	struct seen_dirs seen;
+	seen_init(&seen);
+	struct note note = { .taken_ns = cjc_wall_ns(), .usable = true,
+			     .files = cjc_xcalloc(r->ndeps + 1, sizeof *note.files) };
+	bool none = files_unchanged(h, r, k, &seen, &note);
 	for (size_t i = 0; i < r->absent.n && none; i++)
-		none = absent(h, r->absent.v[i], &seen);
+		none = absent(h, r->absent.v[i], &seen, &note);
+	if (none)
+		note_write(h, entry_key, r, &seen, &note);
 	seen_release(&seen);
+	free(note.files);
 	return none;
+}
+
+/* Whether a noted file's stamp still holds (the source: its bytes). */
+static bool file_holds(const struct cjc_dep *d, const struct check *k, struct seen_dirs *seen,
+		       const struct cjc_stamp *then, int64_t taken)
+{
+	if (is_source(d->path, k->source, k->named))
+		return !memcmp(d->sha, k->source_sha, CJC_DIGEST_LEN);
+	const char *slash = strrchr(d->path, '/');
+	if (!slash || !slash[1] || slash == d->path || d->path[0] != '/')
+		return false;
+	const struct seen_dir *l = look_at_dir(seen, d->path, (size_t)(slash - d->path));
+	struct stat s;
+	struct cjc_stamp now;
+	if (l->state || fstatat(l->fd, slash + 1, &s, 0))
+		return false;
+	cjc_stamp_of(&s, &now);
+	return cjc_stamp_holds(then, &now, taken);
+}
+
+static bool dirs_hold(struct cjc_cursor *c, struct seen_dirs *seen, int64_t taken)
+{
+	uint32_t n = cjc_cursor_u32(c);
+	for (uint32_t i = 0; i < n && n <= SEEN_DIRS; i++) {
+		size_t len;
+		const char *path = cjc_cursor_chars(c, PATH_MAX, &len);
+		uint32_t state = cjc_cursor_u32(c);
+		struct cjc_stamp then;
+		cjc_stamp_decode(c, &then);
+		if (c->bad || !len || path[0] != '/')
+			return false;
+		const struct seen_dir *l = look_at_dir(seen, path, len);
+		if ((uint32_t)l->state != state || (!state && !cjc_stamp_holds(&then, &l->st, taken)))
+			return false;
+	}
+	return n <= SEEN_DIRS && !c->bad;
+}
+
+/* Whether the record's note (above) still proves it unchanged. */
+static bool noted_unchanged(struct cjc_jit *h, const struct cjc_manifest_record *r,
+			    const char *entry_key, const struct check *k)
+{
+	struct cjc_buf payload = CJC_BUF_INIT;
+	struct cjc_cursor c;
+	uint32_t count;
+	char *sub = note_name(entry_key);
+	int rc = jit_store_ready(h) ? cjc_blob_read_records(&h->store, sub, note_magic, NOTE_VERSION,
+							   &payload, &c, &count) : -1;
+	free(sub);
+	if (rc)
+		return false;
+	struct seen_dirs seen;
+	seen_init(&seen);
+	int64_t taken = (int64_t)cjc_cursor_u64(&c);
+	bool holds = count == 1 && cjc_cursor_u32(&c) == r->ndeps;
+	for (size_t i = 0; holds && i < r->ndeps; i++) {
+		struct cjc_stamp then;
+		cjc_stamp_decode(&c, &then);
+		holds = !c.bad && file_holds(&r->deps[i], k, &seen, &then, taken);
+	}
+	holds = holds && dirs_hold(&c, &seen, taken);
+	seen_release(&seen);
+	cjc_buf_release(&payload);
+	return holds;
 }
 
 long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
@@ -415,12 +615,12 @@ long jit_deps_match_named(struct cjc_jit *h, const struct cjc_manifest *m, const
 			  const struct cjc_place *place, const char *source, const char *named,
 			  const unsigned char source_sha[CJC_DIGEST_LEN])
 {
-	jit_deps_load(h);
+	const struct check k = { source, named, source_sha };
 	for (size_t i = 0; i < m->n; i++) {
 		char key[CJC_HEX_LEN + 1];
 		cjc_key_entry(direct_key, &m->recs[i], place, key);
 		if (!strcmp(key, m->recs[i].entry_key) &&
-		    unchanged(h, &m->recs[i], source, named, source_sha))
+		    (noted_unchanged(h, &m->recs[i], key, &k) || unchanged(h, &m->recs[i], key, &k)))
 			return (long)i;
 	}
 	return -1;

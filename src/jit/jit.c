@@ -16,16 +16,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "base/fs.h"
 #include "base/log.h"
@@ -127,25 +129,22 @@ void jit_note(const struct cjc_jit *h, const char *fmt, ...)
 }
 
 /*
- * fs.h's temporary-file registry installs handlers for SIGINT, SIGTERM,
- * SIGHUP, SIGPIPE and SIGQUIT the first time it is used, which suits the
- * cjc program but not a library inside someone else's process (Python's
- * KeyboardInterrupt, say).  So the library makes that first use itself,
- * once, and puts the program's own handlers back: staging a killed program
- * leaves is reclaimed by `cjc gc`, as for any killed writer.  It also
- * counts forks, for jit_lock().
+ * fs.h's temporary-file registry would install handlers for SIGINT,
+ * SIGTERM, SIGHUP, SIGPIPE and SIGQUIT the first time it is used, which
+ * suits the cjc program but not a library inside someone else's process
+ * (Python's KeyboardInterrupt, say): the library's temporaries are removed
+ * at exit only, and staging a killed program leaves is reclaimed by `cjc
+ * gc`, as for any killed writer.  It also counts forks, for jit_lock().
  */
 static void once_per_process(void)
 {
 	pthread_atfork(NULL, NULL, count_fork);
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT };
-	struct sigaction old[sizeof sigs / sizeof *sigs];
-	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-		sigaction(sigs[i], NULL, &old[i]);
-	cjc_tempfile_add("");
-	cjc_tempfile_forget("");
-	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-		sigaction(sigs[i], &old[i], NULL);
+	cjc_tempfile_without_signals();
+	/* jansson's hash seed, which it would read from /dev/urandom (three
+	 * system calls) at the first object; a no-op once it has one */
+	size_t seed = 0;
+	if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) == (ssize_t)sizeof seed && seed)
+		json_object_seed(seed);
 }
 
 static pthread_once_t process_once = PTHREAD_ONCE_INIT;

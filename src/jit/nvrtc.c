@@ -287,6 +287,7 @@ static void entry_key(struct nvrtc_job *r)
 		.args = args.v,
 		.nargs = args.n,
 		.cwd = "",
+		.as = "", /* NVRTC runs no assembler: no PATH search */
 	};
 	memcpy(in.source_sha, r->j->code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, r->direct);

@@ -239,12 +239,13 @@ void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines)
 	extern char **environ;
 	char *own = prefix && *prefix ? cjc_xasprintf("%s_JIT_", prefix) : NULL;
 	struct cjc_strvec known = CJC_STRVEC_INIT;
-	known_names(prefix, &known);
 	for (char **e = environ; e && *e; e++) {
-		size_t len = strcspn(*e, "=");
-		char *name = cjc_xstrndup(*e, len);
-		if ((cjc_starts_with(name, "CJC_JIT_") || (own && cjc_starts_with(name, own))) &&
-		    !cjc_strvec_contains(&known, name)) {
+		if (!cjc_starts_with(*e, "CJC_JIT_") && !(own && cjc_starts_with(*e, own)))
+			continue; /* most of them: nothing made for them */
+		if (!known.n)
+			known_names(prefix, &known);
+		char *name = cjc_xstrndup(*e, strcspn(*e, "="));
+		if (!cjc_strvec_contains(&known, name)) {
 			const char *near = cjc_did_you_mean(name, (const char *const *)known.v, known.n);
 			char *line = cjc_xasprintf("%s is not a setting of the JIT library, and is "
 						   "ignored%s%s%s", name, near ? " (did you mean " : "",

@@ -169,6 +169,7 @@ static void direct_key(struct shim_job *s)
 		.args = s->words.v,
 		.nargs = s->words.n,
 		.cwd = "",
+		.as = "", /* NVRTC runs no assembler: no PATH search */
 	};
 	memcpy(in.source_sha, s->j.code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, s->direct);

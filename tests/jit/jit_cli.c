@@ -21,9 +21,11 @@
  * "D ARCH" from cjc_jit_device_arch() (the child of "fork" prints it and
  * exits).  The last context stays current for the compile.  Without a
  * SOURCE, only that is done.
- * After a success, an error left in cjc_jit_error() is a failure.
+ * After a success, an error left in cjc_jit_error() is a failure, and so is
+ * a signal's handler that the library changed (it lives in others' programs).
  * Exit 0, or 1 with the library's error on stderr (and the compiler's log).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,30 @@ static int device_arch(cjc_jit *jit, const char *device)
 	return rc ? 1 : 0;
 }
 
+static const int signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT };
+#define NSIGNALS (sizeof signals / sizeof *signals)
+
+static void handlers(void (*out[NSIGNALS])(int))
+{
+	for (size_t i = 0; i < NSIGNALS; i++) {
+		struct sigaction sa;
+		sigaction(signals[i], NULL, &sa);
+		out[i] = sa.sa_handler;
+	}
+}
+
+/* 0, or 1 when a signal's handler is not what it was (before). */
+static int handlers_changed(void (*before[NSIGNALS])(int))
+{
+	void (*now[NSIGNALS])(int);
+	handlers(now);
+	for (size_t i = 0; i < NSIGNALS; i++)
+		if (now[i] != before[i])
+			return fprintf(stderr, "jit_cli: the library changed signal %d's handler\n",
+				       signals[i]), 1;
+	return 0;
+}
+
 static double now_ms(void)
 {
 	struct timespec t;
@@ -128,6 +154,8 @@ int main(int argc, char **argv)
 		else
 			return fprintf(stderr, "jit_cli: unknown option %s\n", argv[i]), 2;
 	}
+	void (*before[NSIGNALS])(int);
+	handlers(before);
 	char err[1024];
 	cjc_jit *jit = cjc_jit_open(prefix, err, sizeof err);
 	if (!jit)
@@ -197,5 +225,5 @@ int main(int argc, char **argv)
 		printf("%.4f\n", (now_ms() - t0) / (repeat - 1));
 	free(code);
 	cjc_jit_close(jit);
-	return rc ? 1 : 0;
+	return rc || handlers_changed(before) ? 1 : 0;
 }

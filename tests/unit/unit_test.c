@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/thread.h"
 #include "compile/diagnostics.h"
@@ -243,6 +244,23 @@ static void test_metadata_validator(void)
 	cjc_buf_release(&why);
 	CHECK(!cjc_artifact_name_ok("../x") && !cjc_artifact_name_ok("metadata.json"));
 	CHECK(cjc_artifact_name_ok("output.fatbin"));
+}
+
+/* cjc_rfc3339 against gmtime_r and strftime, across leap days, centuries
+ * and times before 1970. */
+static void test_rfc3339(void)
+{
+	for (int64_t t = -2208988800LL; t < 4102444800LL; t += 86400 * 3 + 3607) {
+		char ours[32], theirs[32];
+		time_t tt = (time_t)t;
+		struct tm tm;
+		gmtime_r(&tt, &tm);
+		strftime(theirs, sizeof theirs, "%Y-%m-%dT%H:%M:%SZ", &tm);
+		cjc_rfc3339(t, ours);
+		CHECK(!strcmp(ours, theirs));
+		if (strcmp(ours, theirs))
+			break;
+	}
 }
 
 static void test_depfile(void)
@@ -614,6 +632,7 @@ int main(void)
 	test_native_arch();
 	test_keys();
 	test_metadata_validator();
+	test_rfc3339();
 	test_depfile();
 	test_manifest_roundtrip();
 	test_sizes();
@@ -696,14 +715,16 @@ static void test_oci_manifest(void)
 	cjc_buf_release(&out);
 }
 
-/* Artifacts embedded after the value: each whose bytes are what its layer
- * says is passed on, any other is not. */
-static void count_embedded(const char *hex, const void *p, size_t n, void *ctx)
+/* Values embedded after the first: each whose bytes are what its layer
+ * says is passed on, any other is not; ctx counts artifacts, then records. */
+static void count_embedded(const char *hex, const char *entry_key, const void *p, size_t n,
+			   void *ctx)
 {
 	char got[CJC_HEX_LEN + 1];
 	cjc_hash_buf_hex(p, n, got);
 	CHECK(!strcmp(got, hex));
-	++*(int *)ctx;
+	CHECK(!entry_key || cjc_is_hex64(entry_key));
+	++((int *)ctx)[entry_key != NULL];
 }
 
 static void test_oci_embedded(const char *hello)
@@ -711,25 +732,38 @@ static void test_oci_embedded(const char *hello)
 	char world[CJC_HEX_LEN + 1];
 	cjc_hash_buf_hex("world", 5, world);
 	const char *layer = "{\"mediaType\":\"application/vnd.cudajitcache.%s.v1\","
-			    "\"digest\":\"sha256:%s\",\"size\":5,\"data\":\"%s\"}";
-	char *value = cjc_xasprintf(layer, "record", hello, "aGVsbG8=");
-	char *good = cjc_xasprintf(layer, "artifact", world, "d29ybGQ=");
-	char *lying = cjc_xasprintf(layer, "artifact", world, "aGVsbG8="); /* hello's bytes */
-	char *text = cjc_xasprintf("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image."
-				   "manifest.v1+json\",\"artifactType\":\"application/vnd.cudajitcache."
-				   "entry.v1\",\"config\":{},\"layers\":[%s,%s,%s]}",
-				   value, good, lying);
+			    "\"digest\":\"sha256:%s\",\"size\":5,\"data\":\"%s\"%s}";
+	const char *keyed = ",\"annotations\":{\"org.cudajitcache.entry\":\"%s\"}";
+	char *as_key = cjc_xasprintf(keyed, world), *no_key = cjc_xasprintf(keyed, "x");
+	char *value = cjc_xasprintf(layer, "record", hello, "aGVsbG8=", "");
+	char *good = cjc_xasprintf(layer, "artifact", world, "d29ybGQ=", "");
+	char *lying = cjc_xasprintf(layer, "artifact", world, "aGVsbG8=", ""); /* hello's bytes */
+	char *entry = cjc_xasprintf(layer, "record", world, "d29ybGQ=", as_key);
+	char *nameless = cjc_xasprintf(layer, "record", world, "d29ybGQ=", no_key);
+	const char *fmt = "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image."
+			  "manifest.v1+json\",\"artifactType\":\"application/vnd.cudajitcache."
+			  "%s.v1\",\"config\":{},\"layers\":[%s,%s,%s,%s,%s]}";
+	char *text = cjc_xasprintf(fmt, "entry", value, good, lying, entry, nameless);
 	struct cjc_buf out = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	char hex[CJC_HEX_LEN + 1];
 	uint64_t size;
-	int passed_on = 0;
+	int passed_on[2] = { 0, 0 };
 	CHECK(cjc_oci_manifest_value(text, strlen(text), 'e', 100, &out, hex, &size, count_embedded,
-				     &passed_on, &why) == 0);
-	CHECK(passed_on == 1);
+				     passed_on, &why) == 0);
+	CHECK(passed_on[0] == 1 && passed_on[1] == 0); /* an entry's manifest embeds no entry */
 	free(value);
-	free(good);
-	free(lying);
 	free(text);
+	/* a direct-mode manifest: its newest entry's record, named by its key */
+	value = cjc_xasprintf(layer, "manifest", hello, "aGVsbG8=", "");
+	text = cjc_xasprintf(fmt, "manifest", value, good, lying, entry, nameless);
+	passed_on[0] = passed_on[1] = 0;
+	cjc_buf_reset(&out);
+	CHECK(cjc_oci_manifest_value(text, strlen(text), 'm', 100, &out, hex, &size, count_embedded,
+				     passed_on, &why) == 0);
+	CHECK(passed_on[0] == 1 && passed_on[1] == 1);
+	char *parts[] = { as_key, no_key, value, good, lying, entry, nameless, text };
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+		free(parts[i]);
 	cjc_buf_release(&out);
 	cjc_buf_release(&why);
 }

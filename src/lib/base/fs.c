@@ -400,7 +400,7 @@ struct tempfile {
 };
 static struct tempfile *temps;
 static size_t ntemps, captemps;
-static bool handlers_installed;
+static bool handlers_installed, without_signals;
 static pthread_mutex_t temps_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void remove_registered(void)
@@ -424,6 +424,8 @@ static void install_handlers(void)
 		return;
 	handlers_installed = true;
 	atexit(remove_registered);
+	if (without_signals)
+		return;
 	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT };
 	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
 		struct sigaction sa;
@@ -476,6 +478,13 @@ void cjc_tempfile_add_at(int dirfd, const char *path)
 	ntemps++;
 	pthread_mutex_unlock(&temps_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void cjc_tempfile_without_signals(void)
+{
+	pthread_mutex_lock(&temps_lock);
+	without_signals = true;
+	pthread_mutex_unlock(&temps_lock);
 }
 
 void cjc_tempfile_add(const char *path)

@@ -137,5 +137,8 @@ void cjc_tempfile_forget(const char *path);
 void cjc_tempfile_add_at(int dirfd, const char *name);
 void cjc_tempfile_remove_at(int dirfd, const char *name);
 void cjc_tempfile_forget_at(int dirfd, const char *name);
+/* For a library inside another's process: the registry removes at exit
+ * only, its signal handlers never installed (the program keeps its own). */
+void cjc_tempfile_without_signals(void);
 
 #endif

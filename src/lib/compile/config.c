@@ -705,11 +705,12 @@ static int misspelt_variables(struct cjc_config *cfg, struct cjc_buf *error)
 		if (!cjc_starts_with(*e, "CJC_"))
 			continue;
 		char *name = cjc_xstrndup(*e, strcspn(*e, "="));
-		const char *near = cjc_did_you_mean(name, envs, CJC_SET_COUNT + 1);
 		bool known = false;
 		for (int s = 0; s < CJC_SET_COUNT + 1; s++)
 			known = known || !strcmp(envs[s], name);
-		if (near && !known && !other_variable(name)) {
+		const char *near = known || other_variable(name) ? NULL :
+				   cjc_did_you_mean(name, envs, CJC_SET_COUNT + 1);
+		if (near) {
 			int s = -1;
 			for (int k = 0; k < CJC_SET_COUNT; k++)
 				if (!strcmp(envs[k], near))

@@ -2,21 +2,43 @@
 
 #include "keys/key.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+/* The civil date of a day counted from 1970-01-01 (Howard Hinnant's
+ * days_from_civil, inverted): gmtime_r would do, but glibc's reads the time
+ * zone on its first call (tzset), a file read that a JIT's first request
+ * would pay for a UTC stamp. */
+static void civil(int64_t days, int64_t *y, unsigned *m, unsigned *d)
+{
+	days += 719468;
+	int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+	unsigned doe = (unsigned)(days - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+void cjc_rfc3339(int64_t t, char out[32])
+{
+	int64_t secs = t % 86400, y;
+	unsigned m, d;
+	if (secs < 0)
+		secs += 86400;
+	civil((t - secs) / 86400, &y, &m, &d);
+	snprintf(out, 32, "%04u-%02u-%02uT%02u:%02u:%02uZ", (unsigned)(y % 10000), m, d,
+		 (unsigned)(secs / 3600), (unsigned)(secs / 60 % 60), (unsigned)(secs % 60));
+}
+
 void cjc_rfc3339_now(char out[32])
 {
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	/* not strftime: its first call reads the time zone (tzset), a file
-	 * read that a JIT's first request would pay for a UTC stamp */
-	snprintf(out, 32, "%04u-%02u-%02uT%02u:%02u:%02uZ", (unsigned)(tm.tm_year + 1900) % 10000u,
-		 (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
-		 (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
+	cjc_rfc3339((int64_t)time(NULL), out);
 }
 
 json_t *cjc_json_bytes(const char *s)

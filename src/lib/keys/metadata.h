@@ -132,7 +132,9 @@ char *cjc_json_text(json_t *v);
  * CJC_JSON_NOT_TEXT where a string belongs. */
 #define CJC_JSON_NOT_TEXT "(invalid: not a string)"
 char *cjc_json_shown(json_t *v, const char *none);
-/* The current time as RFC 3339 UTC. */
+/* A time in seconds since the epoch, and the current time, as RFC 3339 UTC
+ * (years past 9999 wrap). */
+void cjc_rfc3339(int64_t t, char out[32]);
 void cjc_rfc3339_now(char out[32]);
 
 #endif

@@ -19,8 +19,11 @@
  * blob; -1 with why when the text is not such a manifest or the embedded
  * bytes are not what the layer says.  Unless it is -1, each (when not
  * NULL) is given every artifact the manifest embeds after its first layer
- * whose bytes are what their layer says (their SHA-256 and size). */
-typedef void (*cjc_oci_embedded_fn)(const char *hex, const void *p, size_t n, void *ctx);
+ * whose bytes are what their layer says (their SHA-256 and size), with a
+ * NULL entry key; and for a direct-mode manifest, the record of the entry
+ * it embeds, the same way, with that entry's key. */
+typedef void (*cjc_oci_embedded_fn)(const char *hex, const char *entry_key, const void *p, size_t n,
+				    void *ctx);
 int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 			   struct cjc_buf *out, char hex[CJC_HEX_LEN + 1], uint64_t *size,
 			   cjc_oci_embedded_fn each, void *ctx, struct cjc_buf *why);

@@ -17,7 +17,12 @@
  *                  request), then, for an entry record, one layer per
  *                  artifact its metadata lists, so the registry keeps them
  *                  with it and shows them (small ones embedded: the shelf,
- *                  below).
+ *                  below); for a direct-mode manifest, the record of the
+ *                  entry its newest record names, and that entry's small
+ *                  artifacts, when this process just wrote them and they
+ *                  fit (a layer of the record's type, annotated with the
+ *                  entry key), so that a hit on an empty local store is
+ *                  one request.
  * A value's blob is uploaded (POST, then PUT to the Location with
  * ?digest=) only when a HEAD says it is not there.  A put-if-absent HEADs
  * the tag first; two writers racing past it may both write, each a valid
@@ -57,22 +62,28 @@
 #include <strings.h>
 
 #include "base/fs.h"
+#include "keys/manifest.h"
 #include "keys/metadata.h"
 
 #define MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define MT_EMPTY "application/vnd.oci.empty.v1+json"
 #define EMPTY_HEX "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 #define MT_ARTIFACT "application/vnd.cudajitcache.artifact.v1"
+#define MT_RECORD "application/vnd.cudajitcache.record.v1"
+#define ENTRY_ANNOTATION "org.cudajitcache.entry"
 #define TOKEN_REPLY_MAX (64 * 1024)
 #define HEADER_MAX 4096
 #define ERROR_BODY_MAX 512
 #define EMBED_MAX ((size_t)256 << 10) /* read: what a manifest may embed in all */
 #define MANIFEST_READ_MAX ((size_t)512 << 10) /* EMBED_MAX base64'd, and the layers */
-/* What a manifest written here embeds, the value's bytes and its artifacts'
+/* What a manifest written here embeds, its value's bytes and the others'
  * together: a registry parses a manifest on each GET, and one of 400 KiB
  * took it 21 ms against 11 ms for a blob of 500 KiB (docker-registry 2.8),
- * so large values go as blobs only. */
-#define EMBED_WRITE_MAX ((size_t)64 << 10)
+ * so large values go as blobs only; one of 114 KiB took 8-13 ms against
+ * 7.5-11 ms for one of 56 KiB, so a light entry's hit, whose direct-mode
+ * manifest (43 KiB), record (32 KiB) and object (10 KiB) fit, is one
+ * request of the larger rather than two. */
+#define EMBED_WRITE_MAX ((size_t)128 << 10)
 #define MAX_REDIRS 3L
 
 /* What a manifest of each kind says it is, and its value's layer. */
@@ -80,7 +91,7 @@ static const struct kind {
 	char letter;
 	const char *artifact_type, *layer_type;
 } kinds[] = {
-	{ 'e', "application/vnd.cudajitcache.entry.v1", "application/vnd.cudajitcache.record.v1" },
+	{ 'e', "application/vnd.cudajitcache.entry.v1", MT_RECORD },
 	{ 'm', "application/vnd.cudajitcache.manifest.v1", "application/vnd.cudajitcache.manifest.v1" },
 };
 
@@ -147,25 +158,36 @@ static int not_ours(struct cjc_buf *why, const char *what)
 	return -1;
 }
 
-/* Each artifact layer after the first that embeds its bytes, when they
- * are what the layer says (at most EMBED_MAX in all), to each. */
-static void embedded_artifacts(json_t *layers, cjc_oci_embedded_fn each, void *ctx)
+/* A layer's embedded bytes, when they are what it says (at most max). */
+static bool layer_bytes(json_t *l, size_t max, char hex[CJC_HEX_LEN + 1], struct cjc_buf *bytes)
+{
+	json_t *data = json_object_get(l, "data");
+	char got[CJC_HEX_LEN + 1];
+	uint64_t size;
+	return json_is_string(data) && !descriptor_of(l, max, hex, &size) &&
+	       json_string_length(data) == (size + 2) / 3 * 4 &&
+	       !cjc_base64_decode(json_string_value(data), json_string_length(data), bytes) &&
+	       bytes->len == size && (cjc_hash_buf_hex(bytes->data, bytes->len, got), !strcmp(got, hex));
+}
+
+/* Each layer after the first that embeds its bytes, when they are what the
+ * layer says (at most EMBED_MAX in all), to each: an artifact, or (in a
+ * direct-mode manifest) an entry's record and the key it is annotated with. */
+static void embedded_artifacts(json_t *layers, char kind, cjc_oci_embedded_fn each, void *ctx)
 {
 	size_t total = 0;
 	for (size_t i = 1; each && i < json_array_size(layers); i++) {
 		json_t *l = json_array_get(layers, i);
 		const char *lt = json_string_value(json_object_get(l, "mediaType"));
-		json_t *data = json_object_get(l, "data");
-		char hex[CJC_HEX_LEN + 1], got[CJC_HEX_LEN + 1];
-		uint64_t size;
+		const char *key = json_string_value(
+			json_object_get(json_object_get(l, "annotations"), ENTRY_ANNOTATION));
+		bool record = kind == 'm' && lt && !strcmp(lt, MT_RECORD) && key && cjc_is_hex64(key);
+		char hex[CJC_HEX_LEN + 1];
 		struct cjc_buf bytes = CJC_BUF_INIT;
-		if (lt && !strcmp(lt, MT_ARTIFACT) && json_is_string(data) &&
-		    !descriptor_of(l, EMBED_MAX - total, hex, &size) &&
-		    json_string_length(data) == (size + 2) / 3 * 4 &&
-		    !cjc_base64_decode(json_string_value(data), json_string_length(data), &bytes) &&
-		    bytes.len == size && (cjc_hash_buf_hex(bytes.data, bytes.len, got), !strcmp(got, hex))) {
-			total += size;
-			each(hex, bytes.data, bytes.len, ctx);
+		if (lt && (record || !strcmp(lt, MT_ARTIFACT)) &&
+		    layer_bytes(l, EMBED_MAX - total, hex, &bytes)) {
+			total += bytes.len;
+			each(hex, record ? key : NULL, bytes.data, bytes.len, ctx);
 		}
 		cjc_buf_release(&bytes);
 	}
@@ -208,51 +230,59 @@ int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 			rc = -1, cjc_buf_adds(why, "a layer's data differs from its digest or size");
 	}
 	if (rc >= 0)
-		embedded_artifacts(layers, each, ctx);
+		embedded_artifacts(layers, kind, each, ctx);
 	json_decref(root);
 	return rc;
 }
 
-/* --- the shelf: small artifacts carried in their entry's manifest ---------
+/* --- the shelf: small values carried in another's manifest ---------------
  *
  * An entry's manifest embeds its artifacts' bytes too (each layer's
- * `data`, EMBED_WRITE_MAX with the record), so that a hit on an empty local
- * store of a small entry is two requests (the direct-mode manifest, the
- * entry's), not three.  The bytes travel
- * through this process-wide shelf, bounded and short-lived: a blob this
- * process just uploaded waits there for the entry's manifest that lists
- * it, and an embedded artifact checked against its layer's digest waits
- * for the get of that blob, which takes it.  Only bytes whose SHA-256 is
- * their name are shelved, and a get still checks them (remote.c). */
+ * `data`, EMBED_WRITE_MAX with the record), and a direct-mode manifest the
+ * record of its newest entry and that entry's artifacts, so that a hit on
+ * an empty local store of a small entry is one request (the direct-mode
+ * manifest), not three.  The bytes travel through this process-wide
+ * shelf, bounded and short-lived: a blob or an entry's record this process
+ * just wrote waits there for the manifest that embeds it, and an embedded
+ * one checked against its layer's digest waits for the get of that blob or
+ * entry, which takes it.  Only bytes whose SHA-256 their layer names are
+ * shelved, and a get still checks them (remote.c: an artifact against the
+ * entry's metadata, a record by its metadata naming the key asked for). */
 #define SHELF_SLOTS 16
 #define SHELF_LIFE_MS 60000
 #define SHELF_ITEM_MAX ((size_t)256 << 10) /* 4 MiB at most in all */
 
 static struct shelved {
-	char hex[CJC_HEX_LEN + 1]; /* "" when free */
+	char name[CJC_HEX_LEN + 3]; /* a blob's hex, or "e:" and an entry key; "" when free */
 	struct cjc_buf bytes;
 	int64_t until_ms;
 } shelf[SHELF_SLOTS];
 static pthread_mutex_t shelf_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static struct shelved *shelf_find(const char *hex, int64_t now)
+/* The shelf's name of a blob (entry_key NULL) or of an entry's record. */
+static void shelf_name(const char *hex, const char *entry_key, char name[CJC_HEX_LEN + 3])
+{
+	snprintf(name, CJC_HEX_LEN + 3, "%s%s", entry_key ? "e:" : "", entry_key ? entry_key : hex);
+}
+
+static struct shelved *shelf_find(const char *name, int64_t now)
 {
 	for (size_t i = 0; i < SHELF_SLOTS; i++)
-		if (shelf[i].hex[0] && shelf[i].until_ms > now && !strcmp(shelf[i].hex, hex))
+		if (shelf[i].name[0] && shelf[i].until_ms > now && !strcmp(shelf[i].name, name))
 			return &shelf[i];
 	return NULL;
 }
 
-/* Where hex goes: its own slot, a free or ended one, else the one that
+/* Where name goes: its own slot, a free or ended one, else the one that
  * ends first. */
-static struct shelved *shelf_slot(const char *hex, int64_t now)
+static struct shelved *shelf_slot(const char *name, int64_t now)
 {
-	struct shelved *slot = shelf_find(hex, now);
+	struct shelved *slot = shelf_find(name, now);
 	if (slot)
 		return slot;
 	slot = &shelf[0];
 	for (size_t i = 0; i < SHELF_SLOTS; i++) {
-		if (!shelf[i].hex[0] || shelf[i].until_ms <= now)
+		if (!shelf[i].name[0] || shelf[i].until_ms <= now)
 			return &shelf[i];
 		if (shelf[i].until_ms < slot->until_ms)
 			slot = &shelf[i];
@@ -260,28 +290,31 @@ static struct shelved *shelf_slot(const char *hex, int64_t now)
 	return slot;
 }
 
-/* Keeps a copy of bytes (whose SHA-256 is hex), when small enough. */
-static void shelf_put(const char *hex, const void *p, size_t n, void *ctx)
+/* Keeps a copy of bytes (whose SHA-256 is hex), when small enough: a blob,
+ * or the record of the entry entry_key. */
+static void shelf_put(const char *hex, const char *entry_key, const void *p, size_t n, void *ctx)
 {
 	(void)ctx;
 	if (n > SHELF_ITEM_MAX)
 		return;
+	char name[CJC_HEX_LEN + 3];
+	shelf_name(hex, entry_key, name);
 	int64_t now = cjc_now_ms();
 	pthread_mutex_lock(&shelf_lock);
-	struct shelved *slot = shelf_slot(hex, now);
+	struct shelved *slot = shelf_slot(name, now);
 	slot->bytes.len = 0;
 	cjc_buf_add(&slot->bytes, p, n);
-	memcpy(slot->hex, hex, sizeof slot->hex);
+	memcpy(slot->name, name, sizeof slot->name);
 	slot->until_ms = now + SHELF_LIFE_MS;
 	pthread_mutex_unlock(&shelf_lock);
 }
 
-/* A copy of the shelved bytes of hex, of size n, into out: whether there. */
-static bool shelf_copy(const char *hex, uint64_t n, struct cjc_buf *out)
+/* A copy of the shelved bytes of name, at most max, into out: whether there. */
+static bool shelf_copy(const char *name, uint64_t max, struct cjc_buf *out)
 {
 	pthread_mutex_lock(&shelf_lock);
-	struct shelved *s = shelf_find(hex, cjc_now_ms());
-	bool there = s && s->bytes.len == n;
+	struct shelved *s = shelf_find(name, cjc_now_ms());
+	bool there = s && s->bytes.len <= max;
 	if (there)
 		cjc_buf_add(out, s->bytes.data, s->bytes.len);
 	pthread_mutex_unlock(&shelf_lock);
@@ -289,14 +322,14 @@ static bool shelf_copy(const char *hex, uint64_t n, struct cjc_buf *out)
 }
 
 /* The same, taking them off the shelf (a get serves them once). */
-static bool shelf_take(const char *hex, size_t max, struct cjc_buf *out)
+static bool shelf_take(const char *name, size_t max, struct cjc_buf *out)
 {
 	pthread_mutex_lock(&shelf_lock);
-	struct shelved *s = shelf_find(hex, cjc_now_ms());
+	struct shelved *s = shelf_find(name, cjc_now_ms());
 	bool there = s && s->bytes.len <= max;
 	if (there) {
 		cjc_buf_add(out, s->bytes.data, s->bytes.len);
-		s->hex[0] = '\0';
+		s->name[0] = '\0';
 		cjc_buf_release(&s->bytes);
 	}
 	pthread_mutex_unlock(&shelf_lock);
@@ -311,47 +344,92 @@ static json_t *descriptor(const char *media_type, const char *hex, uint64_t size
 			 (json_int_t)size);
 }
 
-/* The manifest carrying value (of the given SHA-256) for kind; for an entry
- * record, a layer per artifact its metadata lists (key: the entry key). */
-static char *manifest_for(const struct kind *k, const char *key, const void *p, size_t n,
-			  const char *hex)
+/* A layer of bytes (whose SHA-256 is hex), embedded when with is set. */
+static json_t *layer_of(const char *media_type, const char *hex, const void *p, size_t n,
+			bool with)
 {
-	json_t *config = descriptor(MT_EMPTY, EMPTY_HEX, 2);
-	json_t *value = descriptor(k->layer_type, hex, n);
-	json_object_set_new(config, "data", json_string("e30="));
-	if (n <= EMBED_WRITE_MAX) {
+	json_t *layer = descriptor(media_type, hex, n);
+	if (with) {
 		struct cjc_buf enc = CJC_BUF_INIT;
 		cjc_base64_encode(p, n, &enc);
-		json_object_set_new(value, "data", json_stringn(enc.data, enc.len));
+		json_object_set_new(layer, "data", json_stringn(enc.data, enc.len));
 		cjc_buf_release(&enc);
 	}
-	json_t *layers = json_array();
-	json_array_append_new(layers, value);
+	return layer;
+}
+
+/* A layer per artifact the entry record (of key) lists, embedding those on
+ * the shelf within budget; with only_embedded, the others are left out.
+ * The bytes embedded. */
+static size_t add_artifacts(json_t *layers, const void *record, size_t n, const char *key,
+			    size_t budget, bool only_embedded)
+{
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
-	json_t *doc = k->letter == 'e' && !cjc_remote_decode_record(p, n, &meta, &sig)
-			      ? cjc_metadata_parse(meta.data, meta.len, key, &why)
-			      : NULL;
-	size_t nfiles = 0;
+	json_t *doc = !cjc_remote_decode_record(record, n, &meta, &sig)
+			      ? cjc_metadata_parse(meta.data, meta.len, key, &why) : NULL;
+	size_t nfiles = 0, total = 0;
 	struct cjc_artifact *files = doc ? cjc_metadata_artifacts(doc, &nfiles) : NULL;
-	size_t total = n <= EMBED_WRITE_MAX ? n : EMBED_WRITE_MAX; /* the record's own, above */
 	for (size_t i = 0; i < nfiles; i++) {
-		json_t *layer = descriptor(MT_ARTIFACT, files[i].sha256, files[i].size);
-		struct cjc_buf bytes = CJC_BUF_INIT, enc = CJC_BUF_INIT;
-		if (files[i].size <= EMBED_WRITE_MAX - total &&
-		    shelf_copy(files[i].sha256, files[i].size, &bytes)) {
-			total += bytes.len;
-			cjc_base64_encode(bytes.data, bytes.len, &enc);
-			json_object_set_new(layer, "data", json_stringn(enc.data, enc.len));
-		}
+		struct cjc_buf bytes = CJC_BUF_INIT;
+		bool with = files[i].size <= budget - total &&
+			    shelf_copy(files[i].sha256, files[i].size, &bytes) &&
+			    bytes.len == files[i].size;
+		if (with || !only_embedded)
+			json_array_append_new(layers, layer_of(MT_ARTIFACT, files[i].sha256, bytes.data,
+							       files[i].size, with));
+		total += with ? bytes.len : 0;
 		cjc_buf_release(&bytes);
-		cjc_buf_release(&enc);
-		json_array_append_new(layers, layer);
 	}
 	cjc_artifacts_free(files, nfiles);
 	json_decref(doc);
 	cjc_buf_release(&meta);
 	cjc_buf_release(&sig);
 	cjc_buf_release(&why);
+	return total;
+}
+
+/* For a direct-mode manifest (its value p): the record of the entry its
+ * newest record names, and that entry's artifacts, when this process just
+ * wrote them (the shelf) and they fit the budget. */
+static void add_entry(json_t *layers, const void *p, size_t n, size_t budget)
+{
+	const void *file, *sig;
+	size_t file_len, sig_len;
+	struct cjc_manifest m = { 0 };
+	if (cjc_remote_decode_manifest(p, n, &file, &file_len, &sig, &sig_len) ||
+	    cjc_manifest_decode_file(file, file_len, &m) || !m.n)
+		return cjc_manifest_release(&m);
+	char name[CJC_HEX_LEN + 3], hex[CJC_HEX_LEN + 1];
+	struct cjc_buf record = CJC_BUF_INIT;
+	shelf_name(NULL, m.recs[0].entry_key, name);
+	if (shelf_copy(name, budget, &record) && record.len) {
+		cjc_hash_buf_hex(record.data, record.len, hex);
+		json_t *layer = layer_of(MT_RECORD, hex, record.data, record.len, true);
+		json_object_set_new(layer, "annotations",
+				    json_pack("{s:s}", ENTRY_ANNOTATION, m.recs[0].entry_key));
+		json_array_append_new(layers, layer);
+		add_artifacts(layers, record.data, record.len, m.recs[0].entry_key,
+			      budget - record.len, true);
+	}
+	cjc_buf_release(&record);
+	cjc_manifest_release(&m);
+}
+
+/* The manifest carrying value (of the given SHA-256) for kind: for an
+ * entry record, a layer per artifact its metadata lists (key: the entry
+ * key); for a direct-mode manifest, its newest entry (add_entry). */
+static char *manifest_for(const struct kind *k, const char *key, const void *p, size_t n,
+			  const char *hex)
+{
+	json_t *config = descriptor(MT_EMPTY, EMPTY_HEX, 2);
+	json_object_set_new(config, "data", json_string("e30="));
+	json_t *layers = json_array();
+	json_array_append_new(layers, layer_of(k->layer_type, hex, p, n, n <= EMBED_WRITE_MAX));
+	size_t budget = n <= EMBED_WRITE_MAX ? EMBED_WRITE_MAX - n : 0;
+	if (k->letter == 'e')
+		add_artifacts(layers, p, n, key, budget, false);
+	else if (n <= EMBED_WRITE_MAX)
+		add_entry(layers, p, n, budget);
 	json_t *m = json_pack("{s:i, s:s, s:s, s:o, s:o}", "schemaVersion", 2, "mediaType",
 			      MT_MANIFEST, "artifactType", k->artifact_type, "config", config,
 			      "layers", layers);
@@ -1121,8 +1199,12 @@ static int oci_get(struct cjc_remote_backend *b, const char *name, size_t max, s
 	b->absent[0] = 0;
 	if (parse_name(name, &t, why))
 		return CJC_REMOTE_ERROR;
+	char shelved[CJC_HEX_LEN + 3];
+	shelf_name(t.hex, t.kind == 'e' ? t.hex : NULL, shelved);
+	if (t.kind != 'm' && shelf_take(shelved, max, out))
+		return CJC_REMOTE_OK;
 	if (t.kind == 'c')
-		return shelf_take(t.hex, max, out) ? CJC_REMOTE_OK : blob_get(b, t.hex, max, out, why);
+		return blob_get(b, t.hex, max, out, why);
 	struct cjc_buf text = CJC_BUF_INIT;
 	/* what a manifest of ours can be (the embedded bytes base64'd, a layer
 	 * per artifact), far below the value's own bound: a larger value is a
@@ -1162,7 +1244,7 @@ static int oci_put(struct cjc_remote_backend *b, const char *name, const void *p
 	if (t.kind == 'c') {
 		int rc = absent ? upload(b, hex, p, n, why) : blob_put(b, hex, p, n, why);
 		if (rc == CJC_REMOTE_OK) /* for the entry's manifest that follows */
-			shelf_put(hex, p, n, NULL);
+			shelf_put(hex, NULL, p, n, NULL);
 		return rc;
 	}
 	int rc = only_if_absent ? head_url(b, manifest_url(b, t.tag), true, why) : CJC_REMOTE_ABSENT;
@@ -1180,6 +1262,8 @@ static int oci_put(struct cjc_remote_backend *b, const char *name, const void *p
 		rc = ask(b, &rq, NULL, why);
 		free(rq.url);
 	}
+	if (rc == CJC_REMOTE_OK && t.kind == 'e') /* for the direct-mode manifest that follows */
+		shelf_put(hex, t.hex, p, n, NULL);
 	free(text);
 	return rc == CJC_REMOTE_ABSENT ? (cjc_buf_adds(why, "HTTP status 404 on a manifest's put"),
 					  CJC_REMOTE_ERROR)
