@@ -173,10 +173,10 @@ void jit_deps_save(struct cjc_jit *h)
 /* jit_deps_hash() of path, reached as name from dirfd. */
 static int hash_at(struct cjc_jit *h, int dirfd, const char *name, const char *path,
 		   uint64_t expect, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN],
-		   struct cjc_stamp *seen)
+		   struct cjc_stamp *stamp)
 {
 	struct stat s;
-	struct cjc_stamp now_, *now = seen ? seen : &now_;
+	struct cjc_stamp own, *now = stamp ? stamp : &own; /* the stamp it had, for the caller */
 	if (fstatat(dirfd, name, &s, 0) || (expect != JIT_ANY_SIZE && (uint64_t)s.st_size != expect))
 		return -1;
 	cjc_stamp_of(&s, now);
@@ -420,8 +420,8 @@ static int dep_hash(struct cjc_jit *h, const struct cjc_dep *d, struct seen_dirs
 	const struct seen_dir *l = NULL;
 	if (slash && slash[1] && slash != d->path && d->path[0] == '/')
 		l = look_at_dir(seen, d->path, (size_t)(slash - d->path));
-	else
-		note->usable = false;
+	if (!l || l->state)
+		note->usable = false; /* file_holds could not stat it the same way */
 	if (l && l->state > 0)
 		return -1;
 	return l && !l->state ? hash_at(h, l->fd, slash + 1, d->path, d->size, size, sha, &note->files[i])
@@ -561,7 +561,9 @@ static bool file_holds(const struct cjc_dep *d, const struct check *k, struct se
 static bool dirs_hold(struct cjc_cursor *c, struct seen_dirs *seen, int64_t taken)
 {
 	uint32_t n = cjc_cursor_u32(c);
-	for (uint32_t i = 0; i < n && n <= SEEN_DIRS; i++) {
+	if (n > SEEN_DIRS)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
 		size_t len;
 		const char *path = cjc_cursor_chars(c, PATH_MAX, &len);
 		uint32_t state = cjc_cursor_u32(c);
@@ -573,7 +575,7 @@ static bool dirs_hold(struct cjc_cursor *c, struct seen_dirs *seen, int64_t take
 		if ((uint32_t)l->state != state || (!state && !cjc_stamp_holds(&then, &l->st, taken)))
 			return false;
 	}
-	return n <= SEEN_DIRS && !c->bad;
+	return !c->bad;
 }
 
 /* Whether the record's note (above) still proves it unchanged. */
