@@ -198,9 +198,9 @@ static void close_signal(struct jit_changes *c)
 }
 
 /* A handle's first request opens no signal: nothing it serves is
- * remembered as checked, and a handle may make no other; opening the mount
- * table is a tenth of a new process's first request.  The next one opens
- * it, before the check it vouches for. */
+ * remembered as checked, and a handle may make no other (opening the mount
+ * table was 2 % of a new process's first request on the nvcc path).  The
+ * next request opens it, before the check it vouches for. */
 static struct jit_changes *changes_of(struct cjc_jit *h)
 {
 	struct jit_changes *c = h->changes;

@@ -22,6 +22,7 @@
 
 static int passed, failed;
 static void test_oci_manifest(void);
+static void test_oci_challenge(void);
 
 #define CHECK(cond)                                                                  \
 	do {                                                                         \
@@ -711,6 +712,7 @@ static void test_oci_manifest(void)
 	CHECK(oci_value(text, strlen(text), 'e', 100, &out) == -1); /* a duplicate key */
 	free(text);
 	test_oci_embedded(hex);
+	test_oci_challenge();
 	cjc_buf_release(&b);
 	cjc_buf_release(&out);
 }
@@ -766,5 +768,28 @@ static void test_oci_embedded(const char *hello)
 		free(parts[i]);
 	cjc_buf_release(&out);
 	cjc_buf_release(&why);
+}
+/* A challenge's parameters, quoted or in the token form, never a name
+ * that only ends like the one asked for. */
+static void test_oci_challenge(void)
+{
+	static const struct {
+		const char *challenge, *name, *want;
+	} cases[] = {
+		{ "Bearer realm=\"https://a/token\",service=\"reg\"", "realm", "https://a/token" },
+		{ "Bearer realm=\"https://a/token\",service=\"reg\"", "service", "reg" },
+		{ "Bearer realm=https://a/token,service=reg,scope=\"repository:x:pull\"", "realm",
+		  "https://a/token" },
+		{ "Bearer realm=https://a/token, service=reg", "service", "reg" },
+		{ "Bearer xrealm=\"https://evil\",realm=\"https://a\"", "realm", "https://a" },
+		{ "Bearer realm=\"https://a", "realm", NULL },
+		{ "Bearer realm=,service=reg", "realm", NULL },
+		{ "Bearer service=reg", "realm", NULL },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *got = cjc_oci_challenge_param(cases[i].challenge, cases[i].name);
+		CHECK(cases[i].want ? got && !strcmp(got, cases[i].want) : !got);
+		free(got);
+	}
 }
 #endif

@@ -67,3 +67,10 @@ char *cjc_curl_read_secret(const char *file, const char *attribute, struct cjc_b
 	}
 	return s;
 }
+
+void cjc_curl_free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}

@@ -36,5 +36,8 @@ const char *cjc_curl_load(void);
  * 8 KiB; malloc'd, or NULL with why naming the file, never what it holds. */
 struct cjc_buf;
 char *cjc_curl_read_secret(const char *file, const char *attribute, struct cjc_buf *why);
+/* Frees a secret (a password, a token, a header that carries one), its
+ * bytes wiped first; NULL is nothing. */
+void cjc_curl_free_secret(char *s);
 
 #endif

@@ -28,6 +28,11 @@ int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 			   struct cjc_buf *out, char hex[CJC_HEX_LEN + 1], uint64_t *size,
 			   cjc_oci_embedded_fn each, void *ctx, struct cjc_buf *why);
 
+/* The value of a parameter of a WWW-Authenticate challenge (Bearer
+ * realm="...",service=...): quoted, or in RFC 7235's token form (up to a
+ * comma or a blank); malloc'd, or NULL when it is not there. */
+char *cjc_oci_challenge_param(const char *challenge, const char *name);
+
 /* Standard base64 with padding; decoding is strict (no blanks, padding
  * only at the end): 0, or -1 when text is not such base64. */
 void cjc_base64_encode(const void *p, size_t n, struct cjc_buf *out);

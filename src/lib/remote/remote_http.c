@@ -54,11 +54,11 @@ static void backend_free(struct cjc_remote_backend *b)
 		cjc_curl.easy_cleanup(b->curl);
 	free(b->base);
 	free(b->user);
-	free(b->password);
-	free(b->bearer);
+	cjc_curl_free_secret(b->password);
+	cjc_curl_free_secret(b->bearer);
 	free(b->ca_file);
 	free(b->sigv4);
-	free(b->token_header);
+	cjc_curl_free_secret(b->token_header);
 	free(b);
 }
 

@@ -470,7 +470,7 @@ static void auth_free(struct auth *a)
 	free(a->realm);
 	free(a->service);
 	for (int s = 0; s < NSCOPES; s++)
-		free(a->tokens[s].value);
+		cjc_curl_free_secret(a->tokens[s].value);
 	free(a);
 }
 
@@ -497,8 +497,8 @@ static void backend_free(struct cjc_remote_backend *b)
 	free(b->origin);
 	free(b->repo);
 	free(b->user);
-	free(b->password);
-	free(b->bearer);
+	cjc_curl_free_secret(b->password);
+	cjc_curl_free_secret(b->bearer);
 	free(b->ca_file);
 	if (b->own)
 		auth_free(b->own);
@@ -551,11 +551,10 @@ static int read_credentials(struct cjc_remote_backend *b, const char *file, stru
 		return -1;
 	}
 	free(b->user);
-	free(b->password);
+	cjc_curl_free_secret(b->password);
 	b->user = cjc_xstrndup(line, (size_t)(colon - line));
 	b->password = cjc_xstrdup(colon + 1);
-	explicit_bzero(line, strlen(line));
-	free(line);
+	cjc_curl_free_secret(line);
 	return 0;
 }
 
@@ -760,8 +759,7 @@ static void authorize(struct cjc_remote_backend *b, const struct request *rq)
 	if (token) { /* libcurl copies it */
 		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
 		cjc_curl.easy_setopt(b->curl, CURLOPT_XOAUTH2_BEARER, token);
-		explicit_bzero(token, strlen(token));
-		free(token);
+		cjc_curl_free_secret(token);
 	} else if (b->user && asked_basic(b)) {
 		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
 		cjc_curl.easy_setopt(b->curl, CURLOPT_USERNAME, b->user);
@@ -879,16 +877,18 @@ static int result_of(struct cjc_remote_backend *b, CURLcode code, struct reply *
 	return CJC_REMOTE_ERROR;
 }
 
-/* The value of name="..." in a challenge, or NULL. */
-static char *param(const char *challenge, const char *name)
+char *cjc_oci_challenge_param(const char *challenge, const char *name)
 {
 	size_t n = strlen(name);
 	for (const char *p = challenge; (p = strcasestr(p, name)); p += n) {
 		bool starts = p == challenge || p[-1] == ' ' || p[-1] == ',';
-		if (starts && p[n] == '=' && p[n + 1] == '"') {
-			const char *end = strchr(p + n + 2, '"');
-			return end ? cjc_xstrndup(p + n + 2, (size_t)(end - p - n - 2)) : NULL;
-		}
+		const char *v = p + n + 1;
+		if (!starts || p[n] != '=')
+			continue;
+		if (*v != '"') /* RFC 7235's token form: up to a comma or a blank */
+			return strcspn(v, ", \t") ? cjc_xstrndup(v, strcspn(v, ", \t")) : NULL;
+		const char *end = strchr(v + 1, '"');
+		return end ? cjc_xstrndup(v + 1, (size_t)(end - v - 1)) : NULL;
 	}
 	return NULL;
 }
@@ -997,8 +997,9 @@ static int answer_challenge(struct cjc_remote_backend *b, const struct request *
 	}
 	if (!challenge || strncasecmp(challenge, "bearer ", 7))
 		return -1;
-	char *realm = param(challenge, "realm"), *service = param(challenge, "service");
-	char *scope = param(challenge, "scope");
+	char *realm = cjc_oci_challenge_param(challenge, "realm");
+	char *service = cjc_oci_challenge_param(challenge, "service");
+	char *scope = cjc_oci_challenge_param(challenge, "scope");
 	if (!realm) {
 		free(service);
 		free(scope);
@@ -1028,7 +1029,7 @@ static int perform(struct cjc_remote_backend *b, const struct request *rq, struc
 	pthread_mutex_unlock(&auth_lock);
 	char *token = named && !b->bearer ? token_for(b, rq->scope) : NULL;
 	bool fetch = named && !b->bearer && !token && on_registry(b, rq->url);
-	free(token);
+	cjc_curl_free_secret(token);
 	if (fetch) {
 		char *scope = cjc_xasprintf("repository:%s:%s", b->repo, scope_actions[rq->scope]);
 		rc = fetch_token(b, rq->scope, scope, why);
