@@ -658,6 +658,10 @@ SRC
 	assertEquals "another arch, another entry" miss \
 		"$(CJC_JIT_COMPILER=nvrtc jit --arch sm_90 plain.cu | cut -d' ' -f1)"
 	assertEquals "ptx" miss "$(CJC_JIT_COMPILER=nvrtc jit --format ptx plain.cu | cut -d' ' -f1)"
+	# NVRTC runs no assembler: where PATH finds `as` is not in its key
+	mkdir -p early && printf '#!/bin/sh\nexec /usr/bin/as "$@"\n' >early/as && chmod +x early/as
+	assertEquals "another as on PATH" "$second" \
+		"$(PATH="$PWD/early:$PATH" CJC_JIT_COMPILER=nvrtc jit plain.cu)"
 	"$CJC" verify >/dev/null || fail "verify"
 	"$CJC" show "${first#miss }" --json | jq -e '.compiler.version | startswith("NVRTC")' >/dev/null ||
 		fail "metadata names NVRTC"

@@ -412,19 +412,28 @@ static char *note_name(const char *entry_key)
 	return cjc_xasprintf("hashes/%.2s/%s.jit", entry_key, entry_key);
 }
 
+/* The seen directory of an absolute path's last name (set in *name), or
+ * NULL for a path that is not /DIR/NAME. */
+static const struct seen_dir *dir_of(struct seen_dirs *seen, const char *path, const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash || !slash[1] || slash == path || path[0] != '/')
+		return NULL;
+	*name = slash + 1;
+	return look_at_dir(seen, path, (size_t)(slash - path));
+}
+
 /* jit_deps_hash() of a record's file, through its directory's fd. */
 static int dep_hash(struct cjc_jit *h, const struct cjc_dep *d, struct seen_dirs *seen,
 		    uint64_t *size, unsigned char sha[CJC_DIGEST_LEN], struct note *note, size_t i)
 {
-	const char *slash = strrchr(d->path, '/');
-	const struct seen_dir *l = NULL;
-	if (slash && slash[1] && slash != d->path && d->path[0] == '/')
-		l = look_at_dir(seen, d->path, (size_t)(slash - d->path));
+	const char *name = NULL;
+	const struct seen_dir *l = dir_of(seen, d->path, &name);
 	if (!l || l->state)
 		note->usable = false; /* file_holds could not stat it the same way */
 	if (l && l->state > 0)
 		return -1;
-	return l && !l->state ? hash_at(h, l->fd, slash + 1, d->path, d->size, size, sha, &note->files[i])
+	return l && !l->state ? hash_at(h, l->fd, name, d->path, d->size, size, sha, &note->files[i])
 			      : hash_at(h, AT_FDCWD, d->path, d->path, d->size, size, sha, &note->files[i]);
 }
 
@@ -432,18 +441,18 @@ static int dep_hash(struct cjc_jit *h, const struct cjc_dep *d, struct seen_dirs
  * through the listing of its directory. */
 static bool absent(struct cjc_jit *h, const char *path, struct seen_dirs *seen, struct note *note)
 {
-	const char *slash = strrchr(path, '/');
+	const char *name = NULL;
+	const struct seen_dir *l = dir_of(seen, path, &name);
 	struct stat s;
-	if (!slash || !slash[1] || slash == path || path[0] != '/') {
+	if (!l) {
 		note->usable = false;
 		return stat(path, &s) && (errno == ENOENT || errno == ENOTDIR);
 	}
-	const struct seen_dir *l = look_at_dir(seen, path, (size_t)(slash - path));
 	note->dirs[l - seen->d] = true;
 	if (l->state)
 		return l->state > 0;
-	int in = listed(h, l->path, &l->st, slash + 1);
-	return in < 0 ? !list_dir(h, l->path, &l->st, slash + 1) : !in;
+	int in = listed(h, l->path, &l->st, name);
+	return in < 0 ? !list_dir(h, l->path, &l->st, name) : !in;
 }
 
 /* Whether path is where the request's source is keyed: either of its two
@@ -546,13 +555,11 @@ static bool file_holds(const struct cjc_dep *d, const struct check *k, struct se
 {
 	if (is_source(d->path, k->source, k->named))
 		return !memcmp(d->sha, k->source_sha, CJC_DIGEST_LEN);
-	const char *slash = strrchr(d->path, '/');
-	if (!slash || !slash[1] || slash == d->path || d->path[0] != '/')
-		return false;
-	const struct seen_dir *l = look_at_dir(seen, d->path, (size_t)(slash - d->path));
+	const char *name = NULL;
+	const struct seen_dir *l = dir_of(seen, d->path, &name);
 	struct stat s;
 	struct cjc_stamp now;
-	if (l->state || fstatat(l->fd, slash + 1, &s, 0))
+	if (!l || l->state || fstatat(l->fd, name, &s, 0))
 		return false;
 	cjc_stamp_of(&s, &now);
 	return cjc_stamp_holds(then, &now, taken);
