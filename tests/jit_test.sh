@@ -745,7 +745,9 @@ testACacheDirWithoutWritePermissionIsAnUncachedCompile() {
 	make_member
 	local others said
 	others=$(mktemp -d /tmp/cjc-jit-others.XXXXXX) && chmod 755 "$others" &&
-		cp "$CJC_JIT_CLI" "$CJC_BUILD_DIR/src/jit/libcudajitcache.so.0" "$others" && mkdir -m 555 "$others/store" && mkdir -m 777 "$others/out" || fail "setup"
+		cp "$CJC_JIT_CLI" "$CJC_BUILD_DIR/src/jit/libcudajitcache.so.0" "$others" &&
+		chmod 755 "$others/jit_cli" "$others/libcudajitcache.so.0" && # a build made with umask 077
+		mkdir -m 555 "$others/store" && mkdir -m 777 "$others/out" || fail "setup"
 	(cd "$others/out" && write_plain && chmod 644 plain.cu)
 	said=$(cd "$others/out" && setpriv --reuid=cjc-member2 --regid="$(id -g cjc-member2)" --init-groups \
 		env LD_LIBRARY_PATH="$others" CJC_DIR="$others/store" CJC_LOG="$others/out/log" \
