@@ -46,8 +46,8 @@ PORTFILE.requests ("METHOD PATH").  MODE:
   oci-huge UPSTREAM  OCI registry (tests/oci_hostile_test.sh): a proxy of
                    the registry at UPSTREAM (HOST:PORT; the client's
                    Authorization header passed on) whose manifests are
-                   rewritten: a layer's embedded entry record (`data`, magic
-                   "CJCE") says each artifact is 8 GB (its digest and size
+                   rewritten: a layer's embedded entry record (magic
+                   "CJCE", deflated in org.cudajitcache.deflate) says each artifact is 8 GB (its digest and size
                    made to match), and so do the layers that embed nothing
                    (the artifacts'); other manifests pass; a blob that is
                    not such a record is answered "Content-Length: 8000000000"
@@ -84,6 +84,7 @@ import socket
 import socketserver
 import struct
 import sys
+import zlib
 import threading
 import time
 import zlib
@@ -91,6 +92,7 @@ from http.server import BaseHTTPRequestHandler
 
 HUGE = 8000000000
 CHUNK = b"\0" * (1 << 20)
+DEFLATED = "org.cudajitcache.deflate"  # where an OCI layer embeds its bytes
 LIFETIME = float(os.environ.get("FAKE_LIFETIME", "120"))
 DELAY = float(os.environ.get("FAKE_DELAY", "0.9"))
 sent_lock = threading.Lock()
@@ -162,7 +164,9 @@ def huge_manifest(body):
     layer 8 GB."""
     manifest = json.loads(body)
     for layer in manifest.get("layers", []):
-        raw = base64.b64decode(layer.get("data", ""))
+        notes = layer.get("annotations", {})
+        deflated = base64.b64decode(notes.get(DEFLATED, ""))
+        raw = zlib.decompress(deflated) if deflated else b""
         if not raw:
             layer["size"] = HUGE
         if raw[:4] != b"CJCE":
@@ -170,7 +174,7 @@ def huge_manifest(body):
         record = huge_record(raw)
         layer["digest"] = "sha256:" + hashlib.sha256(record).hexdigest()
         layer["size"] = len(record)
-        layer["data"] = base64.b64encode(record).decode()
+        notes[DEFLATED] = base64.b64encode(zlib.compress(record)).decode()
         HUGE_RECORDS[layer["digest"]] = record
     return json.dumps(manifest).encode()
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "base/thread.h"
 #include "compile/diagnostics.h"
@@ -653,6 +654,7 @@ int main(void)
 
 #ifdef CJC_HAVE_CURL
 static void test_oci_embedded(const char *hello);
+static void test_oci_deflated(const char *hello);
 /* The OCI backend's manifest parser (remote_oci.c): the value and its
  * layer checked, anything else refused, every truncation refused. */
 static int oci_value(const char *text, size_t len, char kind, size_t max, struct cjc_buf *out)
@@ -712,6 +714,7 @@ static void test_oci_manifest(void)
 	CHECK(oci_value(text, strlen(text), 'e', 100, &out) == -1); /* a duplicate key */
 	free(text);
 	test_oci_embedded(hex);
+	test_oci_deflated(hex);
 	test_oci_challenge();
 	cjc_buf_release(&b);
 	cjc_buf_release(&out);
@@ -769,6 +772,58 @@ static void test_oci_embedded(const char *hello)
 	cjc_buf_release(&out);
 	cjc_buf_release(&why);
 }
+/* base64 of n bytes of p deflated (zlib), with extra bytes after the
+ * stream; malloc'd. */
+static char *deflated64(const void *p, size_t n, const char *extra)
+{
+	uLongf zn = compressBound(n) + strlen(extra);
+	unsigned char *z = malloc(zn);
+	CHECK(compress2(z, &zn, p, n, 9) == Z_OK);
+	memcpy(z + zn, extra, strlen(extra));
+	struct cjc_buf text = CJC_BUF_INIT;
+	cjc_base64_encode(z, zn + strlen(extra), &text);
+	free(z);
+	return text.data;
+}
+
+/* A value embedded as this writes it: deflated and base64'd in our
+ * annotation; taken when it inflates to exactly what its layer says, and
+ * refused when it inflates to more (a bomb: no more than the layer's size
+ * is ever inflated), to less, or to other bytes, when bytes follow the
+ * stream, or when a layer embeds in both ways. */
+static void test_oci_deflated(const char *hello)
+{
+	static char zeros[1 << 20];
+	char *good = deflated64("hello", 5, ""), *bomb = deflated64(zeros, sizeof zeros, "");
+	char *trailing = deflated64("hello", 5, "x"), *other = deflated64("hellp", 5, "");
+	char *shorter = deflated64("hell", 4, "");
+	char *damaged = cjc_xstrdup(good);
+	damaged[strlen(damaged) / 2] = damaged[strlen(damaged) / 2] == 'A' ? 'B' : 'A';
+	const char *fmt = "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+			  "\"artifactType\":\"application/vnd.cudajitcache.entry.v1\",\"config\":{},"
+			  "\"layers\":[{\"mediaType\":\"application/vnd.cudajitcache.record.v1\","
+			  "\"digest\":\"sha256:%s\",\"size\":5%s,\"annotations\":"
+			  "{\"org.cudajitcache.deflate\":\"%s\"}}]}";
+	struct { const char *z, *data; int want; } cases[] = {
+		{ good, "", 0 },       { bomb, "", -1 },	{ trailing, "", -1 },
+		{ other, "", -1 },     { shorter, "", -1 }, { damaged, "", -1 },
+		{ "aGVsbG8=", "", -1 }, /* not deflated */
+		{ good, ",\"data\":\"aGVsbG8=\"", -1 },
+	};
+	struct cjc_buf out = CJC_BUF_INIT;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *text = cjc_xasprintf(fmt, hello, cases[i].data, cases[i].z);
+		int rc = oci_value(text, strlen(text), 'e', 100, &out);
+		CHECK(rc == cases[i].want);
+		CHECK(rc || (out.len == 5 && !memcmp(out.data, "hello", 5)));
+		free(text);
+	}
+	char *parts[] = { good, bomb, trailing, other, shorter, damaged };
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+		free(parts[i]);
+	cjc_buf_release(&out);
+}
+
 /* A challenge's parameters, quoted or in the token form, never a name
  * that only ends like the one asked for. */
 static void test_oci_challenge(void)

@@ -13,11 +13,13 @@
  *   NS/m/<key>     and ".m.<key>": artifactType application/vnd.cudajitcache.
  *                  entry.v1 (manifest.v1), the OCI empty config, and layers:
  *                  first the value itself, as a blob and, when small,
- *                  embedded in its descriptor's `data` too (so a get is one
- *                  request), then, for an entry record, one layer per
- *                  artifact its metadata lists, so the registry keeps them
- *                  with it and shows them (small ones embedded: the shelf,
- *                  below); for a direct-mode manifest, the record of the
+ *                  embedded too (so a get is one request), deflated and
+ *                  base64'd in the layer's annotation org.cudajitcache.
+ *                  deflate (a reader takes OCI 1.1's `data` as well); then,
+ *                  for an entry record, one layer per artifact its
+ *                  metadata lists, so the registry keeps them with it and
+ *                  shows them (small ones embedded: the shelf, below);
+ *                  for a direct-mode manifest, the record of the
  *                  entry its newest record names, and that entry's small
  *                  artifacts, when this process just wrote them and they
  *                  fit (a layer of the record's type, annotated with the
@@ -60,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <zlib.h>
 
 #include "base/fs.h"
 #include "keys/manifest.h"
@@ -71,18 +74,20 @@
 #define MT_ARTIFACT "application/vnd.cudajitcache.artifact.v1"
 #define MT_RECORD "application/vnd.cudajitcache.record.v1"
 #define ENTRY_ANNOTATION "org.cudajitcache.entry"
+#define DEFLATE_ANNOTATION "org.cudajitcache.deflate"
 #define TOKEN_REPLY_MAX (64 * 1024)
 #define HEADER_MAX 4096
 #define ERROR_BODY_MAX 512
-#define EMBED_MAX ((size_t)256 << 10) /* read: what a manifest may embed in all */
+#define EMBED_MAX ((size_t)256 << 10) /* read: what a manifest may embed in all, inflated */
 #define MANIFEST_READ_MAX ((size_t)512 << 10) /* EMBED_MAX base64'd, and the layers */
-/* What a manifest written here embeds, its value's bytes and the others'
- * together: a registry parses a manifest on each GET, and one of 400 KiB
- * took it 21 ms against 11 ms for a blob of 500 KiB (docker-registry 2.8),
- * so large values go as blobs only; one of 114 KiB took 8-13 ms against
- * 7.5-11 ms for one of 56 KiB, so a light entry's hit, whose direct-mode
- * manifest (43 KiB), record (32 KiB) and object (10 KiB) fit, is one
- * request of the larger rather than two. */
+/* What a manifest written here embeds, deflated and base64'd, its value's
+ * and the others' together: a registry parses a manifest on each GET, and
+ * one of 400 KiB took it 21 ms against 11 ms for a blob of 500 KiB
+ * (docker-registry 2.8), so large values go as blobs only.  Embedded
+ * values are deflated because the GET costs with the manifest's size: one
+ * of 114 KiB 8-13 ms, of 56 KiB 7.5-11, of 21 KiB 5-6 (htpasswd); a light
+ * entry's hit, its direct-mode manifest (43 KiB), record (32 KiB) and
+ * object (10 KiB) deflated to 33 KiB of text, is one small request. */
 #define EMBED_WRITE_MAX ((size_t)128 << 10)
 #define MAX_REDIRS 3L
 
@@ -158,16 +163,64 @@ static int not_ours(struct cjc_buf *why, const char *what)
 	return -1;
 }
 
-/* A layer's embedded bytes, when they are what it says (at most max). */
-static bool layer_bytes(json_t *l, size_t max, char hex[CJC_HEX_LEN + 1], struct cjc_buf *bytes)
+/* size bytes (1 to EMBED_MAX), deflated (zlib) and base64'd in text,
+ * appended to out: 0, or -1 when text is not exactly that. */
+static int inflate_into(const char *text, size_t len, uint64_t size, struct cjc_buf *out)
 {
-	json_t *data = json_object_get(l, "data");
+	struct cjc_buf z = CJC_BUF_INIT;
+	int rc = -1;
+	if (!cjc_base64_decode(text, len, &z)) {
+		cjc_buf_grow(out, size);
+		uLongf n = (uLongf)size;
+		uLong used = (uLong)z.len;
+		if (uncompress2((Bytef *)out->data + out->len, &n, (const Bytef *)z.data, &used) == Z_OK &&
+		    n == size && used == z.len) {
+			out->len += size;
+			out->data[out->len] = '\0';
+			rc = 0;
+		}
+	}
+	cjc_buf_release(&z);
+	return rc;
+}
+
+/* The bytes a layer embeds, size of them, appended to out: in its `data`
+ * (OCI 1.1, base64), or as this writes them, deflated and base64'd in our
+ * annotation.  1 when it embeds none; 0; -1 when what it embeds is not
+ * size bytes (at most EMBED_MAX) in either form, or is in both. */
+static int embedded(json_t *layer, uint64_t size, struct cjc_buf *out)
+{
+	json_t *data = json_object_get(layer, "data");
+	json_t *z = json_object_get(json_object_get(layer, "annotations"), DEFLATE_ANNOTATION);
+	if (!data && !z)
+		return 1;
+	if (size > EMBED_MAX || (data && z) || !json_is_string(data ? data : z))
+		return -1;
+	if (z)
+		return inflate_into(json_string_value(z), json_string_length(z), size, out);
+	size_t at = out->len;
+	if (json_string_length(data) != (size + 2) / 3 * 4 ||
+	    cjc_base64_decode(json_string_value(data), json_string_length(data), out))
+		return -1;
+	return out->len - at == size ? 0 : -1;
+}
+
+/* The bytes a layer embeds (appended to out) and their SHA-256 (hex), when
+ * they are what it says, size of them at most max: 0; 1 when it embeds
+ * none (size is then what it says); -1. */
+static int layer_value(json_t *l, size_t max, char hex[CJC_HEX_LEN + 1], uint64_t *size,
+		       struct cjc_buf *out)
+{
 	char got[CJC_HEX_LEN + 1];
-	uint64_t size;
-	return json_is_string(data) && !descriptor_of(l, max, hex, &size) &&
-	       json_string_length(data) == (size + 2) / 3 * 4 &&
-	       !cjc_base64_decode(json_string_value(data), json_string_length(data), bytes) &&
-	       bytes->len == size && (cjc_hash_buf_hex(bytes->data, bytes->len, got), !strcmp(got, hex));
+	size_t at = out->len;
+	if (descriptor_of(l, max, hex, size))
+		return -1;
+	int rc = embedded(l, *size, out);
+	if (!rc && (cjc_hash_buf_hex(out->data + at, out->len - at, got), strcmp(got, hex)))
+		rc = -1;
+	if (rc < 0)
+		out->len = at;
+	return rc;
 }
 
 /* Each layer after the first that embeds its bytes, when they are what the
@@ -183,9 +236,10 @@ static void embedded_artifacts(json_t *layers, char kind, cjc_oci_embedded_fn ea
 			json_object_get(json_object_get(l, "annotations"), ENTRY_ANNOTATION));
 		bool record = kind == 'm' && lt && !strcmp(lt, MT_RECORD) && key && cjc_is_hex64(key);
 		char hex[CJC_HEX_LEN + 1];
+		uint64_t size;
 		struct cjc_buf bytes = CJC_BUF_INIT;
 		if (lt && (record || !strcmp(lt, MT_ARTIFACT)) &&
-		    layer_bytes(l, EMBED_MAX - total, hex, &bytes)) {
+		    !layer_value(l, EMBED_MAX - total, hex, &size, &bytes)) {
 			total += bytes.len;
 			each(hex, record ? key : NULL, bytes.data, bytes.len, ctx);
 		}
@@ -205,7 +259,6 @@ int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 	const char *mt = json_string_value(json_object_get(root, "mediaType"));
 	const char *at = json_string_value(json_object_get(root, "artifactType"));
 	const char *lt = json_string_value(json_object_get(first, "mediaType"));
-	json_t *data = json_object_get(first, "data");
 	int rc;
 	if (!json_is_object(root))
 		rc = not_ours(why, "not a JSON object");
@@ -215,20 +268,8 @@ int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 		rc = not_ours(why, "another artifactType or layer");
 	else if (descriptor_of(first, max, hex, size))
 		rc = not_ours(why, "a bad layer digest or size");
-	else if (data && !json_is_string(data))
-		rc = not_ours(why, "a layer's data is not a string");
-	else
-		rc = data ? 0 : 1;
-	if (!rc) {
-		char got[CJC_HEX_LEN + 1];
-		size_t at0 = out->len;
-		if (json_string_length(data) > (*size + 2) / 3 * 4 ||
-		    cjc_base64_decode(json_string_value(data), json_string_length(data), out))
-			rc = not_ours(why, "a layer's data is not base64");
-		else if (cjc_hash_buf_hex(out->data + at0, out->len - at0, got),
-			 out->len - at0 != *size || strcmp(got, hex))
-			rc = -1, cjc_buf_adds(why, "a layer's data differs from its digest or size");
-	}
+	else if ((rc = layer_value(first, max, hex, size, out)) < 0)
+		cjc_buf_adds(why, "a layer's embedded data differs from its digest or size");
 	if (rc >= 0)
 		embedded_artifacts(layers, kind, each, ctx);
 	json_decref(root);
@@ -237,9 +278,9 @@ int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 
 /* --- the shelf: small values carried in another's manifest ---------------
  *
- * An entry's manifest embeds its artifacts' bytes too (each layer's
- * `data`, EMBED_WRITE_MAX with the record), and a direct-mode manifest the
- * record of its newest entry and that entry's artifacts, so that a hit on
+ * An entry's manifest embeds its artifacts' bytes too (EMBED_WRITE_MAX
+ * with the record), and a direct-mode manifest the record of its newest
+ * entry and that entry's artifacts, so that a hit on
  * an empty local store of a small entry is one request (the direct-mode
  * manifest), not three.  The bytes travel through this process-wide
  * shelf, bounded and short-lived: a blob or an entry's record this process
@@ -344,40 +385,56 @@ static json_t *descriptor(const char *media_type, const char *hex, uint64_t size
 			 (json_int_t)size);
 }
 
-/* A layer of bytes (whose SHA-256 is hex), embedded when with is set. */
-static json_t *layer_of(const char *media_type, const char *hex, const void *p, size_t n,
-			bool with)
+/* What a manifest written here may still embed: its text (deflated and
+ * base64'd), and the bytes once inflated (what a reader takes). */
+struct budget {
+	size_t text, bytes;
+};
+
+/* Embeds p's n bytes in layer, deflated and base64'd in our annotation,
+ * when they fit b (NULL: nothing fits): whether it did. */
+static bool embed(json_t *layer, const void *p, size_t n, struct budget *b)
 {
-	json_t *layer = descriptor(media_type, hex, n);
-	if (with) {
-		struct cjc_buf enc = CJC_BUF_INIT;
-		cjc_base64_encode(p, n, &enc);
-		json_object_set_new(layer, "data", json_stringn(enc.data, enc.len));
-		cjc_buf_release(&enc);
+	if (!b || n > b->bytes)
+		return false;
+	uLongf zn = compressBound((uLong)n);
+	unsigned char *z = cjc_xmalloc(zn);
+	bool fits = compress2(z, &zn, p, (uLong)n, Z_DEFAULT_COMPRESSION) == Z_OK &&
+		    (zn + 2) / 3 * 4 <= b->text;
+	if (fits) {
+		struct cjc_buf text = CJC_BUF_INIT;
+		cjc_base64_encode(z, zn, &text);
+		json_t *notes = json_object_get(layer, "annotations");
+		if (!notes)
+			json_object_set_new(layer, "annotations", notes = json_object());
+		json_object_set_new(notes, DEFLATE_ANNOTATION, json_stringn(text.data, text.len));
+		b->text -= text.len;
+		b->bytes -= n;
+		cjc_buf_release(&text);
 	}
-	return layer;
+	free(z);
+	return fits;
 }
 
 /* A layer per artifact the entry record (of key) lists, embedding those on
- * the shelf within budget; with only_embedded, the others are left out.
- * The bytes embedded. */
-static size_t add_artifacts(json_t *layers, const void *record, size_t n, const char *key,
-			    size_t budget, bool only_embedded)
+ * the shelf that fit b; with only_embedded, the others are left out. */
+static void add_artifacts(json_t *layers, const void *record, size_t n, const char *key,
+			  struct budget *b, bool only_embedded)
 {
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	json_t *doc = !cjc_remote_decode_record(record, n, &meta, &sig)
 			      ? cjc_metadata_parse(meta.data, meta.len, key, &why) : NULL;
-	size_t nfiles = 0, total = 0;
+	size_t nfiles = 0;
 	struct cjc_artifact *files = doc ? cjc_metadata_artifacts(doc, &nfiles) : NULL;
 	for (size_t i = 0; i < nfiles; i++) {
 		struct cjc_buf bytes = CJC_BUF_INIT;
-		bool with = files[i].size <= budget - total &&
+		json_t *layer = descriptor(MT_ARTIFACT, files[i].sha256, files[i].size);
+		bool with = b && files[i].size <= b->bytes &&
 			    shelf_copy(files[i].sha256, files[i].size, &bytes) &&
-			    bytes.len == files[i].size;
+			    bytes.len == files[i].size && embed(layer, bytes.data, bytes.len, b);
 		if (with || !only_embedded)
-			json_array_append_new(layers, layer_of(MT_ARTIFACT, files[i].sha256, bytes.data,
-							       files[i].size, with));
-		total += with ? bytes.len : 0;
+			json_array_append(layers, layer);
+		json_decref(layer);
 		cjc_buf_release(&bytes);
 	}
 	cjc_artifacts_free(files, nfiles);
@@ -385,13 +442,12 @@ static size_t add_artifacts(json_t *layers, const void *record, size_t n, const 
 	cjc_buf_release(&meta);
 	cjc_buf_release(&sig);
 	cjc_buf_release(&why);
-	return total;
 }
 
 /* For a direct-mode manifest (its value p): the record of the entry its
  * newest record names, and that entry's artifacts, when this process just
- * wrote them (the shelf) and they fit the budget. */
-static void add_entry(json_t *layers, const void *p, size_t n, size_t budget)
+ * wrote them (the shelf) and they fit b. */
+static void add_entry(json_t *layers, const void *p, size_t n, struct budget *b)
 {
 	const void *file, *sig;
 	size_t file_len, sig_len;
@@ -402,14 +458,16 @@ static void add_entry(json_t *layers, const void *p, size_t n, size_t budget)
 	char name[CJC_HEX_LEN + 3], hex[CJC_HEX_LEN + 1];
 	struct cjc_buf record = CJC_BUF_INIT;
 	shelf_name(NULL, m.recs[0].entry_key, name);
-	if (shelf_copy(name, budget, &record) && record.len) {
+	if (shelf_copy(name, b->bytes, &record) && record.len) {
 		cjc_hash_buf_hex(record.data, record.len, hex);
-		json_t *layer = layer_of(MT_RECORD, hex, record.data, record.len, true);
+		json_t *layer = descriptor(MT_RECORD, hex, record.len);
 		json_object_set_new(layer, "annotations",
 				    json_pack("{s:s}", ENTRY_ANNOTATION, m.recs[0].entry_key));
-		json_array_append_new(layers, layer);
-		add_artifacts(layers, record.data, record.len, m.recs[0].entry_key,
-			      budget - record.len, true);
+		if (embed(layer, record.data, record.len, b)) {
+			json_array_append(layers, layer);
+			add_artifacts(layers, record.data, record.len, m.recs[0].entry_key, b, true);
+		}
+		json_decref(layer);
 	}
 	cjc_buf_release(&record);
 	cjc_manifest_release(&m);
@@ -417,19 +475,21 @@ static void add_entry(json_t *layers, const void *p, size_t n, size_t budget)
 
 /* The manifest carrying value (of the given SHA-256) for kind: for an
  * entry record, a layer per artifact its metadata lists (key: the entry
- * key); for a direct-mode manifest, its newest entry (add_entry). */
+ * key); for a direct-mode manifest, its newest entry (add_entry).  What
+ * fits is embedded, the value first. */
 static char *manifest_for(const struct kind *k, const char *key, const void *p, size_t n,
 			  const char *hex)
 {
 	json_t *config = descriptor(MT_EMPTY, EMPTY_HEX, 2);
 	json_object_set_new(config, "data", json_string("e30="));
-	json_t *layers = json_array();
-	json_array_append_new(layers, layer_of(k->layer_type, hex, p, n, n <= EMBED_WRITE_MAX));
-	size_t budget = n <= EMBED_WRITE_MAX ? EMBED_WRITE_MAX - n : 0;
+	json_t *layers = json_array(), *value = descriptor(k->layer_type, hex, n);
+	struct budget b = { EMBED_WRITE_MAX, EMBED_MAX };
+	bool with = embed(value, p, n, &b);
+	json_array_append_new(layers, value);
 	if (k->letter == 'e')
-		add_artifacts(layers, p, n, key, budget, false);
-	else if (n <= EMBED_WRITE_MAX)
-		add_entry(layers, p, n, budget);
+		add_artifacts(layers, p, n, key, with ? &b : NULL, false);
+	else if (with)
+		add_entry(layers, p, n, &b);
 	json_t *m = json_pack("{s:i, s:s, s:s, s:o, s:o}", "schemaVersion", 2, "mediaType",
 			      MT_MANIFEST, "artifactType", k->artifact_type, "config", config,
 			      "layers", layers);
@@ -741,10 +801,14 @@ static char *token_for(const struct cjc_remote_backend *b, enum scope s)
 	return v;
 }
 
-static bool asked_basic(const struct cjc_remote_backend *b)
+/* Whether basic credentials go with a request to the registry: unless it
+ * named a token server (and did not ask for them too), they go before it
+ * asks, which saves a process without the helper a 401; a token
+ * registry answers the 401 it would have anyway. */
+static bool sends_basic(const struct cjc_remote_backend *b)
 {
 	pthread_mutex_lock(&auth_lock);
-	bool basic = b->auth->basic;
+	bool basic = b->auth->basic || !b->auth->realm;
 	pthread_mutex_unlock(&auth_lock);
 	return basic;
 }
@@ -760,7 +824,7 @@ static void authorize(struct cjc_remote_backend *b, const struct request *rq)
 		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
 		cjc_curl.easy_setopt(b->curl, CURLOPT_XOAUTH2_BEARER, token);
 		cjc_curl_free_secret(token);
-	} else if (b->user && asked_basic(b)) {
+	} else if (b->user && sends_basic(b)) {
 		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
 		cjc_curl.easy_setopt(b->curl, CURLOPT_USERNAME, b->user);
 		cjc_curl.easy_setopt(b->curl, CURLOPT_PASSWORD, b->password);
@@ -989,8 +1053,8 @@ static int answer_challenge(struct cjc_remote_backend *b, const struct request *
 				     "credentials (give them in the URL or a credentials-file)");
 			return 1;
 		}
+		bool sent = sends_basic(b); /* then refused */
 		pthread_mutex_lock(&auth_lock);
-		bool sent = b->auth->basic;
 		b->auth->basic = true;
 		pthread_mutex_unlock(&auth_lock);
 		return sent ? -1 : 0;
