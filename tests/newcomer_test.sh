@@ -84,6 +84,11 @@ testUnusableStoreIsSaid() {
 	one_line two.err
 	assertTrue "another build says it: $(cat two.err)" "grep -q 'is unusable' two.err"
 	expect_nvcc_runs 8
+	# a control character in the path is said escaped, never raw
+	CJC_DIR=$'/dev/null/\e[2Jx' setsid -w "$CJC" "$NVCC" --cubin k.cu -o esc.cubin -arch=$ARCH \
+		2>esc.err || fail "compile broke: $(cat esc.err)"
+	assertTrue "escaped: $(cat esc.err)" "grep -qF 'cache directory /dev/null/\x1b[2Jx is unusable' esc.err"
+	assertEquals "no escape character said" 0 "$(grep -c $'\e' esc.err)"
 	CJC_DIR=/dev/null/x "$CJC" config >out.txt 2>err.txt
 	assertEquals "config's exit status" 1 $?
 	assertTrue "config says it: $(cat out.txt)" "grep -q '^store: /dev/null/x: unusable' out.txt"

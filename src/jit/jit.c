@@ -208,8 +208,13 @@ bool jit_store_ready(struct cjc_jit *h)
 	struct cjc_store store;
 	const char *dir = h->set.text[JIT_CACHE_DIR];
 	bool usable = !cjc_store_open(&store, dir);
-	char *why = usable ? NULL : cjc_xasprintf("cache directory %s is unusable: %s", dir,
-						  cjc_store_strerror(errno));
+	char *why = NULL;
+	if (!usable) {
+		int err = errno;
+		char *shown = cjc_printable(dir);
+		why = cjc_xasprintf("cache directory %s is unusable: %s", shown, cjc_store_strerror(err));
+		free(shown);
+	}
 	jit_lock(h);
 	bool first = !atomic_load(&h->store_state);
 	if (first) {
