@@ -801,14 +801,13 @@ static char *token_for(const struct cjc_remote_backend *b, enum scope s)
 	return v;
 }
 
-/* Whether basic credentials go with a request to the registry: unless it
- * named a token server (and did not ask for them too), they go before it
- * asks, which saves a process without the helper a 401; a token
- * registry answers the 401 it would have anyway. */
-static bool sends_basic(const struct cjc_remote_backend *b)
+/* Whether the registry asked for basic credentials.  Not before it asks,
+ * as every registry client does: a registry's answer to credentials it did
+ * not ask for is its own (a token registry may refuse them). */
+static bool asked_basic(const struct cjc_remote_backend *b)
 {
 	pthread_mutex_lock(&auth_lock);
-	bool basic = b->auth->basic || !b->auth->realm;
+	bool basic = b->auth->basic;
 	pthread_mutex_unlock(&auth_lock);
 	return basic;
 }
@@ -824,7 +823,7 @@ static void authorize(struct cjc_remote_backend *b, const struct request *rq)
 		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
 		cjc_curl.easy_setopt(b->curl, CURLOPT_XOAUTH2_BEARER, token);
 		cjc_curl_free_secret(token);
-	} else if (b->user && sends_basic(b)) {
+	} else if (b->user && asked_basic(b)) {
 		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
 		cjc_curl.easy_setopt(b->curl, CURLOPT_USERNAME, b->user);
 		cjc_curl.easy_setopt(b->curl, CURLOPT_PASSWORD, b->password);
@@ -1053,8 +1052,8 @@ static int answer_challenge(struct cjc_remote_backend *b, const struct request *
 				     "credentials (give them in the URL or a credentials-file)");
 			return 1;
 		}
-		bool sent = sends_basic(b); /* then refused */
 		pthread_mutex_lock(&auth_lock);
+		bool sent = b->auth->basic;
 		b->auth->basic = true;
 		pthread_mutex_unlock(&auth_lock);
 		return sent ? -1 : 0;
