@@ -1,8 +1,8 @@
 /* fuzz_oci.c - libFuzzer: what an OCI registry serves (remote/oci.h): any
  * bytes as a manifest of either kind must be refused, or give a value
  * whose SHA-256 and size are its layer's, and only embedded values that
- * are what their layers say; and as a WWW-Authenticate challenge, its
- * parameters. */
+ * are what their layers say, CJC_OCI_EMBED_MAX of them in all; and as a
+ * WWW-Authenticate challenge, its parameters. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +11,8 @@
 
 #define MAX_VALUE (1 << 20)
 
-/* Each embedded value passed on must be the bytes its layer names. */
+/* Each embedded value passed on must be the bytes its layer names; ctx
+ * counts them. */
 static void check_embedded(const char *hex, const char *entry_key, const void *p, size_t n,
 			   void *ctx)
 {
@@ -19,7 +20,7 @@ static void check_embedded(const char *hex, const char *entry_key, const void *p
 	cjc_hash_buf_hex(p, n, got);
 	if (strcmp(got, hex) || (entry_key && !cjc_is_hex64(entry_key)))
 		__builtin_trap();
-	++*(size_t *)ctx;
+	*(size_t *)ctx += n;
 }
 
 static void manifest(const uint8_t *data, size_t size, char kind)
@@ -33,8 +34,9 @@ static void manifest(const uint8_t *data, size_t size, char kind)
 	if (rc == 0)
 		cjc_hash_buf_hex(out.data, out.len, got);
 	if ((rc == 0 && (out.len != n || strcmp(got, hex))) || (rc == 1 && (n < 1 || n > MAX_VALUE)) ||
-	    (rc < 0 && (passed_on || !why.len)))
-		__builtin_trap(); /* a value that is not its layer's, or a refusal unsaid */
+	    (rc < 0 && (passed_on || !why.len)) ||
+	    passed_on + (rc == 0 ? out.len : 0) > CJC_OCI_EMBED_MAX)
+		__builtin_trap(); /* a value not its layer's, a refusal unsaid, more than the bound */
 	cjc_buf_release(&out);
 	cjc_buf_release(&why);
 }

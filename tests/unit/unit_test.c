@@ -655,6 +655,7 @@ int main(void)
 #ifdef CJC_HAVE_CURL
 static void test_oci_embedded(const char *hello);
 static void test_oci_deflated(const char *hello);
+static void test_oci_budget(void);
 /* The OCI backend's manifest parser (remote_oci.c): the value and its
  * layer checked, anything else refused, every truncation refused. */
 static int oci_value(const char *text, size_t len, char kind, size_t max, struct cjc_buf *out)
@@ -715,6 +716,7 @@ static void test_oci_manifest(void)
 	free(text);
 	test_oci_embedded(hex);
 	test_oci_deflated(hex);
+	test_oci_budget();
 	test_oci_challenge();
 	cjc_buf_release(&b);
 	cjc_buf_release(&out);
@@ -822,6 +824,59 @@ static void test_oci_deflated(const char *hello)
 	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
 		free(parts[i]);
 	cjc_buf_release(&out);
+}
+
+/* A layer of n bytes of p, deflated, whose digest is p's (or, lying, the
+ * string other's). */
+static char *deflated_layer(const char *type, const void *p, size_t n, const char *other)
+{
+	char hex[CJC_HEX_LEN + 1];
+	cjc_hash_buf_hex(other ? other : p, other ? strlen(other) : n, hex);
+	char *z = deflated64(p, n, "");
+	char *layer = cjc_xasprintf("{\"mediaType\":\"application/vnd.cudajitcache.%s.v1\","
+				    "\"digest\":\"sha256:%s\",\"size\":%zu,\"annotations\":"
+				    "{\"org.cudajitcache.deflate\":\"%s\"}}", type, hex, n, z);
+	free(z);
+	return layer;
+}
+
+/* The artifacts an entry's manifest of these layers passes on. */
+static int passed_on(const char *first, const char *second, const char *third)
+{
+	char *text = cjc_xasprintf("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image."
+				   "manifest.v1+json\",\"artifactType\":\"application/vnd."
+				   "cudajitcache.entry.v1\",\"config\":{},\"layers\":[%s,%s%s%s]}",
+				   first, second, third ? "," : "", third ? third : "");
+	struct cjc_buf out = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	char hex[CJC_HEX_LEN + 1];
+	uint64_t size;
+	int counts[2] = { 0, 0 };
+	CHECK(cjc_oci_manifest_value(text, strlen(text), 'e', CJC_OCI_EMBED_MAX, &out, hex, &size,
+				     count_embedded, counts, &why) == 0);
+	free(text);
+	cjc_buf_release(&out);
+	cjc_buf_release(&why);
+	return counts[0];
+}
+
+/* What a manifest embeds is inflated up to CJC_OCI_EMBED_MAX in all: the
+ * value's bytes count, and so does a layer whose bytes prove wrong (else
+ * a registry could make a reader inflate that much again for each such
+ * layer, hundreds in one manifest). */
+static void test_oci_budget(void)
+{
+	static char zeros[CJC_OCI_EMBED_MAX];
+	size_t most = CJC_OCI_EMBED_MAX - 4; /* leaves room for 4 bytes, not 5 */
+	char *hello = deflated_layer("record", "hello", 5, NULL);
+	char *world = deflated_layer("artifact", "world", 5, NULL);
+	char *big = deflated_layer("record", zeros, most, NULL);
+	char *lying = deflated_layer("artifact", zeros, most - 5, "x");
+	CHECK(passed_on(hello, world, NULL) == 1);
+	CHECK(passed_on(big, world, NULL) == 0);	 /* the value took the room */
+	CHECK(passed_on(hello, lying, world) == 0); /* so did the refused layer */
+	char *parts[] = { hello, world, big, lying };
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+		free(parts[i]);
 }
 
 /* A challenge's parameters, quoted or in the token form, never a name

@@ -21,7 +21,10 @@
  * NULL) is given every artifact the manifest embeds after its first layer
  * whose bytes are what their layer says (their SHA-256 and size), with a
  * NULL entry key; and for a direct-mode manifest, the record of the entry
- * it embeds, the same way, with that entry's key. */
+ * it embeds, the same way, with that entry's key.  What a manifest embeds
+ * is inflated up to CJC_OCI_EMBED_MAX in all, every layer that embeds
+ * bytes charged its size, the refused ones too. */
+#define CJC_OCI_EMBED_MAX ((size_t)256 << 10) /* what a manifest may embed in all, inflated */
 typedef void (*cjc_oci_embedded_fn)(const char *hex, const char *entry_key, const void *p, size_t n,
 				    void *ctx);
 int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,

@@ -78,7 +78,7 @@
 #define TOKEN_REPLY_MAX (64 * 1024)
 #define HEADER_MAX 4096
 #define ERROR_BODY_MAX 512
-#define EMBED_MAX ((size_t)256 << 10) /* read: what a manifest may embed in all, inflated */
+#define EMBED_MAX CJC_OCI_EMBED_MAX
 #define MANIFEST_READ_MAX ((size_t)512 << 10) /* EMBED_MAX base64'd, and the layers */
 /* What a manifest written here embeds, deflated and base64'd, its value's
  * and the others' together: a registry parses a manifest on each GET, and
@@ -218,17 +218,22 @@ static int layer_value(json_t *l, size_t max, char hex[CJC_HEX_LEN + 1], uint64_
 	int rc = embedded(l, *size, out);
 	if (!rc && (cjc_hash_buf_hex(out->data + at, out->len - at, got), strcmp(got, hex)))
 		rc = -1;
-	if (rc < 0)
+	if (rc < 0 && out->data) {
 		out->len = at;
+		out->data[at] = '\0';
+	}
 	return rc;
 }
 
 /* Each layer after the first that embeds its bytes, when they are what the
- * layer says (at most EMBED_MAX in all), to each: an artifact, or (in a
- * direct-mode manifest) an entry's record and the key it is annotated with. */
-static void embedded_artifacts(json_t *layers, char kind, cjc_oci_embedded_fn each, void *ctx)
+ * layer says, to each: an artifact, or (in a direct-mode manifest) an
+ * entry's record and the key it is annotated with.  At most EMBED_MAX in
+ * all, total of it taken by the first layer: every layer that embeds
+ * bytes is charged its size, whether they then prove right or not, so a
+ * manifest makes no more than that inflated. */
+static void embedded_artifacts(json_t *layers, char kind, size_t total, cjc_oci_embedded_fn each,
+			       void *ctx)
 {
-	size_t total = 0;
 	for (size_t i = 1; each && i < json_array_size(layers); i++) {
 		json_t *l = json_array_get(layers, i);
 		const char *lt = json_string_value(json_object_get(l, "mediaType"));
@@ -236,13 +241,14 @@ static void embedded_artifacts(json_t *layers, char kind, cjc_oci_embedded_fn ea
 			json_object_get(json_object_get(l, "annotations"), ENTRY_ANNOTATION));
 		bool record = kind == 'm' && lt && !strcmp(lt, MT_RECORD) && key && cjc_is_hex64(key);
 		char hex[CJC_HEX_LEN + 1];
-		uint64_t size;
+		uint64_t size = 0;
 		struct cjc_buf bytes = CJC_BUF_INIT;
-		if (lt && (record || !strcmp(lt, MT_ARTIFACT)) &&
-		    !layer_value(l, EMBED_MAX - total, hex, &size, &bytes)) {
-			total += bytes.len;
+		int rc = lt && (record || !strcmp(lt, MT_ARTIFACT))
+				 ? layer_value(l, EMBED_MAX - total, hex, &size, &bytes) : 1;
+		if (rc <= 0) /* what it made inflate counts, refused or not */
+			total += size;
+		if (!rc)
 			each(hex, record ? key : NULL, bytes.data, bytes.len, ctx);
-		}
 		cjc_buf_release(&bytes);
 	}
 }
@@ -271,7 +277,7 @@ int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 	else if ((rc = layer_value(first, max, hex, size, out)) < 0)
 		cjc_buf_adds(why, "a layer's embedded data differs from its digest or size");
 	if (rc >= 0)
-		embedded_artifacts(layers, kind, each, ctx);
+		embedded_artifacts(layers, kind, rc ? 0 : *size, each, ctx);
 	json_decref(root);
 	return rc;
 }
