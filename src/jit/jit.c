@@ -208,13 +208,7 @@ bool jit_store_ready(struct cjc_jit *h)
 	struct cjc_store store;
 	const char *dir = h->set.text[JIT_CACHE_DIR];
 	bool usable = !cjc_store_open(&store, dir);
-	char *why = NULL;
-	if (!usable) {
-		int err = errno;
-		char *shown = cjc_printable(dir);
-		why = cjc_xasprintf("cache directory %s is unusable: %s", shown, cjc_store_strerror(err));
-		free(shown);
-	}
+	char *why = usable ? NULL : cjc_store_unusable(dir, errno);
 	jit_lock(h);
 	bool first = !atomic_load(&h->store_state);
 	if (first) {

@@ -201,10 +201,9 @@ static int open_session(struct session *s)
 	if (s->cfg.umask >= 0)
 		umask((mode_t)s->cfg.umask);
 	if (cjc_store_open(&s->store, s->cfg.dir)) {
-		int err = errno;
-		char *shown = cjc_printable(s->cfg.dir);
-		fprintf(stderr, "cjc: cache directory %s is unusable: %s\n", shown, cjc_store_strerror(err));
-		free(shown);
+		char *why = cjc_store_unusable(s->cfg.dir, errno);
+		fprintf(stderr, "cjc: %s\n", why);
+		free(why);
 		cjc_config_release(&s->cfg);
 		return 1;
 	}

@@ -843,10 +843,9 @@ static int prepare(struct job *j, struct cjc_buf *why)
 {
 	store_umask(j, true);
 	if (cjc_store_open(&j->store, j->cfg.dir)) {
-		int err = errno;
-		cjc_buf_adds(why, "cache directory ");
-		cjc_buf_add_printable(why, j->cfg.dir, strlen(j->cfg.dir));
-		cjc_buf_addf(why, " is unusable: %s", cjc_store_strerror(err));
+		char *unusable = cjc_store_unusable(j->cfg.dir, errno);
+		cjc_buf_adds(why, unusable);
+		free(unusable);
 		char *said = cjc_xasprintf("cjc: %s; compiling without the cache (set CJC_DIR to a "
 					   "directory you can write, or CJC_DISABLE=1)\n", why->data);
 		say_once(said);

@@ -951,11 +951,12 @@ char *cjc_oci_challenge_param(const char *challenge, const char *name)
 	size_t n = strlen(name);
 	for (const char *p = challenge; (p = strcasestr(p, name)); p += n) {
 		bool starts = p == challenge || p[-1] == ' ' || p[-1] == ',';
-		const char *v = p + n + 1;
 		if (!starts || p[n] != '=')
 			continue;
-		if (*v != '"') /* RFC 7235's token form: up to a comma or a blank */
-			return strcspn(v, ", \t") ? cjc_xstrndup(v, strcspn(v, ", \t")) : NULL;
+		const char *v = p + n + 1;
+		size_t token = strcspn(v, ", \t"); /* RFC 7235's token form: up to a comma or a blank */
+		if (*v != '"')
+			return token ? cjc_xstrndup(v, token) : NULL;
 		const char *end = strchr(v + 1, '"');
 		return end ? cjc_xstrndup(v + 1, (size_t)(end - v - 1)) : NULL;
 	}

@@ -130,6 +130,16 @@ const char *cjc_store_strerror(int e)
 	return e == EPERM && refusal[0] ? refusal : strerror(e);
 }
 
+char *cjc_store_unusable(const char *dir, int e)
+{
+	struct cjc_buf b = CJC_BUF_INIT;
+	char *raw = cjc_xasprintf("cache directory %s is unusable: %s", dir, cjc_store_strerror(e));
+	cjc_buf_adds(&b, "");
+	cjc_buf_add_printable(&b, raw, strlen(raw));
+	free(raw);
+	return cjc_buf_detach(&b);
+}
+
 /* $CJC_DIR, open (O_PATH): checked on the whole way from "/" unless only
  * read (cjc_open_dir_safe); its mode and group are those of every
  * directory made in the store. */

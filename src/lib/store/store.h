@@ -92,6 +92,9 @@ int cjc_store_open(struct cjc_store *s, const char *cache_dir);
 /* strerror(e), or why the last cjc_store_open of this thread refused its
  * path (EPERM). */
 const char *cjc_store_strerror(int e);
+/* "cache directory DIR is unusable: WHY" for cjc_store_open's failure
+ * with errno e, control and bidi characters escaped; malloc'd. */
+char *cjc_store_unusable(const char *dir, int e);
 /* The same for a store that must be there already (one to read, such as a
  * copy to report on): creates nothing; ENOENT when it has no namespace. */
 int cjc_store_open_existing(struct cjc_store *s, const char *cache_dir);
