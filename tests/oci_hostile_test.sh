@@ -307,6 +307,35 @@ flip_byte() {
 	EOF
 }
 
+# A direct-mode manifest naming far more blobs than an entry has (40
+# artifact layers of digests the registry does not have, edited into its
+# storage): at most seven are asked for beside the value (remote_oci.c,
+# FETCH_AT_ONCE), their 404s cost nothing, and the hit is the entry's.
+testManyNamedBlobsAreAskedForBoundedly() {
+	upload_template
+	local manifest before rc
+	manifest=$(stored_manifest m)
+	cp "$manifest" "$CASE/manifest.m"
+	/usr/bin/python3 - "$manifest" <<-'EOF' || fail "the manifest"
+		import json, os, sys
+		m = json.load(open(sys.argv[1]))
+		m["layers"] += [{"mediaType": "application/vnd.cudajitcache.artifact.v1", "size": 1000,
+		                 "digest": "sha256:" + os.urandom(32).hex()} for _ in range(40)]
+		open(sys.argv[1], "w").write(json.dumps(m, separators=(",", ":")))
+	EOF
+	before=$(grep -c "\"GET /v2/$REPO/blobs/" "$REGISTRY_LOG")
+	export CJC_REMOTE=$OCI_URL
+	compile_on B
+	rc=$?
+	cp "$CASE/manifest.m" "$manifest" # shared with the other repositories
+	assertEquals "B: the build's status ($(tail -2 "$CASE/B.err"))" 0 $rc
+	assert_same_devcode "$SUITE_DIR/ref.cubin" "$CASE/B.cubin"
+	assertEquals "B: nvcc not run" 0 "$(nvcc_compiles)"
+	assertEquals "B: a remote hit" 1 "$(remote_stat B remote_hits)"
+	assertEquals "B: no error" 0 "$(remote_stat B remote_errors)"
+	assertEquals "blobs asked for" 7 $(($(grep -c "\"GET /v2/$REPO/blobs/" "$REGISTRY_LOG") - before))
+}
+
 # A registry (a proxy of the real one) whose entry record says each
 # artifact is 8 GB, and which streams zeros for any blob: nothing fetched
 # or allocated for it, one error.

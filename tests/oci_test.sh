@@ -61,14 +61,15 @@ case_setup() {
 
 # compile_A [ARG...]: machine A (root, its own store) compiles the kernel.
 compile_A() {
-	CJC_DIR="$CASE/A" "$CJC" "$WORK/bin/nvcc" -c k.cu -o "$WORK/A.o" -arch=$ARCH "$@" 2>"$CASE/A.err"
+	CJC_DIR="$CASE/A" "$CJC" "$WORK/bin/nvcc" -c "${SRC:-k.cu}" -o "$WORK/A.o" -arch=$ARCH "$@" \
+		2>"$CASE/A.err"
 }
 
 # compile_B: machine B, another user with an empty store and its own helpers.
 compile_B() {
 	setpriv --reuid="$OTHER" --regid="$(id -g "$OTHER")" --init-groups env \
 		CJC_DIR="$WORK/B/cache" CJC_LOG="$WORK/B/cjc.log" XDG_RUNTIME_DIR="$WORK/B/run" \
-		HOME="$WORK/B" "$OTHERS_CJC" "$WORK/bin/nvcc" -c k.cu -o "$WORK/B/B.o" -arch=$ARCH \
+		HOME="$WORK/B" "$OTHERS_CJC" "$WORK/bin/nvcc" -c "${SRC:-k.cu}" -o "$WORK/B/B.o" -arch=$ARCH \
 		2>"$CASE/B.err"
 }
 
@@ -109,6 +110,38 @@ testMachineBAnotherUserIsServedWhatAPublished() {
 	assertEquals "manifests B read: $asked" 1 "$(grep -c '^GET /v2/[^ ]*/manifests/.* 200$' <<<"$asked")"
 	assertEquals "no blob read: $asked" 0 "$(grep -c '^GET /v2/[^ ]*/blobs/' <<<"$asked")"
 	assertTrue "no more than one 401: $asked" "[ $(grep -vc ' 401$' <<<"$asked") = 1 ]"
+}
+
+# An entry too large to embed (a direct-mode manifest of 4000 headers and
+# a record naming them, an object of incompressible bytes): the direct-mode
+# manifest names the entry's record and object beside its own value, and B
+# fetches those three blobs at once (remote_oci.c: get_at_once), so its hit
+# is the one manifest and then the blobs: no entry manifest is read.
+testLargeEntryIsOneManifestAndItsBlobs() {
+	export CJC_REMOTE=$URL
+	local SRC=big.cu mark asked
+	/usr/bin/python3 - <<-'EOF' || fail "the sources"
+		import os
+		os.mkdir("many")
+		with open("big.cu", "w") as cu:
+		    for i in range(4000):
+		        name = "many/header_%05d_%s.h" % (i, os.urandom(6).hex())
+		        open(name, "w").write("#define H%d %d\n" % (i, i))
+		        cu.write('#include "%s"\n' % name)
+		    data = os.urandom(150000)
+		    cu.write("__device__ const unsigned char big[] = {%s};\n" % ",".join(map(str, data)))
+		    cu.write("__global__ void k(unsigned char *o, int i) { o[i] = big[i]; }\n")
+	EOF
+	chmod -R a+rX . && touch -d '-1 hour' big.cu many/* # older than the racy window
+	compile_A || fail "A's compile: $(cat "$CASE/A.err")"
+	mark=$(log_lines)
+	compile_B || fail "B's compile: $(cat "$CASE/B.err")"
+	assertEquals "B compiled nothing" 1 "$(nvcc_compiles)"
+	assertTrue "B got A's bytes" "cmp -s '$WORK/A.o' '$WORK/B/B.o'"
+	asked=$(requests_since "$mark" | grep -v ' 401$')
+	assertEquals "B's requests: $asked" 4 "$(wc -l <<<"$asked")"
+	assertEquals "the direct-mode manifest: $asked" 1 "$(grep -c '^GET /v2/[^ ]*/manifests/[^ ]*\.m\.[0-9a-f]* 200$' <<<"$asked")"
+	assertEquals "three blobs: $asked" 3 "$(grep -c '^GET /v2/[^ ]*/blobs/sha256:[0-9a-f]* 200$' <<<"$asked")"
 }
 
 # A blob the registry has is not uploaded again: the entry's manifest

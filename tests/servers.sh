@@ -55,6 +55,12 @@
 #	    it too.  s3rver does not compare a hex value with the body.
 #	  - it ignores If-None-Match on PUT (an overwrite answers 200).
 #
+#   start_latency_proxy NAME DIR HOST:PORT DELAY_MS
+#	tests/latency_proxy.py on 127.0.0.1 in front of HOST:PORT: every byte
+#	either way DELAY_MS late, so a round trip costs twice that.  Sets
+#	LATENCY_PORT; kill_server NAME stops it (NAME: the caller's, one per
+#	proxy).  For bench/run: a remote store across a network.
+#
 #   start_registry DIR [token]
 #	Debian's docker-registry (distribution 2.8), filesystem storage in
 #	DIR/data (REGISTRY_ROOT: blobs under docker/registry/v2/blobs/sha256/
@@ -644,6 +650,17 @@ start_registry() {
 	local dir=$1
 	shift
 	_servers_start registry "$dir" "$@"
+}
+
+# --- A network between (tests/latency_proxy.py) ----------------------------
+
+start_latency_proxy() {
+	local name=$1 dir=$2
+	_servers_init && mkdir -p "$dir" || return 1
+	_SRV_DIR[$name]=$(cd "$dir" && pwd)
+	_start_listener_on "$name" "${_SRV_DIR[$name]}" 0 "$SERVERS_SOURCE_DIR/latency_proxy.py" "$3" "$4" ||
+		return 1
+	export LATENCY_PORT=${_SRV_PORT[$name]}
 }
 
 # --- Hostile stores (tests/fake_remote.py) ---------------------------------

@@ -1,7 +1,8 @@
 /* fuzz_oci.c - libFuzzer: what an OCI registry serves (remote/oci.h): any
  * bytes as a manifest of either kind must be refused, or give a value
  * whose SHA-256 and size are its layer's, and only embedded values that
- * are what their layers say, CJC_OCI_EMBED_MAX of them in all; and as a
+ * are what their layers say, CJC_OCI_EMBED_MAX of them in all (a layer
+ * that embeds none, by its digest and size); and as a
  * WWW-Authenticate challenge, its parameters. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,16 @@
 #define MAX_VALUE (1 << 20)
 
 /* Each embedded value passed on must be the bytes its layer names; ctx
- * counts them. */
+ * counts them.  A layer named alone must have a digest and a size. */
 static void check_embedded(const char *hex, const char *entry_key, const void *p, size_t n,
 			   void *ctx)
 {
 	char got[CJC_HEX_LEN + 1];
+	if (!p) {
+		if (!cjc_is_hex64(hex) || n < 1 || (entry_key && !cjc_is_hex64(entry_key)))
+			__builtin_trap();
+		return;
+	}
 	cjc_hash_buf_hex(p, n, got);
 	if (strcmp(got, hex) || (entry_key && !cjc_is_hex64(entry_key)))
 		__builtin_trap();

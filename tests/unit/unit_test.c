@@ -728,9 +728,14 @@ static void count_embedded(const char *hex, const char *entry_key, const void *p
 			   void *ctx)
 {
 	char got[CJC_HEX_LEN + 1];
+	CHECK(!entry_key || cjc_is_hex64(entry_key));
+	if (!p) { /* named, not embedded: what the reader fetches beside the value */
+		CHECK(cjc_is_hex64(hex) && n == 5);
+		++((int *)ctx)[2];
+		return;
+	}
 	cjc_hash_buf_hex(p, n, got);
 	CHECK(!strcmp(got, hex));
-	CHECK(!entry_key || cjc_is_hex64(entry_key));
 	++((int *)ctx)[entry_key != NULL];
 }
 
@@ -747,28 +752,31 @@ static void test_oci_embedded(const char *hello)
 	char *lying = cjc_xasprintf(layer, "artifact", world, "aGVsbG8=", ""); /* hello's bytes */
 	char *entry = cjc_xasprintf(layer, "record", world, "d29ybGQ=", as_key);
 	char *nameless = cjc_xasprintf(layer, "record", world, "d29ybGQ=", no_key);
+	char *named = cjc_xasprintf("{\"mediaType\":\"application/vnd.cudajitcache.artifact.v1\","
+				    "\"digest\":\"sha256:%s\",\"size\":5}", world); /* a blob only */
 	const char *fmt = "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image."
 			  "manifest.v1+json\",\"artifactType\":\"application/vnd.cudajitcache."
-			  "%s.v1\",\"config\":{},\"layers\":[%s,%s,%s,%s,%s]}";
-	char *text = cjc_xasprintf(fmt, "entry", value, good, lying, entry, nameless);
+			  "%s.v1\",\"config\":{},\"layers\":[%s,%s,%s,%s,%s,%s]}";
+	char *text = cjc_xasprintf(fmt, "entry", value, good, lying, entry, nameless, named);
 	struct cjc_buf out = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	char hex[CJC_HEX_LEN + 1];
 	uint64_t size;
-	int passed_on[2] = { 0, 0 };
+	int passed_on[3] = { 0, 0, 0 };
 	CHECK(cjc_oci_manifest_value(text, strlen(text), 'e', 100, &out, hex, &size, count_embedded,
 				     passed_on, &why) == 0);
 	CHECK(passed_on[0] == 1 && passed_on[1] == 0); /* an entry's manifest embeds no entry */
+	CHECK(passed_on[2] == 1);
 	free(value);
 	free(text);
 	/* a direct-mode manifest: its newest entry's record, named by its key */
 	value = cjc_xasprintf(layer, "manifest", hello, "aGVsbG8=", "");
-	text = cjc_xasprintf(fmt, "manifest", value, good, lying, entry, nameless);
-	passed_on[0] = passed_on[1] = 0;
+	text = cjc_xasprintf(fmt, "manifest", value, good, lying, entry, nameless, named);
+	passed_on[0] = passed_on[1] = passed_on[2] = 0;
 	cjc_buf_reset(&out);
 	CHECK(cjc_oci_manifest_value(text, strlen(text), 'm', 100, &out, hex, &size, count_embedded,
 				     passed_on, &why) == 0);
-	CHECK(passed_on[0] == 1 && passed_on[1] == 1);
-	char *parts[] = { as_key, no_key, value, good, lying, entry, nameless, text };
+	CHECK(passed_on[0] == 1 && passed_on[1] == 1 && passed_on[2] == 1);
+	char *parts[] = { as_key, no_key, value, good, lying, entry, nameless, named, text };
 	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
 		free(parts[i]);
 	cjc_buf_release(&out);

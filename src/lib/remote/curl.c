@@ -27,6 +27,10 @@ static const struct cjc_dl_symbol symbols[] = {
 	FN(easy_getinfo, "curl_easy_getinfo"), FN(easy_reset, "curl_easy_reset"),
 	FN(easy_cleanup, "curl_easy_cleanup"), FN(easy_strerror, "curl_easy_strerror"),
 	FN(slist_append, "curl_slist_append"), FN(slist_free_all, "curl_slist_free_all"),
+	FN(multi_init, "curl_multi_init"), FN(multi_add_handle, "curl_multi_add_handle"),
+	FN(multi_remove_handle, "curl_multi_remove_handle"),
+	FN(multi_perform, "curl_multi_perform"), FN(multi_poll, "curl_multi_poll"),
+	FN(multi_info_read, "curl_multi_info_read"), FN(multi_cleanup, "curl_multi_cleanup"),
 };
 
 static void load(void)

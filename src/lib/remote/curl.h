@@ -22,6 +22,14 @@ struct cjc_curl_api {
 	const char *(*easy_strerror)(CURLcode code);
 	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
 	void (*slist_free_all)(struct curl_slist *list);
+	CURLM *(*multi_init)(void);
+	CURLMcode (*multi_add_handle)(CURLM *m, CURL *c);
+	CURLMcode (*multi_remove_handle)(CURLM *m, CURL *c);
+	CURLMcode (*multi_perform)(CURLM *m, int *running);
+	CURLMcode (*multi_poll)(CURLM *m, struct curl_waitfd *extra, unsigned n, int timeout_ms,
+				int *ret);
+	CURLMsg *(*multi_info_read)(CURLM *m, int *left);
+	CURLMcode (*multi_cleanup)(CURLM *m);
 };
 
 /* Filled by the first cjc_curl_load() that succeeds. */

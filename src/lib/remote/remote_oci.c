@@ -20,11 +20,13 @@
  *                  metadata lists, so the registry keeps them with it and
  *                  shows them (small ones embedded: the shelf, below);
  *                  for a direct-mode manifest, the record of the
- *                  entry its newest record names, and that entry's small
- *                  artifacts, when this process just wrote them and they
- *                  fit (a layer of the record's type, annotated with the
- *                  entry key), so that a hit on an empty local store is
- *                  one request.
+ *                  entry its newest record names, and that entry's
+ *                  artifacts, when this process just wrote them (a layer
+ *                  of the record's type, annotated with the entry key),
+ *                  embedded when they fit, else named (a reader fetches
+ *                  their blobs at once with the value's: get_at_once), so
+ *                  that a hit on an empty local store is one request for
+ *                  a small entry, two round trips for a large one.
  * A value's blob is uploaded (POST, then PUT to the Location with
  * ?digest=) only when a HEAD says it is not there.  A put-if-absent HEADs
  * the tag first; two writers racing past it may both write, each a valid
@@ -90,6 +92,7 @@
  * object (10 KiB) deflated to 33 KiB of text, is one small request. */
 #define EMBED_WRITE_MAX ((size_t)128 << 10)
 #define MAX_REDIRS 3L
+#define FETCH_AT_ONCE 8 /* blobs fetched at once: a value's and its entry's */
 
 /* What a manifest of each kind says it is, and its value's layer. */
 static const struct kind {
@@ -184,6 +187,13 @@ static int inflate_into(const char *text, size_t len, uint64_t size, struct cjc_
 	return rc;
 }
 
+/* Whether a layer embeds bytes, right or not. */
+static bool embeds(json_t *layer)
+{
+	return json_object_get(layer, "data") ||
+	       json_object_get(json_object_get(layer, "annotations"), DEFLATE_ANNOTATION);
+}
+
 /* The bytes a layer embeds, size of them, appended to out: in its `data`
  * (OCI 1.1, base64), or as this writes them, deflated and base64'd in our
  * annotation.  1 when it embeds none; 0; -1 when what it embeds is not
@@ -225,14 +235,14 @@ static int layer_value(json_t *l, size_t max, char hex[CJC_HEX_LEN + 1], uint64_
 	return rc;
 }
 
-/* Each layer after the first that embeds its bytes, when they are what the
- * layer says, to each: an artifact, or (in a direct-mode manifest) an
- * entry's record and the key it is annotated with.  At most EMBED_MAX in
- * all, total of it taken by the first layer: every layer that embeds
- * bytes is charged its size, whether they then prove right or not, so a
- * manifest makes no more than that inflated. */
-static void embedded_artifacts(json_t *layers, char kind, size_t total, cjc_oci_embedded_fn each,
-			       void *ctx)
+/* Each layer after the first that is an artifact or (in a direct-mode
+ * manifest) an entry's record and the key it is annotated with, to each:
+ * with its bytes when it embeds them and they are what the layer says,
+ * else (embedding none) its digest and size alone.  At most EMBED_MAX
+ * embedded in all, total of it taken by the first layer: every layer that
+ * embeds bytes is charged its size, whether they then prove right or not,
+ * so a manifest makes no more than that inflated. */
+static void layers_after(json_t *layers, char kind, size_t total, cjc_oci_layer_fn each, void *ctx)
 {
 	for (size_t i = 1; each && i < json_array_size(layers); i++) {
 		json_t *l = json_array_get(layers, i);
@@ -242,11 +252,16 @@ static void embedded_artifacts(json_t *layers, char kind, size_t total, cjc_oci_
 		bool record = kind == 'm' && lt && !strcmp(lt, MT_RECORD) && key && cjc_is_hex64(key);
 		char hex[CJC_HEX_LEN + 1];
 		uint64_t size = 0;
+		if (!lt || (!record && strcmp(lt, MT_ARTIFACT)))
+			continue;
+		if (!embeds(l)) {
+			if (!descriptor_of(l, SIZE_MAX, hex, &size))
+				each(hex, record ? key : NULL, NULL, size, ctx);
+			continue;
+		}
 		struct cjc_buf bytes = CJC_BUF_INIT;
-		int rc = lt && (record || !strcmp(lt, MT_ARTIFACT))
-				 ? layer_value(l, EMBED_MAX - total, hex, &size, &bytes) : 1;
-		if (rc <= 0) /* what it made inflate counts, refused or not */
-			total += size;
+		int rc = layer_value(l, EMBED_MAX - total, hex, &size, &bytes);
+		total += size; /* what it made inflate counts, refused or not */
 		if (!rc)
 			each(hex, record ? key : NULL, bytes.data, bytes.len, ctx);
 		cjc_buf_release(&bytes);
@@ -255,7 +270,7 @@ static void embedded_artifacts(json_t *layers, char kind, size_t total, cjc_oci_
 
 int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 			   struct cjc_buf *out, char hex[CJC_HEX_LEN + 1], uint64_t *size,
-			   cjc_oci_embedded_fn each, void *ctx, struct cjc_buf *why)
+			   cjc_oci_layer_fn each, void *ctx, struct cjc_buf *why)
 {
 	const struct kind *k = kind_of(kind);
 	json_t *root = k ? json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
@@ -277,27 +292,29 @@ int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
 	else if ((rc = layer_value(first, max, hex, size, out)) < 0)
 		cjc_buf_adds(why, "a layer's embedded data differs from its digest or size");
 	if (rc >= 0)
-		embedded_artifacts(layers, kind, rc ? 0 : *size, each, ctx);
+		layers_after(layers, kind, rc ? 0 : *size, each, ctx);
 	json_decref(root);
 	return rc;
 }
 
-/* --- the shelf: small values carried in another's manifest ---------------
+/* --- the shelf: values carried in or named by another's manifest --------
  *
  * An entry's manifest embeds its artifacts' bytes too (EMBED_WRITE_MAX
  * with the record), and a direct-mode manifest the record of its newest
  * entry and that entry's artifacts, so that a hit on
  * an empty local store of a small entry is one request (the direct-mode
- * manifest), not three.  The bytes travel through this process-wide
- * shelf, bounded and short-lived: a blob or an entry's record this process
- * just wrote waits there for the manifest that embeds it, and an embedded
- * one checked against its layer's digest waits for the get of that blob or
+ * manifest), not three; those too large are named, and fetched at once
+ * with the manifest's value (get_at_once).  The bytes travel through this
+ * process-wide shelf, bounded and short-lived: a blob or an entry's record
+ * this process just wrote waits there for the manifest that embeds or
+ * names it, and an embedded or fetched one checked against its layer's
+ * digest waits for the get of that blob or
  * entry, which takes it.  Only bytes whose SHA-256 their layer names are
  * shelved, and a get still checks them (remote.c: an artifact against the
  * entry's metadata, a record by its metadata naming the key asked for). */
 #define SHELF_SLOTS 16
 #define SHELF_LIFE_MS 60000
-#define SHELF_ITEM_MAX ((size_t)256 << 10) /* 4 MiB at most in all */
+#define SHELF_ITEM_MAX ((size_t)1 << 20) /* 16 MiB at most in all */
 
 static struct shelved {
 	char name[CJC_HEX_LEN + 3]; /* a blob's hex, or "e:" and an entry key; "" when free */
@@ -368,6 +385,14 @@ static bool shelf_copy(const char *name, uint64_t max, struct cjc_buf *out)
 	return there;
 }
 
+static bool shelf_has(const char *name)
+{
+	pthread_mutex_lock(&shelf_lock);
+	bool there = shelf_find(name, cjc_now_ms()) != NULL;
+	pthread_mutex_unlock(&shelf_lock);
+	return there;
+}
+
 /* The same, taking them off the shelf (a get serves them once). */
 static bool shelf_take(const char *name, size_t max, struct cjc_buf *out)
 {
@@ -423,9 +448,9 @@ static bool embed(json_t *layer, const void *p, size_t n, struct budget *b)
 }
 
 /* A layer per artifact the entry record (of key) lists, embedding those on
- * the shelf that fit b; with only_embedded, the others are left out. */
+ * the shelf that fit b (NULL: none). */
 static void add_artifacts(json_t *layers, const void *record, size_t n, const char *key,
-			  struct budget *b, bool only_embedded)
+			  struct budget *b)
 {
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	json_t *doc = !cjc_remote_decode_record(record, n, &meta, &sig)
@@ -435,12 +460,10 @@ static void add_artifacts(json_t *layers, const void *record, size_t n, const ch
 	for (size_t i = 0; i < nfiles; i++) {
 		struct cjc_buf bytes = CJC_BUF_INIT;
 		json_t *layer = descriptor(MT_ARTIFACT, files[i].sha256, files[i].size);
-		bool with = b && files[i].size <= b->bytes &&
-			    shelf_copy(files[i].sha256, files[i].size, &bytes) &&
-			    bytes.len == files[i].size && embed(layer, bytes.data, bytes.len, b);
-		if (with || !only_embedded)
-			json_array_append(layers, layer);
-		json_decref(layer);
+		if (b && files[i].size <= b->bytes &&
+		    shelf_copy(files[i].sha256, files[i].size, &bytes) && bytes.len == files[i].size)
+			embed(layer, bytes.data, bytes.len, b);
+		json_array_append_new(layers, layer);
 		cjc_buf_release(&bytes);
 	}
 	cjc_artifacts_free(files, nfiles);
@@ -452,7 +475,8 @@ static void add_artifacts(json_t *layers, const void *record, size_t n, const ch
 
 /* For a direct-mode manifest (its value p): the record of the entry its
  * newest record names, and that entry's artifacts, when this process just
- * wrote them (the shelf) and they fit b. */
+ * wrote them (the shelf): named, so that a reader fetches them with the
+ * value (get_at_once), and embedded as b still allows (NULL: none). */
 static void add_entry(json_t *layers, const void *p, size_t n, struct budget *b)
 {
 	const void *file, *sig;
@@ -464,16 +488,14 @@ static void add_entry(json_t *layers, const void *p, size_t n, struct budget *b)
 	char name[CJC_HEX_LEN + 3], hex[CJC_HEX_LEN + 1];
 	struct cjc_buf record = CJC_BUF_INIT;
 	shelf_name(NULL, m.recs[0].entry_key, name);
-	if (shelf_copy(name, b->bytes, &record) && record.len) {
+	if (shelf_copy(name, SHELF_ITEM_MAX, &record) && record.len) {
 		cjc_hash_buf_hex(record.data, record.len, hex);
 		json_t *layer = descriptor(MT_RECORD, hex, record.len);
 		json_object_set_new(layer, "annotations",
 				    json_pack("{s:s}", ENTRY_ANNOTATION, m.recs[0].entry_key));
-		if (embed(layer, record.data, record.len, b)) {
-			json_array_append(layers, layer);
-			add_artifacts(layers, record.data, record.len, m.recs[0].entry_key, b, true);
-		}
-		json_decref(layer);
+		bool with = embed(layer, record.data, record.len, b);
+		json_array_append_new(layers, layer);
+		add_artifacts(layers, record.data, record.len, m.recs[0].entry_key, with ? b : NULL);
 	}
 	cjc_buf_release(&record);
 	cjc_manifest_release(&m);
@@ -482,7 +504,7 @@ static void add_entry(json_t *layers, const void *p, size_t n, struct budget *b)
 /* The manifest carrying value (of the given SHA-256) for kind: for an
  * entry record, a layer per artifact its metadata lists (key: the entry
  * key); for a direct-mode manifest, its newest entry (add_entry).  What
- * fits is embedded, the value first. */
+ * fits is embedded, the value first; the others only when it was. */
 static char *manifest_for(const struct kind *k, const char *key, const void *p, size_t n,
 			  const char *hex)
 {
@@ -493,9 +515,9 @@ static char *manifest_for(const struct kind *k, const char *key, const void *p, 
 	bool with = embed(value, p, n, &b);
 	json_array_append_new(layers, value);
 	if (k->letter == 'e')
-		add_artifacts(layers, p, n, key, with ? &b : NULL, false);
-	else if (with)
-		add_entry(layers, p, n, &b);
+		add_artifacts(layers, p, n, key, with ? &b : NULL);
+	else
+		add_entry(layers, p, n, with ? &b : NULL);
 	json_t *m = json_pack("{s:i, s:s, s:s, s:o, s:o}", "schemaVersion", 2, "mediaType",
 			      MT_MANIFEST, "artifactType", k->artifact_type, "config", config,
 			      "layers", layers);
@@ -554,12 +576,19 @@ struct cjc_remote_backend {
 	bool empty_there;         /* the empty config blob is in the repository */
 	const struct cjc_remote_url *u;
 	char error[CURL_ERROR_SIZE];
+	CURLM *multi;                /* blobs fetched at once (get_at_once), */
+	CURL *side[FETCH_AT_ONCE];   /* on handles of their own */
 };
 
 static void backend_free(struct cjc_remote_backend *b)
 {
 	if (b->curl)
 		cjc_curl.easy_cleanup(b->curl);
+	for (size_t i = 0; i < FETCH_AT_ONCE; i++)
+		if (b->side[i])
+			cjc_curl.easy_cleanup(b->side[i]);
+	if (b->multi)
+		cjc_curl.multi_cleanup(b->multi);
 	free(b->origin);
 	free(b->repo);
 	free(b->user);
@@ -818,34 +847,45 @@ static bool asked_basic(const struct cjc_remote_backend *b)
 	return basic;
 }
 
-/* What the request carries: a ready token, a fetched one, the basic
+/* What the request carries on c: a ready token, a fetched one, the basic
  * credentials once the registry asked for them, or nothing. */
-static void authorize(struct cjc_remote_backend *b, const struct request *rq)
+static void authorize(struct cjc_remote_backend *b, CURL *c, const struct request *rq)
 {
 	if (!on_registry(b, rq->url))
 		return;
 	char *token = b->bearer ? cjc_xstrdup(b->bearer) : token_for(b, rq->scope);
 	if (token) { /* libcurl copies it */
-		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-		cjc_curl.easy_setopt(b->curl, CURLOPT_XOAUTH2_BEARER, token);
+		cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		cjc_curl.easy_setopt(c, CURLOPT_XOAUTH2_BEARER, token);
 		cjc_curl_free_secret(token);
 	} else if (b->user && asked_basic(b)) {
-		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-		cjc_curl.easy_setopt(b->curl, CURLOPT_USERNAME, b->user);
-		cjc_curl.easy_setopt(b->curl, CURLOPT_PASSWORD, b->password);
+		cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+		cjc_curl.easy_setopt(c, CURLOPT_USERNAME, b->user);
+		cjc_curl.easy_setopt(c, CURLOPT_PASSWORD, b->password);
 	}
 }
 
-/* Sends rq once, as authorized now; the curl result in *code. */
-static CURLcode send_once(struct cjc_remote_backend *b, const struct request *rq, struct reply *r,
-			  bool credentials_only_basic, long left)
+static struct curl_slist *add_header(struct curl_slist *headers, const char *name, const char *value)
 {
-	CURL *c = b->curl;
+	char *h = cjc_xasprintf("%s: %s", name, value);
+	headers = cjc_curl.slist_append(headers, h);
+	free(h);
+	return headers;
+}
+
+/* Sets c up to send rq as authorized now (only_basic: as to the token
+ * server, the basic credentials or none), its reply into r, within left
+ * ms; error (or NULL) takes curl's message.  The headers it carries, to
+ * be freed once it was sent. */
+static struct curl_slist *prepare(struct cjc_remote_backend *b, CURL *c, const struct request *rq,
+				  struct reply *r, bool only_basic, long left, char *error)
+{
 	struct curl_slist *headers = NULL;
 	cjc_curl.easy_reset(c);
 	cjc_curl.easy_setopt(c, CURLOPT_URL, rq->url);
 	cjc_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	cjc_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, b->error);
+	if (error)
+		cjc_curl.easy_setopt(c, CURLOPT_ERRORBUFFER, error), error[0] = '\0';
 	cjc_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, take_body);
 	cjc_curl.easy_setopt(c, CURLOPT_WRITEDATA, r);
 	cjc_curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, take_header);
@@ -858,14 +898,12 @@ static CURLcode send_once(struct cjc_remote_backend *b, const struct request *rq
 	cjc_curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
 	if (b->ca_file)
 		cjc_curl.easy_setopt(c, CURLOPT_CAINFO, b->ca_file);
-	if (credentials_only_basic) { /* the token server: basic credentials or none */
-		if (b->user) {
-			cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-			cjc_curl.easy_setopt(c, CURLOPT_USERNAME, b->user);
-			cjc_curl.easy_setopt(c, CURLOPT_PASSWORD, b->password);
-		}
-	} else {
-		authorize(b, rq);
+	if (!only_basic) {
+		authorize(b, c, rq);
+	} else if (b->user) {
+		cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+		cjc_curl.easy_setopt(c, CURLOPT_USERNAME, b->user);
+		cjc_curl.easy_setopt(c, CURLOPT_PASSWORD, b->password);
 	}
 	if (!strcmp(rq->method, "HEAD"))
 		cjc_curl.easy_setopt(c, CURLOPT_NOBODY, 1L);
@@ -877,20 +915,12 @@ static CURLcode send_once(struct cjc_remote_backend *b, const struct request *rq
 		cjc_curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->n);
 		headers = cjc_curl.slist_append(headers, "Expect:");
 	}
-	char *h;
-	if (rq->accept) {
-		h = cjc_xasprintf("Accept: %s", rq->accept);
-		headers = cjc_curl.slist_append(headers, h);
-		free(h);
-	}
-	if (rq->content_type) {
-		h = cjc_xasprintf("Content-Type: %s", rq->content_type);
-		headers = cjc_curl.slist_append(headers, h);
-		free(h);
-	}
+	if (rq->accept)
+		headers = add_header(headers, "Accept", rq->accept);
+	if (rq->content_type)
+		headers = add_header(headers, "Content-Type", rq->content_type);
 	if (headers)
 		cjc_curl.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-	b->error[0] = '\0';
 	r->curl = c;
 	r->rq = rq;
 	r->status = 0;
@@ -898,12 +928,27 @@ static CURLcode send_once(struct cjc_remote_backend *b, const struct request *rq
 	cjc_buf_reset(&r->error);
 	if (rq->out)
 		cjc_buf_reset(rq->out);
-	CURLcode code = cjc_curl.easy_perform(c);
-	cjc_curl.slist_free_all(headers);
+	return headers;
+}
+
+/* What the request sent on c came to: its status, and whether another
+ * host answered. */
+static void answered(CURL *c, struct reply *r)
+{
+	char *url = NULL;
 	cjc_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	char *answered = NULL;
-	cjc_curl.easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &answered);
-	r->elsewhere = !answered || !same_origin(answered, rq->url);
+	cjc_curl.easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &url);
+	r->elsewhere = !url || !same_origin(url, r->rq->url);
+}
+
+/* Sends rq once, as authorized now; curl's result. */
+static CURLcode send_once(struct cjc_remote_backend *b, const struct request *rq, struct reply *r,
+			  bool only_basic, long left)
+{
+	struct curl_slist *headers = prepare(b, b->curl, rq, r, only_basic, left, b->error);
+	CURLcode code = cjc_curl.easy_perform(b->curl);
+	cjc_curl.slist_free_all(headers);
+	answered(b->curl, r);
 	return code;
 }
 
@@ -1261,7 +1306,131 @@ static int blob_put(struct cjc_remote_backend *b, const char *hex, const void *p
 	return rc == CJC_REMOTE_ABSENT ? upload(b, hex, p, n, why) : rc;
 }
 
+/* --- blobs at once ----------------------------------------------------------
+ *
+ * A manifest's value, when it is in a blob, and the blobs of the entry the
+ * manifest names (the record and artifact layers it does not embed) are
+ * fetched at once, each on a handle of its own (libcurl's multi interface),
+ * so that a hit on a large entry is two round trips, its direct-mode
+ * manifest and then its blobs, as on Redis, not one after another.  What
+ * comes back whole (2xx, its digest) is the value or goes on the shelf;
+ * anything else is asked for again when it is needed, the ordinary way (a
+ * 401 answered, the error reported).  At most FETCH_AT_ONCE blobs, each
+ * other than the value at most SHELF_ITEM_MAX, all within the deadline.
+ */
+struct wanted {
+	char hex[CJC_HEX_LEN + 1];
+	char key[CJC_HEX_LEN + 1]; /* a record's entry (on the shelf as "e:KEY"), or "" */
+	uint64_t size;
+	struct cjc_buf bytes; /* once fetched whole */
+	bool whole;
+};
+
+struct batch {
+	struct wanted w[FETCH_AT_ONCE];
+	size_t n;
+};
+
+/* Adds a blob the manifest names (not embedded) to the batch, unless it is
+ * already in it or on the shelf, too large, or the batch is full (its last
+ * place is kept for the manifest's value). */
+static void want(struct batch *bt, const char *hex, const char *entry_key, uint64_t size)
+{
+	char name[CJC_HEX_LEN + 3];
+	shelf_name(hex, entry_key, name);
+	if (bt->n == FETCH_AT_ONCE - 1 || size > SHELF_ITEM_MAX || shelf_has(name))
+		return;
+	for (size_t i = 0; i < bt->n; i++)
+		if (!strcmp(bt->w[i].hex, hex))
+			return;
+	struct wanted *w = &bt->w[bt->n++];
+	memcpy(w->hex, hex, sizeof w->hex);
+	if (entry_key)
+		memcpy(w->key, entry_key, sizeof w->key);
+	w->size = size;
+}
+
+/* GETs the blobs of bt at once; each whole one is marked so. */
+static void get_at_once(struct cjc_remote_backend *b, struct batch *bt)
+{
+	struct request rq[FETCH_AT_ONCE];
+	struct reply r[FETCH_AT_ONCE] = { 0 };
+	struct curl_slist *headers[FETCH_AT_ONCE];
+	CURLcode code[FETCH_AT_ONCE];
+	size_t n = 0;
+	long left = cjc_remote_time_left(b->u);
+	if (left > 0 && !b->multi)
+		b->multi = cjc_curl.multi_init();
+	for (; left > 0 && b->multi && n < bt->n; n++) {
+		if (!b->side[n] && !(b->side[n] = cjc_curl.easy_init()))
+			break;
+		struct wanted *w = &bt->w[n];
+		rq[n] = (struct request){ .method = "GET", .url = blob_url(b, w->hex), .scope = PULL,
+					  .out = &w->bytes, .max = w->size, .follow = true };
+		headers[n] = prepare(b, b->side[n], &rq[n], &r[n], false, left, NULL);
+		code[n] = CURLE_FAILED_INIT;
+		cjc_curl.multi_add_handle(b->multi, b->side[n]);
+	}
+	int running = n > 0;
+	while (running && !cjc_curl.multi_perform(b->multi, &running) && running &&
+	       cjc_remote_time_left(b->u) > 0)
+		cjc_curl.multi_poll(b->multi, NULL, 0, 100, NULL);
+	CURLMsg *msg;
+	int queued;
+	while ((msg = cjc_curl.multi_info_read(b->multi, &queued)))
+		for (size_t i = 0; i < n; i++)
+			if (msg->msg == CURLMSG_DONE && msg->easy_handle == b->side[i])
+				code[i] = msg->data.result;
+	for (size_t i = 0; i < n; i++) {
+		struct wanted *w = &bt->w[i];
+		char got[CJC_HEX_LEN + 1];
+		cjc_curl.multi_remove_handle(b->multi, b->side[i]);
+		cjc_curl.slist_free_all(headers[i]);
+		answered(b->side[i], &r[i]);
+		w->whole = code[i] == CURLE_OK && !r[i].too_large && r[i].status >= 200 &&
+			   r[i].status < 300 && w->bytes.len == w->size &&
+			   (cjc_hash_buf_hex(w->bytes.data, w->bytes.len, got), !strcmp(got, w->hex));
+		free(rq[i].url);
+		free(r[i].challenge);
+		free(r[i].location);
+		cjc_buf_release(&r[i].error);
+	}
+}
+
 /* --- the seam --------------------------------------------------------------- */
+
+/* What a manifest's layers give beside its value: the bytes it embeds,
+ * checked, to the shelf; the blobs it only names, to the batch. */
+static void found(const char *hex, const char *entry_key, const void *p, size_t n, void *ctx)
+{
+	if (p)
+		shelf_put(hex, entry_key, p, n, NULL);
+	else
+		want(ctx, hex, entry_key, n);
+}
+
+/* The blobs of bt at once: the last one, with value, is the manifest's
+ * value, into out (asked for again alone when it did not come whole); the
+ * others go on the shelf. */
+static int get_blobs(struct cjc_remote_backend *b, struct batch *bt, bool value, struct cjc_buf *out,
+		     struct cjc_buf *why)
+{
+	get_at_once(b, bt);
+	int rc = CJC_REMOTE_OK;
+	for (size_t i = 0; i < bt->n; i++) {
+		struct wanted *w = &bt->w[i];
+		if (value && i == bt->n - 1 && w->whole) {
+			cjc_buf_release(out);
+			*out = w->bytes, w->bytes = (struct cjc_buf)CJC_BUF_INIT;
+		} else if (value && i == bt->n - 1) {
+			rc = blob_get(b, w->hex, w->size, out, why);
+		} else if (w->whole) {
+			shelf_put(w->hex, w->key[0] ? w->key : NULL, w->bytes.data, w->bytes.len, NULL);
+		}
+		cjc_buf_release(&w->bytes);
+	}
+	return rc;
+}
 
 static int oci_get(struct cjc_remote_backend *b, const char *name, size_t max, struct cjc_buf *out,
 		   struct cjc_buf *why)
@@ -1285,17 +1454,19 @@ static int oci_get(struct cjc_remote_backend *b, const char *name, size_t max, s
 			      .accept = MT_MANIFEST, .out = &text, .max = cap };
 	int rc = ask(b, &rq, NULL, why);
 	free(rq.url);
-	char hex[CJC_HEX_LEN + 1];
-	uint64_t size = 0;
+	struct batch bt = { .n = 0 };
+	struct wanted *value = &bt.w[FETCH_AT_ONCE - 1];
 	int has = rc == CJC_REMOTE_OK ? cjc_oci_manifest_value(text.data, text.len, t.kind, max, out,
-							       hex, &size, shelf_put, NULL, why)
+							       value->hex, &value->size, found, &bt, why)
 				      : 0;
-	if (has < 0)
-		rc = CJC_REMOTE_ERROR;
-	else if (rc == CJC_REMOTE_OK && has == 1)
-		rc = blob_get(b, hex, size, out, why);
 	cjc_buf_release(&text);
-	return rc;
+	if (has < 0)
+		return CJC_REMOTE_ERROR;
+	if (has == 1 && !bt.n)
+		return blob_get(b, value->hex, value->size, out, why);
+	if (has == 1) /* the batch's last */
+		memmove(&bt.w[bt.n++], value, sizeof *value);
+	return bt.n ? get_blobs(b, &bt, has == 1, out, why) : rc;
 }
 
 static int oci_put(struct cjc_remote_backend *b, const char *name, const void *p, size_t n,
