@@ -309,8 +309,9 @@ flip_byte() {
 
 # A direct-mode manifest naming far more blobs than an entry has (40
 # artifact layers of digests the registry does not have, edited into its
-# storage): at most seven are asked for beside the value (remote_oci.c,
-# FETCH_AT_ONCE), their 404s cost nothing, and the hit is the entry's.
+# storage, and its value no longer embedded): eight blobs are asked for at
+# once, the value's and seven of those (remote_oci.c, FETCH_AT_ONCE), their
+# 404s cost nothing, and the hit is the entry's.
 testManyNamedBlobsAreAskedForBoundedly() {
 	upload_template
 	local manifest before rc
@@ -319,11 +320,12 @@ testManyNamedBlobsAreAskedForBoundedly() {
 	/usr/bin/python3 - "$manifest" <<-'EOF' || fail "the manifest"
 		import json, os, sys
 		m = json.load(open(sys.argv[1]))
+		del m["layers"][0]["annotations"]["org.cudajitcache.deflate"] # the value: its blob
 		m["layers"] += [{"mediaType": "application/vnd.cudajitcache.artifact.v1", "size": 1000,
 		                 "digest": "sha256:" + os.urandom(32).hex()} for _ in range(40)]
 		open(sys.argv[1], "w").write(json.dumps(m, separators=(",", ":")))
 	EOF
-	before=$(grep -c "\"GET /v2/$REPO/blobs/" "$REGISTRY_LOG")
+	before=$(wc -l <"$REGISTRY_LOG")
 	export CJC_REMOTE=$OCI_URL
 	compile_on B
 	rc=$?
@@ -333,7 +335,11 @@ testManyNamedBlobsAreAskedForBoundedly() {
 	assertEquals "B: nvcc not run" 0 "$(nvcc_compiles)"
 	assertEquals "B: a remote hit" 1 "$(remote_stat B remote_hits)"
 	assertEquals "B: no error" 0 "$(remote_stat B remote_errors)"
-	assertEquals "blobs asked for" 7 $(($(grep -c "\"GET /v2/$REPO/blobs/" "$REGISTRY_LOG") - before))
+	local asked
+	asked=$(tail -n +$((before + 1)) "$REGISTRY_LOG" | grep -o "\"GET /v2/$REPO/blobs/[^\"]*\" [0-9]*")
+	assertEquals "blobs asked for: $asked" 8 "$(grep -c . <<<"$asked")"
+	assertEquals "the value's: $asked" 1 "$(grep -c '" 200$' <<<"$asked")"
+	assertEquals "seven named: $asked" 7 "$(grep -c '" 404$' <<<"$asked")"
 }
 
 # A registry (a proxy of the real one) whose entry record says each

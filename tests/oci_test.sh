@@ -116,7 +116,8 @@ testMachineBAnotherUserIsServedWhatAPublished() {
 # a record naming them, an object of incompressible bytes): the direct-mode
 # manifest names the entry's record and object beside its own value, and B
 # fetches those three blobs at once (remote_oci.c: get_at_once), so its hit
-# is the one manifest and then the blobs: no entry manifest is read.
+# is the one manifest and then the blobs: no entry manifest is read.  A
+# damaged blob among them is a miss.
 testLargeEntryIsOneManifestAndItsBlobs() {
 	export CJC_REMOTE=$URL
 	local SRC=big.cu mark asked
@@ -142,6 +143,22 @@ testLargeEntryIsOneManifestAndItsBlobs() {
 	assertEquals "B's requests: $asked" 4 "$(wc -l <<<"$asked")"
 	assertEquals "the direct-mode manifest: $asked" 1 "$(grep -c '^GET /v2/[^ ]*/manifests/[^ ]*\.m\.[0-9a-f]* 200$' <<<"$asked")"
 	assertEquals "three blobs: $asked" 3 "$(grep -c '^GET /v2/[^ ]*/blobs/sha256:[0-9a-f]* 200$' <<<"$asked")"
+	# The object's blob damaged in the registry's storage (put back after):
+	# fetched with the others it is not kept, asked for again it is a miss
+	# counted as an error, and C, another empty store, compiles.
+	local hex data rc
+	hex=$(sha256sum <"$WORK/A.o" | cut -d' ' -f1)
+	data=$REGISTRY_ROOT/docker/registry/v2/blobs/sha256/${hex:0:2}/$hex/data
+	cp "$data" "$CASE/object" || fail "the object's blob"
+	/usr/bin/python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(1000); b = f.read(1)[0]; f.seek(1000); f.write(bytes([b ^ 0x55]))' "$data"
+	CJC_DIR="$CASE/C" "$CJC" "$WORK/bin/nvcc" -c big.cu -o "$WORK/C.o" -arch=$ARCH 2>"$CASE/C.err"
+	rc=$?
+	cp "$CASE/object" "$data"
+	assertEquals "C's build: $(tail -2 "$CASE/C.err")" 0 $rc
+	assertEquals "C compiled" 2 "$(nvcc_compiles)"
+	assertEquals "C: no hit" 0 "$(CJC_DIR="$CASE/C" "$CJC" stats --json | jq .remote_hits)"
+	assertEquals "C: the damage counted" 1 "$(CJC_DIR="$CASE/C" "$CJC" stats --json | jq .remote_errors)"
+	assertContains "$(cat "$CJC_LOG")" "differs from its digest"
 }
 
 # A blob the registry has is not uploaded again: the entry's manifest

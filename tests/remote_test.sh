@@ -941,8 +941,9 @@ testHttpHelperKeepsLibcurlOutOfHits() {
 # The helper's name (its socket's, which /proc/net/unix shows to everyone)
 # is keyed with a secret of its user's, so a password in the URL cannot be
 # guessed from it, and names the network namespace: a compile in another
-# one (another 127.0.0.1) gets a helper of its own; a damaged key is
-# replaced.  The helper keeps none of the build's environment but what
+# one (another 127.0.0.1) gets a helper of its own, and so does another
+# cjc executable (rebuilt, reinstalled: never served by the old code's
+# helper); a damaged key is replaced.  The helper keeps none of the build's environment but what
 # decides its requests.
 testHelperNameIsKeyedAndItsEnvironmentBare() {
 	use_helper
@@ -964,12 +965,15 @@ testHelperNameIsKeyedAndItsEnvironmentBare() {
 	assertEquals "another network: C started a helper" 1 "$(grep -c 'started the helper' "$CASE/C.log")"
 	assertNotEquals "of another name" \
 		"$(grep -o '[0-9a-f]*\.sock' "$CASE/B.log")" "$(grep -o '[0-9a-f]*\.sock' "$CASE/C.log")"
+	cp "$CJC" "$CASE/cjc" # another build of the same version: its own helper, never the old one
+	CJC_LOG=$CASE/E.log CJC=$CASE/cjc compile_on E || fail "E's build failed"
+	assertEquals "another cjc: E started a helper" 1 "$(grep -c 'started the helper' "$CASE/E.log")"
 	chmod 644 "$key" # damaged: a copy, a chmod (or a torn write: its size)
 	CJC_LOG=$CASE/D.log compile_on D
 	assertEquals "a damaged key is said" 1 "$(grep -c 'key was damaged: replaced' "$CASE/D.log")"
 	assertEquals "and replaced" "32 600" "$(stat -c '%s %a' "$key")"
 	assertEquals "D started a helper" 1 "$(grep -c 'started the helper' "$CASE/D.log")"
-	for pid in $(sed -n 's/.*started the helper of .* (pid \([0-9]*\),.*/\1/p' "$CASE"/[BCD].log); do
+	for pid in $(sed -n 's/.*started the helper of .* (pid \([0-9]*\),.*/\1/p' "$CASE"/[BCDE].log); do
 		kill -KILL "$pid" 2>/dev/null
 	done
 	stop_helpers

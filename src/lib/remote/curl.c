@@ -31,6 +31,7 @@ static const struct cjc_dl_symbol symbols[] = {
 	FN(multi_remove_handle, "curl_multi_remove_handle"),
 	FN(multi_perform, "curl_multi_perform"), FN(multi_poll, "curl_multi_poll"),
 	FN(multi_info_read, "curl_multi_info_read"), FN(multi_cleanup, "curl_multi_cleanup"),
+	FN(multi_setopt, "curl_multi_setopt"),
 };
 
 static void load(void)

@@ -30,6 +30,7 @@ struct cjc_curl_api {
 				int *ret);
 	CURLMsg *(*multi_info_read)(CURLM *m, int *left);
 	CURLMcode (*multi_cleanup)(CURLM *m);
+	CURLMcode (*multi_setopt)(CURLM *m, CURLMoption option, ...);
 };
 
 /* Filled by the first cjc_curl_load() that succeeds. */

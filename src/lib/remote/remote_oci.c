@@ -93,6 +93,7 @@
 #define EMBED_WRITE_MAX ((size_t)128 << 10)
 #define MAX_REDIRS 3L
 #define FETCH_AT_ONCE 8 /* blobs fetched at once: a value's and its entry's */
+#define MULTI_CONNECTIONS 4L /* the connections those keep open (a helper pools 64 backends) */
 
 /* What a manifest of each kind says it is, and its value's layer. */
 static const struct kind {
@@ -312,15 +313,17 @@ int cjc_oci_manifest_value(const char *text, size_t len, char kind, size_t max,
  * entry, which takes it.  Only bytes whose SHA-256 their layer names are
  * shelved, and a get still checks them (remote.c: an artifact against the
  * entry's metadata, a record by its metadata naming the key asked for). */
-#define SHELF_SLOTS 16
+#define SHELF_SLOTS 64
 #define SHELF_LIFE_MS 60000
-#define SHELF_ITEM_MAX ((size_t)1 << 20) /* 16 MiB at most in all */
+#define SHELF_ITEM_MAX ((size_t)1 << 20)
+#define SHELF_BYTES_MAX ((size_t)32 << 20) /* in all: the slots that end first make room */
 
 static struct shelved {
 	char name[CJC_HEX_LEN + 3]; /* a blob's hex, or "e:" and an entry key; "" when free */
 	struct cjc_buf bytes;
 	int64_t until_ms;
 } shelf[SHELF_SLOTS];
+static size_t shelf_bytes; /* what the slots hold */
 static pthread_mutex_t shelf_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The shelf's name of a blob (entry_key NULL) or of an entry's record. */
@@ -337,21 +340,36 @@ static struct shelved *shelf_find(const char *name, int64_t now)
 	return NULL;
 }
 
-/* Where name goes: its own slot, a free or ended one, else the one that
- * ends first. */
-static struct shelved *shelf_slot(const char *name, int64_t now)
+static void shelf_clear(struct shelved *s)
 {
-	struct shelved *slot = shelf_find(name, now);
-	if (slot)
-		return slot;
-	slot = &shelf[0];
+	shelf_bytes -= s->bytes.len;
+	cjc_buf_release(&s->bytes);
+	s->name[0] = '\0';
+}
+
+/* A free slot for n bytes: name's own, those that ended and then those
+ * that end first cleared as the bounds need. */
+static struct shelved *shelf_slot(const char *name, size_t n, int64_t now)
+{
+	struct shelved *free_slot = NULL;
 	for (size_t i = 0; i < SHELF_SLOTS; i++) {
-		if (!shelf[i].name[0] || shelf[i].until_ms <= now)
-			return &shelf[i];
-		if (shelf[i].until_ms < slot->until_ms)
-			slot = &shelf[i];
+		struct shelved *s = &shelf[i];
+		if (s->name[0] && (s->until_ms <= now || !strcmp(s->name, name)))
+			shelf_clear(s);
+		if (!s->name[0] && !free_slot)
+			free_slot = s;
 	}
-	return slot;
+	while (!free_slot || shelf_bytes + n > SHELF_BYTES_MAX) {
+		struct shelved *first = NULL;
+		for (size_t i = 0; i < SHELF_SLOTS; i++)
+			if (shelf[i].name[0] && (!first || shelf[i].until_ms < first->until_ms))
+				first = &shelf[i];
+		if (!first)
+			break;
+		shelf_clear(first);
+		free_slot = free_slot ? free_slot : first;
+	}
+	return free_slot;
 }
 
 /* Keeps a copy of bytes (whose SHA-256 is hex), when small enough: a blob,
@@ -365,9 +383,13 @@ static void shelf_put(const char *hex, const char *entry_key, const void *p, siz
 	shelf_name(hex, entry_key, name);
 	int64_t now = cjc_now_ms();
 	pthread_mutex_lock(&shelf_lock);
-	struct shelved *slot = shelf_slot(name, now);
-	slot->bytes.len = 0;
-	cjc_buf_add(&slot->bytes, p, n);
+	struct shelved *slot = shelf_slot(name, n, now);
+	slot->bytes.data = cjc_xmalloc(n + 1); /* its size, not a power of two */
+	memcpy(slot->bytes.data, p, n);
+	slot->bytes.data[n] = '\0';
+	slot->bytes.len = n;
+	slot->bytes.cap = n + 1;
+	shelf_bytes += n;
 	memcpy(slot->name, name, sizeof slot->name);
 	slot->until_ms = now + SHELF_LIFE_MS;
 	pthread_mutex_unlock(&shelf_lock);
@@ -401,8 +423,7 @@ static bool shelf_take(const char *name, size_t max, struct cjc_buf *out)
 	bool there = s && s->bytes.len <= max;
 	if (there) {
 		cjc_buf_add(out, s->bytes.data, s->bytes.len);
-		s->name[0] = '\0';
-		cjc_buf_release(&s->bytes);
+		shelf_clear(s);
 	}
 	pthread_mutex_unlock(&shelf_lock);
 	return there;
@@ -574,6 +595,8 @@ struct cjc_remote_backend {
 	struct auth *own;
 	char absent[CJC_HEX_LEN + 1]; /* the blob the last exists found absent */
 	bool empty_there;         /* the empty config blob is in the repository */
+	bool merging;             /* an entry record was just put: the next get of a
+				   * direct-mode manifest is its writer's, to merge */
 	const struct cjc_remote_url *u;
 	char error[CURL_ERROR_SIZE];
 	CURLM *multi;                /* blobs fetched at once (get_at_once), */
@@ -1338,10 +1361,11 @@ static void want(struct batch *bt, const char *hex, const char *entry_key, uint6
 {
 	char name[CJC_HEX_LEN + 3];
 	shelf_name(hex, entry_key, name);
-	if (bt->n == FETCH_AT_ONCE - 1 || size > SHELF_ITEM_MAX || shelf_has(name))
+	if (bt->n == FETCH_AT_ONCE - 1 || size > SHELF_ITEM_MAX || shelf_has(name) ||
+	    !strcmp(hex, bt->w[FETCH_AT_ONCE - 1].hex)) /* the value's own digest */
 		return;
 	for (size_t i = 0; i < bt->n; i++)
-		if (!strcmp(bt->w[i].hex, hex))
+		if (!strcmp(bt->w[i].hex, hex) && !strcmp(bt->w[i].key, entry_key ? entry_key : ""))
 			return;
 	struct wanted *w = &bt->w[bt->n++];
 	memcpy(w->hex, hex, sizeof w->hex);
@@ -1359,8 +1383,8 @@ static void get_at_once(struct cjc_remote_backend *b, struct batch *bt)
 	CURLcode code[FETCH_AT_ONCE];
 	size_t n = 0;
 	long left = cjc_remote_time_left(b->u);
-	if (left > 0 && !b->multi)
-		b->multi = cjc_curl.multi_init();
+	if (left > 0 && !b->multi && (b->multi = cjc_curl.multi_init()))
+		cjc_curl.multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, MULTI_CONNECTIONS);
 	for (; left > 0 && b->multi && n < bt->n; n++) {
 		if (!b->side[n] && !(b->side[n] = cjc_curl.easy_init()))
 			break;
@@ -1369,9 +1393,17 @@ static void get_at_once(struct cjc_remote_backend *b, struct batch *bt)
 					  .out = &w->bytes, .max = w->size, .follow = true };
 		headers[n] = prepare(b, b->side[n], &rq[n], &r[n], false, left, NULL);
 		code[n] = CURLE_FAILED_INIT;
-		cjc_curl.multi_add_handle(b->multi, b->side[n]);
+		if (b->tls) /* HTTP/2: one connection for them all */
+			cjc_curl.easy_setopt(b->side[n], CURLOPT_PIPEWAIT, 1L);
+		if (cjc_curl.multi_add_handle(b->multi, b->side[n]) != CURLM_OK) {
+			cjc_curl.slist_free_all(headers[n]);
+			free(rq[n].url);
+			break;
+		}
 	}
-	int running = n > 0;
+	if (!n)
+		return;
+	int running = 1;
 	while (running && !cjc_curl.multi_perform(b->multi, &running) && running &&
 	       cjc_remote_time_left(b->u) > 0)
 		cjc_curl.multi_poll(b->multi, NULL, 0, 100, NULL);
@@ -1400,12 +1432,12 @@ static void get_at_once(struct cjc_remote_backend *b, struct batch *bt)
 /* --- the seam --------------------------------------------------------------- */
 
 /* What a manifest's layers give beside its value: the bytes it embeds,
- * checked, to the shelf; the blobs it only names, to the batch. */
+ * checked, to the shelf; the blobs it only names, to the batch (if any). */
 static void found(const char *hex, const char *entry_key, const void *p, size_t n, void *ctx)
 {
 	if (p)
 		shelf_put(hex, entry_key, p, n, NULL);
-	else
+	else if (ctx)
 		want(ctx, hex, entry_key, n);
 }
 
@@ -1436,7 +1468,9 @@ static int oci_get(struct cjc_remote_backend *b, const char *name, size_t max, s
 		   struct cjc_buf *why)
 {
 	struct target t;
+	bool merging = b->merging;
 	b->absent[0] = 0;
+	b->merging = false;
 	if (parse_name(name, &t, why))
 		return CJC_REMOTE_ERROR;
 	char shelved[CJC_HEX_LEN + 3];
@@ -1456,8 +1490,10 @@ static int oci_get(struct cjc_remote_backend *b, const char *name, size_t max, s
 	free(rq.url);
 	struct batch bt = { .n = 0 };
 	struct wanted *value = &bt.w[FETCH_AT_ONCE - 1];
+	bool named = t.kind != 'm' || !merging; /* a writer merging wants no entry */
 	int has = rc == CJC_REMOTE_OK ? cjc_oci_manifest_value(text.data, text.len, t.kind, max, out,
-							       value->hex, &value->size, found, &bt, why)
+							       value->hex, &value->size, found,
+							       named ? &bt : NULL, why)
 				      : 0;
 	cjc_buf_release(&text);
 	if (has < 0)
@@ -1476,6 +1512,7 @@ static int oci_put(struct cjc_remote_backend *b, const char *name, const void *p
 	char hex[CJC_HEX_LEN + 1];
 	if (parse_name(name, &t, why))
 		return CJC_REMOTE_ERROR;
+	b->merging = t.kind == 'e';
 	cjc_hash_buf_hex(p, n, hex);
 	if (t.kind == 'c' && strcmp(hex, t.hex)) {
 		cjc_buf_adds(why, "a blob's bytes are not its name's SHA-256");
