@@ -62,13 +62,15 @@ PORTFILE.requests ("METHOD PATH").  MODE:
                    the whole reply (head included) a byte a second.
   oci-storage401   OCI: a registry that asks for Basic credentials (a 401
                    to a request without them), serves every manifest as a
-                   direct-mode one whose value is only a blob, and
+                   direct-mode one whose value is only a blob and which
+                   names another blob (fetched at once with it), and
                    redirects (307) each blob's GET to its "storage",
                    http://localhost:PORT/storage/... (this server, under
                    another host name), which answers 401 with "Bearer
                    realm=http://localhost:PORT/steal": a client that
                    answers it sends its credentials to /steal (a line of
-                   PORTFILE.requests).
+                   PORTFILE.requests).  A request to the storage that
+                   carries credentials is a line "CREDENTIALS PATH" there.
   oci-bloat        OCI: every manifest's GET answered 200 with 32 MB of
                    '{"layers":[[],[],...]}' (what a JSON parser makes
                    tens of times larger), as long as the client reads.
@@ -297,6 +299,8 @@ class Http(BaseHTTPRequestHandler):
         if self.path.startswith("/steal"):
             return self.answer(200, json.dumps({"token": "stolen"}).encode())
         if self.path.startswith("/storage/"):
+            if self.headers.get("Authorization"):
+                count_request(PORTFILE, "CREDENTIALS", self.path)
             realm = "http://localhost:%d/steal" % self.server.server_address[1]
             return self.answer(401, b"{}", headers=[("WWW-Authenticate", 'Bearer realm="%s",service="s"' % realm)])
         if not self.headers.get("Authorization"):
@@ -304,13 +308,16 @@ class Http(BaseHTTPRequestHandler):
         if "/manifests/" in self.path:
             layer = {"mediaType": "application/vnd.cudajitcache.manifest.v1",
                      "digest": "sha256:" + hexdigest, "size": len(blob)}
+            named = {"mediaType": "application/vnd.cudajitcache.artifact.v1",
+                     "digest": "sha256:" + hashlib.sha256(b"y" * 100).hexdigest(), "size": 100}
             return self.answer(200, json.dumps({
                 "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                 "artifactType": "application/vnd.cudajitcache.manifest.v1",
                 "config": {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2,
                            "digest": "sha256:" + hashlib.sha256(b"{}").hexdigest()},
-                "layers": [layer]}).encode())
-        storage = "http://localhost:%d/storage/%s" % (self.server.server_address[1], hexdigest)
+                "layers": [layer, named]}).encode())
+        storage = "http://localhost:%d/storage/%s" % (self.server.server_address[1],
+                                                      self.path.rsplit(":", 1)[-1])
         return self.answer(307, b"", headers=[("Location", storage)])
 
     def oci_bloat(self):

@@ -361,7 +361,9 @@ testHugeArtifactIsNotFetched() {
 }
 
 # A blob's GET redirected to a storage host that answers 401 and names a
-# realm of its own: nothing is sent there, no token is fetched from it
+# realm of its own (the value's and another named beside it, fetched at
+# once, then the value again alone): no credentials go there, no token is
+# fetched from it
 # (the credentials go to the registry and the realm the registry's own 401
 # names, nowhere else), and the build goes on.
 testAStorageHostCannotNameARealm() {
@@ -371,8 +373,10 @@ testAStorageHostCannotNameARealm() {
 	expect_built B $?
 	local requests
 	requests=$(cat "$CASE/fake/port.requests")
-	assertContains "the blob was asked for: $requests" "$requests" "/storage/"
+	assertEquals "both blobs, then the value alone: $requests" 3 \
+		"$(grep -c '^GET /storage/' <<<"$requests")"
 	assertNotContains "no token asked of the storage host: $requests" "$requests" "/steal"
+	assertNotContains "no credentials sent to it: $requests" "$requests" "CREDENTIALS"
 	kill_server fake
 }
 
