@@ -1374,33 +1374,62 @@ static void want(struct batch *bt, const char *hex, const char *entry_key, uint6
 	w->size = size;
 }
 
-/* GETs the blobs of bt at once; each whole one is marked so. */
+/* One of the GETs at once. */
+struct transfer {
+	struct request rq;
+	struct reply r;
+	struct curl_slist *headers;
+	CURLcode code;
+};
+
+/* Starts w's GET on side handle i, within left ms: whether it did. */
+static bool start_get(struct cjc_remote_backend *b, size_t i, struct wanted *w, struct transfer *t,
+		      long left)
+{
+	if (!b->side[i] && !(b->side[i] = cjc_curl.easy_init()))
+		return false;
+	t->rq = (struct request){ .method = "GET", .url = blob_url(b, w->hex), .scope = PULL,
+				  .out = &w->bytes, .max = w->size, .follow = true };
+	t->headers = prepare(b, b->side[i], &t->rq, &t->r, false, left, NULL);
+	t->code = CURLE_FAILED_INIT;
+	if (b->tls) /* HTTP/2: one connection for them all */
+		cjc_curl.easy_setopt(b->side[i], CURLOPT_PIPEWAIT, 1L);
+	if (cjc_curl.multi_add_handle(b->multi, b->side[i]) == CURLM_OK)
+		return true;
+	cjc_curl.slist_free_all(t->headers);
+	free(t->rq.url);
+	return false;
+}
+
+/* Ends the GET on side handle i: whether w came whole (2xx, its size and
+ * its digest). */
+static bool end_get(struct cjc_remote_backend *b, size_t i, struct wanted *w, struct transfer *t)
+{
+	char got[CJC_HEX_LEN + 1];
+	cjc_curl.multi_remove_handle(b->multi, b->side[i]);
+	cjc_curl.slist_free_all(t->headers);
+	answered(b->side[i], &t->r);
+	bool whole = t->code == CURLE_OK && !t->r.too_large && t->r.status >= 200 &&
+		     t->r.status < 300 && w->bytes.len == w->size &&
+		     (cjc_hash_buf_hex(w->bytes.data, w->bytes.len, got), !strcmp(got, w->hex));
+	free(t->rq.url);
+	free(t->r.challenge);
+	free(t->r.location);
+	cjc_buf_release(&t->r.error);
+	return whole;
+}
+
+/* GETs the blobs of bt at once, until the deadline; each whole one is
+ * marked so. */
 static void get_at_once(struct cjc_remote_backend *b, struct batch *bt)
 {
-	struct request rq[FETCH_AT_ONCE];
-	struct reply r[FETCH_AT_ONCE] = { 0 };
-	struct curl_slist *headers[FETCH_AT_ONCE];
-	CURLcode code[FETCH_AT_ONCE];
+	struct transfer t[FETCH_AT_ONCE] = { 0 };
 	size_t n = 0;
 	long left = cjc_remote_time_left(b->u);
 	if (left > 0 && !b->multi && (b->multi = cjc_curl.multi_init()))
 		cjc_curl.multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, MULTI_CONNECTIONS);
-	for (; left > 0 && b->multi && n < bt->n; n++) {
-		if (!b->side[n] && !(b->side[n] = cjc_curl.easy_init()))
-			break;
-		struct wanted *w = &bt->w[n];
-		rq[n] = (struct request){ .method = "GET", .url = blob_url(b, w->hex), .scope = PULL,
-					  .out = &w->bytes, .max = w->size, .follow = true };
-		headers[n] = prepare(b, b->side[n], &rq[n], &r[n], false, left, NULL);
-		code[n] = CURLE_FAILED_INIT;
-		if (b->tls) /* HTTP/2: one connection for them all */
-			cjc_curl.easy_setopt(b->side[n], CURLOPT_PIPEWAIT, 1L);
-		if (cjc_curl.multi_add_handle(b->multi, b->side[n]) != CURLM_OK) {
-			cjc_curl.slist_free_all(headers[n]);
-			free(rq[n].url);
-			break;
-		}
-	}
+	while (left > 0 && b->multi && n < bt->n && start_get(b, n, &bt->w[n], &t[n], left))
+		n++;
 	if (!n)
 		return;
 	int running = 1;
@@ -1412,21 +1441,9 @@ static void get_at_once(struct cjc_remote_backend *b, struct batch *bt)
 	while ((msg = cjc_curl.multi_info_read(b->multi, &queued)))
 		for (size_t i = 0; i < n; i++)
 			if (msg->msg == CURLMSG_DONE && msg->easy_handle == b->side[i])
-				code[i] = msg->data.result;
-	for (size_t i = 0; i < n; i++) {
-		struct wanted *w = &bt->w[i];
-		char got[CJC_HEX_LEN + 1];
-		cjc_curl.multi_remove_handle(b->multi, b->side[i]);
-		cjc_curl.slist_free_all(headers[i]);
-		answered(b->side[i], &r[i]);
-		w->whole = code[i] == CURLE_OK && !r[i].too_large && r[i].status >= 200 &&
-			   r[i].status < 300 && w->bytes.len == w->size &&
-			   (cjc_hash_buf_hex(w->bytes.data, w->bytes.len, got), !strcmp(got, w->hex));
-		free(rq[i].url);
-		free(r[i].challenge);
-		free(r[i].location);
-		cjc_buf_release(&r[i].error);
-	}
+				t[i].code = msg->data.result;
+	for (size_t i = 0; i < n; i++)
+		bt->w[i].whole = end_get(b, i, &bt->w[i], &t[i]);
 }
 
 /* --- the seam --------------------------------------------------------------- */
