@@ -23,7 +23,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/src/shim/stub)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libcurl4, libhiredis0.14")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libcurl4 (>= 7.85.0), libhiredis0.14")
 # shlibs and the ldconfig trigger for libcudajitcache.so.N
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 # Python writes __pycache__ into the package's directory when root imports it:

@@ -132,6 +132,23 @@ testUnresolvableHttpHostIsNotReached() {
 	assertTrue "reached: $(cat out.txt)" "grep -q 'reached; read; wrote and read back' out.txt"
 }
 
+# A libcurl older than 7.85.0 (tests/fakecurl: Ubuntu 22.04's 7.81.0) is
+# not used: it would take CURLOPT_PROTOCOLS_STR for an unknown option and
+# leave every protocol open to a redirect.  `remote check` says so; a
+# build goes on with the local store.
+testOldLibcurlIsSaidAndNotUsed() {
+	[ -n "${CJC_FAKE_CURL_DIR:-}" ] || fail "CJC_FAKE_CURL_DIR: ctest sets it"
+	LD_LIBRARY_PATH=$CJC_FAKE_CURL_DIR CJC_REMOTE="$NGINX_URL|no-helper" "$CJC" remote check \
+		>out.txt 2>&1
+	assertNotEquals "check fails" 0 $?
+	assertTrue "and says why: $(cat out.txt)" "grep -q 'libcurl.so.4 is older than 7.85.0' out.txt"
+	LD_LIBRARY_PATH=$CJC_FAKE_CURL_DIR CJC_REMOTE="$NGINX_URL|no-helper" \
+		cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt
+	assertEquals "the build: $(cat err.txt)" 0 $?
+	assertTrue "said: $(cat err.txt)" "grep -q 'older than 7.85.0' err.txt"
+	expect_stat misses 1
+}
+
 testHelperExitsWhenIdle() {
 	export CJC_REMOTE="$NGINX_URL|helper-idle=1s"
 	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail "the build"

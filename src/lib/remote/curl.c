@@ -15,6 +15,7 @@
 #include "base/util.h"
 
 #define SECRET_MAX 8192
+#define CJC_CURL_VERSION_MIN 0x075500 /* 7.85.0 */
 
 struct cjc_curl_api cjc_curl;
 static const char *load_error;
@@ -31,7 +32,7 @@ static const struct cjc_dl_symbol symbols[] = {
 	FN(multi_remove_handle, "curl_multi_remove_handle"),
 	FN(multi_perform, "curl_multi_perform"), FN(multi_poll, "curl_multi_poll"),
 	FN(multi_info_read, "curl_multi_info_read"), FN(multi_cleanup, "curl_multi_cleanup"),
-	FN(multi_setopt, "curl_multi_setopt"),
+	FN(multi_setopt, "curl_multi_setopt"), FN(version_info, "curl_version_info"),
 };
 
 static void load(void)
@@ -40,6 +41,13 @@ static void load(void)
 	void *lib = dlopen(CJC_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!lib || cjc_dl_resolve(lib, symbols, sizeof symbols / sizeof *symbols, &cjc_curl, &missing)) {
 		load_error = "cannot load " CJC_CURL_SONAME " (install libcurl4)";
+		return;
+	}
+	/* what the stores set and rely on (CURLOPT_PROTOCOLS_STR, which an older
+	 * one would take for an unknown option and leave every protocol open) */
+	const curl_version_info_data *v = cjc_curl.version_info(CURLVERSION_NOW);
+	if (!v || v->version_num < CJC_CURL_VERSION_MIN) {
+		load_error = CJC_CURL_SONAME " is older than 7.85.0 (install a newer libcurl4)";
 		return;
 	}
 	cjc_curl.global_init(CURL_GLOBAL_DEFAULT);

@@ -31,13 +31,14 @@ struct cjc_curl_api {
 	CURLMsg *(*multi_info_read)(CURLM *m, int *left);
 	CURLMcode (*multi_cleanup)(CURLM *m);
 	CURLMcode (*multi_setopt)(CURLM *m, CURLMoption option, ...);
+	curl_version_info_data *(*version_info)(CURLversion age);
 };
 
 /* Filled by the first cjc_curl_load() that succeeds. */
 extern struct cjc_curl_api cjc_curl;
 
-/* Loads libcurl (the first call; later ones say how it went): NULL, or why
- * it cannot be loaded. */
+/* Loads libcurl, 7.85.0 or newer (the first call; later ones say how it
+ * went): NULL, or why it cannot be loaded. */
 const char *cjc_curl_load(void);
 
 /* A store's secret file (bearer-token-file, credentials-file: attribute
