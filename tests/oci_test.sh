@@ -117,7 +117,7 @@ testMachineBAnotherUserIsServedWhatAPublished() {
 # manifest names the entry's record and object beside its own value, and B
 # fetches those three blobs at once (remote_oci.c: get_at_once), so its hit
 # is the one manifest and then the blobs: no entry manifest is read.  A
-# damaged blob among them is a miss.
+# damaged blob among them is a miss; a publication's merge fetches none.
 testLargeEntryIsOneManifestAndItsBlobs() {
 	export CJC_REMOTE=$URL
 	local SRC=big.cu mark asked
@@ -159,6 +159,19 @@ testLargeEntryIsOneManifestAndItsBlobs() {
 	assertEquals "C: no hit" 0 "$(CJC_DIR="$CASE/C" "$CJC" stats --json | jq .remote_hits)"
 	assertEquals "C: the damage counted" 1 "$(CJC_DIR="$CASE/C" "$CJC" stats --json | jq .remote_errors)"
 	assertContains "$(cat "$CJC_LOG")" "differs from its digest"
+	# A header changed: D's lookup fetches the newest entry with the
+	# manifest (its object once), misses, compiles and publishes; reading
+	# the direct-mode manifest to merge its record into it fetches nothing
+	# that manifest names (remote_oci.c: merging).
+	echo '/* changed */' >>"$(ls many/header_00000_*.h)" && touch -d '-1 hour' many/header_00000_*.h
+	mark=$(log_lines)
+	CJC_DIR="$CASE/D" "$CJC" "$WORK/bin/nvcc" -c big.cu -o "$WORK/D.o" -arch=$ARCH 2>"$CASE/D.err" ||
+		fail "D's build: $(cat "$CASE/D.err")"
+	assertEquals "D compiled" 3 "$(nvcc_compiles)"
+	asked=$(requests_since "$mark")
+	assertEquals "D merged the direct-mode manifest: $asked" 1 \
+		"$(grep -c '^PUT /v2/[^ ]*/manifests/[^ ]*\.m\.[0-9a-f]* 201$' <<<"$asked")"
+	assertEquals "the old object fetched once: $asked" 1 "$(grep -c "^GET /v2/[^ ]*/blobs/sha256:$hex 200$" <<<"$asked")"
 }
 
 # A blob the registry has is not uploaded again: the entry's manifest
