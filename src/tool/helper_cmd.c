@@ -37,6 +37,7 @@
 
 #define SETTINGS_MAX (64 * 1024)
 #define CLIENT_IDLE_S 60 /* a client that neither asks nor reads this long is dropped */
+#define TRIM_AFTER_MS 2000 /* idle this long, the heap is given back */
 
 static struct cjc_remote_url settings;
 static char name[CJC_HEX_LEN + 1]; /* the store's, as the compile that started it named it */
@@ -161,8 +162,7 @@ static void *serve_client(void *arg)
 			;
 	close(fd);
 	atomic_store(&last_seen_ms, cjc_now_ms());
-	if (atomic_fetch_sub(&clients, 1) == 1)
-		malloc_trim(0); /* cjc's heap is not trimmed by itself (main.c) */
+	atomic_fetch_sub(&clients, 1);
 	return NULL;
 }
 
@@ -269,13 +269,23 @@ int cjc_helper_serve(void)
 	if (listener < 0)
 		return 1;
 	atomic_store(&last_seen_ms, cjc_now_ms());
+	int64_t trimmed_ms = 0;
 	for (;;) {
 		struct pollfd p = { listener, POLLIN, 0 };
 		if (poll(&p, 1, 1000) > 0 && accept_client(listener))
 			break;
 		if (atomic_load(&clients))
 			continue;
-		if (cjc_now_ms() - atomic_load(&last_seen_ms) >= settings.helper_idle_ms ||
+		int64_t idle_ms = cjc_now_ms() - atomic_load(&last_seen_ms);
+		if (idle_ms >= TRIM_AFTER_MS && trimmed_ms < atomic_load(&last_seen_ms)) {
+			/* cjc's heap is not trimmed by itself (main.c): not after
+			 * each client either, whose successor would fault every
+			 * page of its values in again (twice the CPU time on a
+			 * heavy OCI hit), but once the compiles have paused */
+			malloc_trim(0);
+			trimmed_ms = cjc_now_ms();
+		}
+		if (idle_ms >= settings.helper_idle_ms ||
 		    !socket_is_ours(dir, &sock_st))
 			break; /* idle, or nobody can reach it any more */
 	}
