@@ -166,6 +166,19 @@ static void *serve_client(void *arg)
 	return NULL;
 }
 
+/* The heap given back, once since the last client (*trimmed_ms: when it
+ * last was).  cjc's heap is not trimmed by itself (main.c); not after each
+ * client either, whose successor would fault every page of its values in
+ * again (twice the helper's CPU time on a heavy OCI hit), but once the
+ * compiles have paused. */
+static void trim_once(int64_t *trimmed_ms)
+{
+	if (*trimmed_ms >= atomic_load(&last_seen_ms))
+		return;
+	malloc_trim(0);
+	*trimmed_ms = cjc_now_ms();
+}
+
 /* -1 when the helper cannot go on accepting (out of descriptors or
  * memory: the connection would stay queued, and poll would spin). */
 static int accept_client(int listener)
@@ -277,14 +290,8 @@ int cjc_helper_serve(void)
 		if (atomic_load(&clients))
 			continue;
 		int64_t idle_ms = cjc_now_ms() - atomic_load(&last_seen_ms);
-		if (idle_ms >= TRIM_AFTER_MS && trimmed_ms < atomic_load(&last_seen_ms)) {
-			/* cjc's heap is not trimmed by itself (main.c): not after
-			 * each client either, whose successor would fault every
-			 * page of its values in again (twice the CPU time on a
-			 * heavy OCI hit), but once the compiles have paused */
-			malloc_trim(0);
-			trimmed_ms = cjc_now_ms();
-		}
+		if (idle_ms >= TRIM_AFTER_MS)
+			trim_once(&trimmed_ms);
 		if (idle_ms >= settings.helper_idle_ms ||
 		    !socket_is_ours(dir, &sock_st))
 			break; /* idle, or nobody can reach it any more */
