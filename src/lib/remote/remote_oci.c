@@ -374,9 +374,8 @@ static struct shelved *shelf_slot(const char *name, size_t n, int64_t now)
 
 /* Keeps a copy of bytes (whose SHA-256 is hex), when small enough: a blob,
  * or the record of the entry entry_key. */
-static void shelf_put(const char *hex, const char *entry_key, const void *p, size_t n, void *ctx)
+static void shelf_put(const char *hex, const char *entry_key, const void *p, size_t n)
 {
-	(void)ctx;
 	if (n > SHELF_ITEM_MAX)
 		return;
 	char name[CJC_HEX_LEN + 3];
@@ -870,6 +869,16 @@ static bool asked_basic(const struct cjc_remote_backend *b)
 	return basic;
 }
 
+/* c carries the basic credentials, when there are any. */
+static void send_basic(const struct cjc_remote_backend *b, CURL *c)
+{
+	if (!b->user)
+		return;
+	cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+	cjc_curl.easy_setopt(c, CURLOPT_USERNAME, b->user);
+	cjc_curl.easy_setopt(c, CURLOPT_PASSWORD, b->password);
+}
+
 /* What the request carries on c: a ready token, a fetched one, the basic
  * credentials once the registry asked for them, or nothing. */
 static void authorize(struct cjc_remote_backend *b, CURL *c, const struct request *rq)
@@ -881,10 +890,8 @@ static void authorize(struct cjc_remote_backend *b, CURL *c, const struct reques
 		cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
 		cjc_curl.easy_setopt(c, CURLOPT_XOAUTH2_BEARER, token);
 		cjc_curl_free_secret(token);
-	} else if (b->user && asked_basic(b)) {
-		cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-		cjc_curl.easy_setopt(c, CURLOPT_USERNAME, b->user);
-		cjc_curl.easy_setopt(c, CURLOPT_PASSWORD, b->password);
+	} else if (asked_basic(b)) {
+		send_basic(b, c);
 	}
 }
 
@@ -921,13 +928,10 @@ static struct curl_slist *prepare(struct cjc_remote_backend *b, CURL *c, const s
 	cjc_curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
 	if (b->ca_file)
 		cjc_curl.easy_setopt(c, CURLOPT_CAINFO, b->ca_file);
-	if (!only_basic) {
+	if (only_basic)
+		send_basic(b, c);
+	else
 		authorize(b, c, rq);
-	} else if (b->user) {
-		cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-		cjc_curl.easy_setopt(c, CURLOPT_USERNAME, b->user);
-		cjc_curl.easy_setopt(c, CURLOPT_PASSWORD, b->password);
-	}
 	if (!strcmp(rq->method, "HEAD"))
 		cjc_curl.easy_setopt(c, CURLOPT_NOBODY, 1L);
 	else if (!strcmp(rq->method, "GET"))
@@ -1453,7 +1457,7 @@ static void get_at_once(struct cjc_remote_backend *b, struct batch *bt)
 static void found(const char *hex, const char *entry_key, const void *p, size_t n, void *ctx)
 {
 	if (p)
-		shelf_put(hex, entry_key, p, n, NULL);
+		shelf_put(hex, entry_key, p, n);
 	else if (ctx)
 		want(ctx, hex, entry_key, n);
 }
@@ -1474,7 +1478,7 @@ static int get_blobs(struct cjc_remote_backend *b, struct batch *bt, bool value,
 		} else if (value && i == bt->n - 1) {
 			rc = blob_get(b, w->hex, w->size, out, why);
 		} else if (w->whole) {
-			shelf_put(w->hex, w->key[0] ? w->key : NULL, w->bytes.data, w->bytes.len, NULL);
+			shelf_put(w->hex, w->key[0] ? w->key : NULL, w->bytes.data, w->bytes.len);
 		}
 		cjc_buf_release(&w->bytes);
 	}
@@ -1540,7 +1544,7 @@ static int oci_put(struct cjc_remote_backend *b, const char *name, const void *p
 	if (t.kind == 'c') {
 		int rc = absent ? upload(b, hex, p, n, why) : blob_put(b, hex, p, n, why);
 		if (rc == CJC_REMOTE_OK) /* for the entry's manifest that follows */
-			shelf_put(hex, NULL, p, n, NULL);
+			shelf_put(hex, NULL, p, n);
 		return rc;
 	}
 	int rc = only_if_absent ? head_url(b, manifest_url(b, t.tag), true, why) : CJC_REMOTE_ABSENT;
@@ -1559,7 +1563,7 @@ static int oci_put(struct cjc_remote_backend *b, const char *name, const void *p
 		free(rq.url);
 	}
 	if (rc == CJC_REMOTE_OK && t.kind == 'e') /* for the direct-mode manifest that follows */
-		shelf_put(hex, t.hex, p, n, NULL);
+		shelf_put(hex, t.hex, p, n);
 	free(text);
 	return rc == CJC_REMOTE_ABSENT ? (cjc_buf_adds(why, "HTTP status 404 on a manifest's put"),
 					  CJC_REMOTE_ERROR)
