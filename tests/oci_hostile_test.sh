@@ -94,6 +94,7 @@ token_fetches() {
 
 # registry_requests: requests the registry answered for this case's repository.
 registry_requests() {
+	registry_log_settled # says why when it cannot
 	grep -c "\"[A-Z]* /v2/$REPO/" "$REGISTRY_LOG"
 }
 
@@ -336,6 +337,7 @@ testManyNamedBlobsAreAskedForBoundedly() {
 	assertEquals "B: a remote hit" 1 "$(remote_stat B remote_hits)"
 	assertEquals "B: no error" 0 "$(remote_stat B remote_errors)"
 	local asked
+	registry_log_settled || fail "the registry's log"
 	asked=$(tail -n +$((before + 1)) "$REGISTRY_LOG" | grep -o "\"GET /v2/$REPO/blobs/[^\"]*\" [0-9]*")
 	assertEquals "blobs asked for: $asked" 8 "$(grep -c . <<<"$asked")"
 	assertEquals "the value's: $asked" 1 "$(grep -c '" 200$' <<<"$asked")"

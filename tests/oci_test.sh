@@ -75,7 +75,8 @@ compile_B() {
 
 # The registry's access log since line $1 of it: "METHOD PATH STATUS" lines.
 requests_since() {
-	tail -n +"$(($1 + 1))" "$REGISTRY_LOG" | sed -n 's/.*"\([A-Z]*\) \(\/v2\/[^ ]*\) HTTP\/[0-9.]*" \([0-9]*\).*/\1 \2 \3/p'
+	registry_log_settled # says why when it cannot
+	tail -n +"$(($1 + 1))" "$REGISTRY_LOG" | grep -v '/v2/_settle/' | sed -n 's/.*"\([A-Z]*\) \(\/v2\/[^ ]*\) HTTP\/[0-9.]*" \([0-9]*\).*/\1 \2 \3/p'
 }
 
 log_lines() { wc -l <"$REGISTRY_LOG"; }

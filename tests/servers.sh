@@ -81,6 +81,12 @@
 #	REGISTRY_TOKEN_PID and REGISTRY_TOKEN_LOG, a line per token request answered ("200 cjc
 #	repository:cjc/store:pull,push": status, who, scopes; no secret), to
 #	count token fetches.  kill_server registry_token stops it alone.
+#   registry_log_settled
+#	returns once REGISTRY_LOG holds every request the registry answered
+#	before the call.  It writes a request's line after its last byte, so
+#	the line of a large answer may come after its client has it: a GET of
+#	/v2/_settle/<random>/tags/list is sent and awaited in the log (at most
+#	SERVERS_TIMEOUT); leave those lines out of what is counted.
 #	docker-registry reads REGISTRY_<SECTION>_<FIELD> variables as settings
 #	(REGISTRY_LOG, REGISTRY_AUTH...): one run by hand with these exported
 #	must be run as `env -u REGISTRY_LOG ... docker-registry`, as here.
@@ -644,6 +650,19 @@ _start_registry_on() {
 	export REGISTRY_LOG=$dir/registry.log
 	export REGISTRY_URL="oci+http://cjc:$password@127.0.0.1:$port/cjc/store"
 	export REGISTRY_ANON_URL="oci+http://127.0.0.1:$port/cjc/store"
+}
+
+registry_log_settled() {
+	local mark end=$((SECONDS + SERVERS_TIMEOUT))
+	mark=_settle/$(_servers_random_hex 8)
+	curl -s -o /dev/null --max-time 5 "http://$REGISTRY_HOST/v2/$mark/tags/list"
+	until grep -q "/v2/$mark/" "$REGISTRY_LOG"; do
+		if [ $SECONDS -ge $end ]; then
+			_servers_say "the registry's log has no line for /v2/$mark/"
+			return 1
+		fi
+		sleep 0.05
+	done
 }
 
 start_registry() {
