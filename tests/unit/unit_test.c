@@ -7,12 +7,17 @@
  * Prints one line per failed check and "N passed, N failed" at the end.
  */
 #include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <zlib.h>
 
+#include "base/fs.h"
 #include "base/thread.h"
 #include "compile/diagnostics.h"
 #include "cudajitcache.h"
@@ -309,6 +314,35 @@ static void test_manifest_roundtrip(void)
 	cjc_buf_release(&framed);
 	cjc_buf_release(&payload);
 	cjc_strvec_clear(&rec.absent);
+}
+
+/* A temporary name's pid is read in the PID namespace that wrote it: a
+ * name of this host from another namespace (a container or `unshare -p`
+ * sharing /tmp or the store) whose pid is dead here is another host's,
+ * not an orphan, while it is fresh (audit's scratch was removed under a
+ * running audit this way). */
+static void test_names_of_pid_namespaces(void)
+{
+	struct stat st;
+	char plain[256], other[300], mine[300];
+	CHECK(!stat("/proc/self/ns/pid", &st));
+	if (gethostname(plain, sizeof plain - 1))
+		strcpy(plain, "localhost");
+	plain[sizeof plain - 1] = '\0';
+	for (char *s = plain; *s; s++)
+		if (*s == '/' || *s == '.')
+			*s = '_';
+	char *ns = cjc_xasprintf("%s_pidns%lu", plain, (unsigned long)st.st_ino);
+	CHECK(!strcmp(cjc_hostname(), ns));
+	pid_t dead = fork(); /* a pid sure to be dead here */
+	if (dead == 0)
+		_exit(0);
+	CHECK(dead > 0 && waitpid(dead, NULL, 0) == dead);
+	snprintf(other, sizeof other, "x.%s.%ld.0123abcd", plain, (long)dead);
+	CHECK(!cjc_name_orphaned(other, time(NULL), 3600));
+	snprintf(mine, sizeof mine, "x.%s.%ld.0123abcd", ns, (long)dead);
+	CHECK(cjc_name_orphaned(mine, time(NULL), 3600));
+	free(ns);
 }
 
 static void test_sizes(void)
@@ -638,6 +672,7 @@ int main(void)
 	test_depfile();
 	test_manifest_roundtrip();
 	test_sizes();
+	test_names_of_pid_namespaces();
 	test_spill_detector();
 	test_named_counters();
 	test_journal_skim();

@@ -284,16 +284,24 @@ int cjc_replace_file(const char *path, const void *p, size_t n)
 	return cjc_replace_file_at(AT_FDCWD, path, p, n, 0666);
 }
 
-static char host[HOST_NAME_MAX + 1];
+static char host[HOST_NAME_MAX + 32];
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
+/* The host name, and the PID namespace its pids are of: a container or an
+ * `unshare -p` sharing this host's /tmp or store has pids of its own, and
+ * one of its writers alive would look dead here (and ours there). */
 static void find_hostname(void)
 {
-	if (gethostname(host, sizeof host - 1) || !host[0])
+	struct stat st;
+	if (gethostname(host, HOST_NAME_MAX) || !host[0])
 		strcpy(host, "localhost");
+	host[HOST_NAME_MAX] = '\0';
 	for (char *s = host; *s; s++)
 		if (*s == '/' || *s == '.')
 			*s = '_';
+	if (!stat("/proc/self/ns/pid", &st))
+		snprintf(host + strlen(host), sizeof host - strlen(host), "_pidns%lu",
+			 (unsigned long)st.st_ino);
 }
 
 const char *cjc_hostname(void)

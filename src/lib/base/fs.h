@@ -115,6 +115,8 @@ char *cjc_unique_name(const char *prefix);
  * belongs to a writer that is gone: a dead pid on this host, or another
  * host's, modified (mtime) at least age seconds ago.  Other names: false. */
 bool cjc_name_orphaned(const char *name, time_t mtime, int64_t age);
+/* This host's name ('/' and '.' made '_') and its PID namespace's
+ * ("_pidns<inode>"), where /proc says: whose pids a name's are. */
 const char *cjc_hostname(void);
 /* Parent directory of path in a new allocation ("." for a bare name). */
 char *cjc_dirname(const char *path);
