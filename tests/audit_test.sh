@@ -304,7 +304,7 @@ testKilledAuditsScratchIsRemovedByTheNextAudit() {
 	kill "$SLEEPER"
 	make_nvcc_wrapper "$NVCC"
 	local live
-	live=cjc-audit.$(uname -n | tr './' '__').$$.00000000
+	live=cjc-audit.$(cjc_host).$$.00000000
 	mkdir "$TEST_DIR/tmp/$live"
 	TMPDIR="$TEST_DIR/tmp" "$CJC" audit all >audit.txt
 	assertEquals "the next audit" 0 $?

@@ -17,7 +17,7 @@ oneTimeSetUp() {
 	CJC_DIR="$SUITE_DIR/empty" "$CJC" "$NVCC" --cubin k.cu -o other.cubin -arch=$ARCH -DOTHER
 	cp -a "$SUITE_DIR/empty" "$SUITE_DIR/full"
 	CJC_DIR="$SUITE_DIR/full" "$CJC" "$NVCC" --cubin k.cu -o good.cubin -arch=$ARCH
-	HOST=$(uname -n | tr './' '__')
+	HOST=$(cjc_host)
 	POINTS=0 STEPS=0 KILLED=0 OTHER_ENTRIES=1 # the empty store holds other.o's entry
 }
 

@@ -30,6 +30,11 @@ export TMPDIR=/tmp
 SANITIZED=
 grep -q 'CJC_SANITIZE:BOOL=ON' "${CJC_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2>/dev/null && SANITIZED=1
 
+# cjc_host: this host as cjc's temporary names say it (fs.c's
+# cjc_hostname): the host name with '.' and '/' made '_', and the PID
+# namespace its pids are of.
+cjc_host() { echo "$(uname -n | tr './' '__')_pidns$(stat -Lc %i /proc/self/ns/pid)"; }
+
 # half_here plain|sanitized: whether this build runs that half of a pair of
 # tests that prove the same thing two ways (two generators, two errnos of
 # one code path).  CI runs the README's tests on both builds, so each half

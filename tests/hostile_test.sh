@@ -24,7 +24,7 @@
 # Every command gets this long before the suite calls it a hang: a bound,
 # not a guess at timing (each takes a second or two).
 LIMIT=120
-SENTINEL=k.$(uname -n | tr ./ __).999999.0badf00d
+SENTINEL=k.$(cjc_host).999999.0badf00d
 # This suite divides its cases between shares itself (my_cases).
 SHARDS_ITSELF=1
 # The address-space limit (1 GB) is for the plain build: AddressSanitizer

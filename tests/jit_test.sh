@@ -378,7 +378,7 @@ testARepeatedRequestIsServedFromMemory() {
 # gone, yours), and leaves a live process's and another host's.
 testAKilledProcesssPrivateDirectoryIsReclaimed() {
 	local host dead
-	host=$(uname -n | tr './' '__')
+	host=$(cjc_host)
 	sh -c 'exit 0' &
 	dead=$!
 	wait $dead

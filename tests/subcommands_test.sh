@@ -213,7 +213,7 @@ testGcReclaimsOnlyOrphanedStaging() {
 	"$CJC" stats >/dev/null || fail
 	local staging host
 	staging=$(echo "$CJC_DIR"/v1/*/staging)
-	host=$(uname -n | tr './' '__')
+	host=$(cjc_host)
 	mkdir "$staging/s.$host.999999999.0000abcd" "$staging/s.$host.$$.0000abcd" \
 		"$staging/s.otherhost.1.0000abcd" "$staging/s.otherhost.2.0000abcd"
 	touch -d '3 days ago' "$staging/s.otherhost.1.0000abcd"

@@ -208,7 +208,7 @@ testSymbolicLinkedHashesAreNotFollowed() {
 	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	assertEquals "nor through a shard's link" "" "$(ls -A elsewhere)"
 	# gc takes a file named like a dead writer's temporary for its own: not through a link
-	local victim=k.$(uname -n | tr ./ __).999999.0badf00d
+	local victim=k.$(cjc_host).999999.0badf00d
 	touch -d '2 days ago' "elsewhere/$victim"
 	"$CJC" gc --older-than 1d >/dev/null
 	assertTrue "gc removes nothing through a shard's link" "[ -e 'elsewhere/$victim' ]"
@@ -264,10 +264,10 @@ testGcReclaimsKilledWritersTemporariesAndOldHashCaches() {
 	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail
 	local m
 	m=$(ls -d "$(ns)"/manifests/*/* | head -1)
-	cp "$m" "$m.$(uname -n | tr ./ __).999999999.0badf00d" # above any pid_max
+	cp "$m" "$m.$(cjc_host).999999999.0badf00d" # above any pid_max
 	"$CJC" gc --older-than 1d >gc.txt || fail
 	assertTrue "a dead writer's temporary: $(cat gc.txt)" "grep -q ', 1 temporary files of killed writers' gc.txt"
-	assertFalse "removed" "[ -e '$m.$(uname -n | tr ./ __).999999999.0badf00d' ]"
+	assertFalse "removed" "[ -e '$m.$(cjc_host).999999999.0badf00d' ]"
 	touch -d '2 days ago' "$(ns)"/hashes/*/*
 	local caches
 	caches=$(find "$(ns)/hashes" -type f | wc -l)
