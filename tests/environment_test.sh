@@ -175,6 +175,47 @@ testSourceDateEpochKeysTheTime() {
 	assertFalse "the time is in the cubin" "cmp -s a.cubin c.cubin"
 }
 
+# A time macro in an option word, from each origin nvcc takes words from
+# (the command, an options file, NVCC_APPEND_FLAGS, INCLUDES): every compile
+# runs nvcc; with SOURCE_DATE_EPOCH it is cached, keyed by the time.
+testATimeMacroInAnOptionIsUncacheable() {
+	write_env_source
+	local i word='-DX=__TIME__[7]'
+	echo "$word" >opts.txt
+	for i in 1 2; do
+		cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu "$word" -o a.cubin || fail "command"
+		cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu --options-file opts.txt -o b.cubin ||
+			fail "options file"
+		NVCC_APPEND_FLAGS=$word cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu -o c.cubin ||
+			fail "NVCC_APPEND_FLAGS"
+		INCLUDES=$word cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu -o d.cubin || fail "INCLUDES"
+	done
+	expect_nvcc_runs 8
+	expect_stat hits 0
+	expect_stat uncacheable 8
+	expect_why b.cubin "an option names a time macro"
+	for i in 1 2; do
+		SOURCE_DATE_EPOCH=1000000000 cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu "$word" \
+			-o e.cubin || fail "with SOURCE_DATE_EPOCH"
+	done
+	expect_nvcc_runs 9
+	SOURCE_DATE_EPOCH=1000000000 "$REAL_NVCC" --cubin -arch=$ARCH -isystem sys env.cu "$word" \
+		-o f.cubin || fail "nvcc"
+	assertTrue "the hit is nvcc's cubin" "cmp -s e.cubin f.cubin"
+}
+
+# A line splice inside the name (the preprocessor joins it first) hides
+# no time macro.
+testALineSpliceHidesNoTimeMacro() {
+	write_time_source '"fixed"'
+	printf '#define STAMP __TI\\\nME__\n' >stamp.h
+	cjc_nvcc --cubin -arch=$ARCH t.cu -o a.cubin || fail "first"
+	cjc_nvcc --cubin -arch=$ARCH t.cu -o b.cubin || fail "second"
+	expect_nvcc_runs 2
+	expect_stat uncacheable 2
+	expect_why b.cubin "__TIME__ in"
+}
+
 # The JIT library's nvcc path: the same keying, the same time rule.
 testJitNvccPath() {
 	[ -n "${CJC_JIT_CLI:-}" ] || { startSkipping; return; }
@@ -191,6 +232,10 @@ testJitNvccPath() {
 	said=$(jit --out t1.cubin t.cu -I"$PWD") || fail "time 1"
 	said=$(jit --out t2.cubin t.cu -I"$PWD") || fail "time 2"
 	assertEquals "a time macro is not cached" miss "${said%% *}"
+	write_time_source '"fixed"'
+	said=$(jit t.cu -I"$PWD" '-DX=__TIME__') || fail "time option 1"
+	said=$(jit t.cu -I"$PWD" '-DX=__TIME__') || fail "time option 2"
+	assertEquals "an option's time macro is not cached" "miss -" "$said"
 	expect_stat hits 0
 }
 

@@ -677,6 +677,30 @@ testNvrtcDoesNotCacheWhatIncludesFiles() {
 	grep -q 'not cached: an option names an include directory' "$CJC_LOG" || fail "the log says why"
 }
 
+# NVRTC ignores SOURCE_DATE_EPOCH and does not say which files it read:
+# code that names a time macro (line splices joined), an option that does,
+# and code that may include a file in any spelling the preprocessor takes
+# are compiled every time, never served.
+testNvrtcDoesNotCacheTheClockOrAnyInclude() {
+	have_nvrtc || startSkipping
+	local form i
+	mkdir -p forms
+	echo '#define V 1' >forms/v.h
+	for form in '#define W __TIME__' '#define W __TI\
+ME__' '/* c */ #include "v.h"' '%:include "v.h"' '#inc\
+lude "v.h"' $'\f#include "v.h"'; do
+		i=$((${i:-0} + 1))
+		printf '%s\nextern "C" __global__ void k(int *p) { *p = 1; }\n' "$form" >forms/k$i.cu
+		assertEquals "form $i: not cached" "miss -" "$(cd forms && CJC_JIT_COMPILER=nvrtc jit k$i.cu)"
+		assertEquals "form $i: still not cached" "miss -" \
+			"$(cd forms && CJC_JIT_COMPILER=nvrtc jit k$i.cu)"
+	done
+	printf 'extern "C" __global__ void k(int *p) { *p = 1; }\n' >forms/plain.cu
+	assertEquals "an option's time macro" "miss -" \
+		"$(cd forms && CJC_JIT_COMPILER=nvrtc jit plain.cu -DX=__TIME__)"
+	assertEquals "no entry" 0 "$(entry_count)"
+}
+
 testNoGpuAndNoArchIsAClearError() {
 	nvidia-smi -L >/dev/null 2>&1 && startSkipping
 	write_kernel

@@ -304,6 +304,19 @@ testAnOptionThatWritesAFileIsNotCached() {
 	assertContains "$(cat "$CJC_LOG")" "$(cat "$CJC_LOG")" "not cached: an option reads or writes files"
 }
 
+# A time macro in an option, or in a header behind a line splice: NVRTC
+# (which ignores SOURCE_DATE_EPOCH) compiles each time.
+testATimeMacroInAnOptionOrASplicedHeaderIsNotCached() {
+	local i
+	for i in 1 2; do
+		shimmed linked "o$i" --option -DNOW=__TIME__ saxpy
+		shimmed linked "h$i" --header $'#define WHEN __TI\\\nME__' header
+	done
+	expect_stat uncacheable 4
+	expect_stat misses 0
+	assertContains "$(cat "$CJC_LOG")" "not cached: an option names __DATE__"
+}
+
 testCjcRunEnvAndItsMistakes() {
 	prog ref saxpy
 	assertEquals "cjc run without a program" 2 "$("$CJC" run >/dev/null 2>&1; echo $?)"

@@ -58,6 +58,7 @@
 #include "keys/metadata.h"
 #include "keys/nvcc_args.h"
 #include "keys/place.h"
+#include "keys/rules.h"
 #include "store/identity.h"
 #include "store/records.h"
 #include "store/stats.h"
@@ -796,7 +797,7 @@ static int compile_miss(struct nvcc_job *n)
 	if (uncacheable) {
 		jit_count(n->j, CJC_STAT_UNCACHEABLE, 0);
 		if (jit_store_open(n->h))
-			(void)cjc_stats_bump_named(&n->h->store, CJC_STATS_BY_REASON, CJC_MISS_TIME_MACRO,
+			(void)cjc_stats_bump_named(&n->h->store, CJC_STATS_BY_REASON, CJC_RULES_TIME_MACRO,
 						   CJC_STAT_UNCACHEABLE, 0);
 		jit_journal_uncacheable(n->j, uncacheable);
 	} else {

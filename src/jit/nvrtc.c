@@ -14,9 +14,12 @@
  * that remote stores hold NVRTC entries as they hold nvcc's.
  *
  * NVRTC does not say which files an #include read.  So a compile whose
- * code has an #include line, or whose options name an include directory
+ * code may include a file (rules.h: it names "include" anywhere, once its
+ * line splices are joined), or whose options name an include directory
  * or a file to include (-I, --include-path, -include, --pre-include), is
  * not cached: it compiles every time, noted in the log, with an empty key.
+ * Nor is one whose code or options name a time macro: NVRTC ignores
+ * SOURCE_DATE_EPOCH.
  * NVRTC makes cubin and ptx; a fatbin request is an error.  DUMP_PTX shows
  * the output of a ptx request, DUMP_SASS the listing of a cubin (jit.c).
  */
@@ -34,6 +37,7 @@
 #include "compile/nvrtc.h"
 #include "jit_internal.h"
 #include "keys/key.h"
+#include "keys/rules.h"
 #include "keys/metadata.h"
 #include "store/identity.h"
 #include "store/stats.h"
@@ -207,24 +211,27 @@ static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
 	return stale ? 1 : 0;
 }
 
-/* Whether the code or the options could make NVRTC read a file. */
-static const char *reads_files(const struct cjc_jit_request *req)
+/* Why the request cannot be cached (rules.h), or NULL: NVRTC could read a
+ * file this path does not observe, or the output would depend on the
+ * clock (NVRTC ignores SOURCE_DATE_EPOCH). */
+static const char *uncacheable_request(const struct cjc_jit_request *req,
+				       const struct cjc_strvec *options)
 {
 	static const char *const opts[] = { "-I", "--include-path", "-include", "--pre-include" };
 	for (size_t i = 0; i < req->noptions; i++)
 		for (size_t k = 0; req->options[i] && k < sizeof opts / sizeof *opts; k++)
 			if (cjc_starts_with(req->options[i], opts[k]))
-				return "an option names an include directory or file";
-	for (const char *p = req->code; p && *p;) {
-		p += strspn(p, " \t");
-		if (*p == '#') {
-			p += 1 + strspn(p + 1, " \t");
-			if (cjc_starts_with(p, "include"))
-				return "the code has an #include";
-		}
-		p = strchr(p, '\n');
-		p = p ? p + 1 : NULL;
-	}
+				return "an option names an include directory or file, and NVRTC does "
+				       "not say which files it read";
+	size_t len = req->code ? strlen(req->code) : 0;
+	if (cjc_rules_may_include(req->code, len))
+		return "the code may #include a file, and NVRTC does not say which files it read";
+	if (cjc_rules_time_macro(req->code, len, false))
+		return "the code names __DATE__, __TIME__ or __TIMESTAMP__ (NVRTC ignores "
+		       "SOURCE_DATE_EPOCH)";
+	if (cjc_rules_time_macro_words(options->v, options->n, false))
+		return "an option names __DATE__, __TIME__ or __TIMESTAMP__ (NVRTC ignores "
+		       "SOURCE_DATE_EPOCH)";
 	return NULL;
 }
 
@@ -456,7 +463,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 	if (!r.n)
 		return -1;
 	build_options(j, &r.options);
-	const char *uncached = reads_files(j->req);
+	const char *uncached = uncacheable_request(j->req, &r.options);
 	jit_lock(h);
 	bool stale = r.n->stale;
 	jit_unlock(h);
@@ -465,8 +472,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 			 "(open a new handle)", j->name, r.n->id.realpath);
 	bool cached = !uncached && !stale && jit_cacheable(j);
 	if (uncached)
-		jit_note(h, "%s: not cached: %s, and NVRTC does not say which files it read", j->name,
-			 uncached);
+		jit_note(h, "%s: not cached: %s", j->name, uncached);
 	jit_journal_uncacheable(j, uncached);
 	if (cached)
 		entry_key(&r);

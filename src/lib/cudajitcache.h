@@ -70,6 +70,7 @@
 #include "keys/metamemo.h"
 #include "keys/nvcc_args.h"
 #include "keys/place.h"
+#include "keys/rules.h"
 #include "remote/remote.h"
 #include "store/evict.h"
 #include "store/identity.h"

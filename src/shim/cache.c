@@ -23,7 +23,8 @@
  * Not cached, with the reason in the log and the journal: a compile NVRTC
  * failed (its result is passed through), options that read or write files
  * besides the compile's own (precompiled headers, --time, timing traces),
- * a source or header that names __DATE__, __TIME__ or __TIMESTAMP__, and a
+ * a source, header or option that names __DATE__, __TIME__ or __TIMESTAMP__
+ * (rules.h: line splices joined; NVRTC ignores SOURCE_DATE_EPOCH), and a
  * compile the watch could not key (watch.c); without the audit module
  * (nothing watched), any compile that could read a file.
  */
@@ -37,6 +38,7 @@
 #include <unistd.h>
 
 #include "keys/key.h"
+#include "keys/rules.h"
 #include "seam.h"
 #include "shim.h"
 #include "store/records.h"
@@ -104,9 +106,10 @@ struct shim_job {
 	int64_t duration_ms;
 };
 
+/* Whether text names a time macro (rules.h: NVRTC ignores SOURCE_DATE_EPOCH). */
 static bool names_clock(const char *text)
 {
-	return strstr(text, "__DATE__") || strstr(text, "__TIME__") || strstr(text, "__TIMESTAMP__");
+	return text && cjc_rules_time_macro(text, strlen(text), false);
 }
 
 /* Why a request cannot be cached, before anything is looked up; or NULL. */
@@ -125,13 +128,16 @@ static const char *unkeyable_request(const struct shim_job *s)
 				       "timings)";
 		if (!strcmp(o, "native") || cjc_ends_with(o, "=native"))
 			return "an option names the GPU of this machine (native)";
+		if (names_clock(o))
+			return "an option names __DATE__, __TIME__ or __TIMESTAMP__";
 	}
 	if (names_clock(s->p->source))
 		return "the source names __DATE__, __TIME__ or __TIMESTAMP__";
 	for (size_t i = 0; i < s->p->headers.n; i++)
 		if (names_clock(s->p->headers.v[i]))
 			return "a header names __DATE__, __TIME__ or __TIMESTAMP__";
-	if (!shim_watch_available() && (s->noptions || strstr(s->p->source, "include")))
+	if (!shim_watch_available() &&
+	    (s->noptions || cjc_rules_may_include(s->p->source, strlen(s->p->source))))
 		return "the shim's audit module is not loaded, so the files NVRTC reads cannot be "
 		       "watched (run the program with `cjc run`)";
 	return NULL;

@@ -42,6 +42,7 @@
 #include "keys/metamemo.h"
 #include "keys/nvcc_args.h"
 #include "keys/place.h"
+#include "keys/rules.h"
 #include "remote/helper.h"
 #include "remote/remote.h"
 #include "store/evict.h"
@@ -693,7 +694,7 @@ static int compile_miss(struct job *j)
 		stable ? "" : ", not published: ", stable ? "" : why.data);
 	if (uncacheable) {
 		cjc_log("not cached: %s", uncacheable);
-		count_uncacheable(j, CJC_MISS_TIME_MACRO);
+		count_uncacheable(j, CJC_RULES_TIME_MACRO);
 		record_start(j, "uncacheable", uncacheable);
 		record_facts(j);
 	} else {

@@ -95,6 +95,30 @@ static void test_env_table(void)
 	cjc_strvec_clear(&w);
 }
 
+/* rules.h: the time macros after every splice the preprocessor joins,
+ * SOURCE_DATE_EPOCH's two, the words, and the include test's spellings. */
+static void test_rules(void)
+{
+	static const char *const clocked[] = { "__TIME__", "x __TI\\\nME__ y", "__DA\\ \t\nTE__",
+					       "__TI\\\r\nME__", "__TI?\?/\nME__", "__TIME\\\n\\\n__",
+					       "-DNOW=__TIMESTAMP__" };
+	for (size_t i = 0; i < sizeof clocked / sizeof *clocked; i++)
+		CHECK(cjc_rules_time_macro(clocked[i], strlen(clocked[i]), false) != NULL);
+	CHECK(!cjc_rules_time_macro("__TI ME__ __TI\\x\nME__", 21, false));
+	CHECK(!cjc_rules_time_macro("__TIME__", 7, false)); /* the length is kept */
+	CHECK(!cjc_rules_time_macro("__DATE__ __TIME__", 17, true));
+	CHECK(!strcmp(cjc_rules_time_macro("__TIMESTAMP__", 13, true), "__TIMESTAMP__"));
+	char *words[] = { "-O3", NULL, "-DT=__TI\\\nME__" };
+	CHECK(!strcmp(cjc_rules_time_macro_words(words, 3, false), "__TIME__"));
+	CHECK(!cjc_rules_time_macro_words(words, 2, false));
+	static const char *const includes[] = { "/* c */ #include <a.h>", "%:include <a.h>",
+						"#inc\\\nlude <a.h>", "\f#include <a.h>",
+						"#if __has_include(<a.h>)" };
+	for (size_t i = 0; i < sizeof includes / sizeof *includes; i++)
+		CHECK(cjc_rules_may_include(includes[i], strlen(includes[i])));
+	CHECK(!cjc_rules_may_include("#define inc lude", 16));
+}
+
 static void test_option_lookups(void)
 {
 	CHECK(cjc_nvcc_option_find("I") && cjc_nvcc_option_takes_value(cjc_nvcc_option_find("I")));
@@ -661,6 +685,7 @@ int main(void)
 {
 	test_option_table_sorted();
 	test_env_table();
+	test_rules();
 	test_option_lookups();
 	test_parse_compiles();
 	test_parse_uncacheable();

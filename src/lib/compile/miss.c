@@ -10,6 +10,7 @@
 #include "keys/includescan.h"
 #include "keys/key.h"
 #include "keys/place.h"
+#include "keys/rules.h"
 
 void cjc_toolkit_dirs_find(const struct cjc_dep *deps, size_t n, struct cjc_toolkit_dirs *t)
 {
@@ -103,31 +104,19 @@ static void search_path(const struct cjc_compile *c, const struct cjc_toolkit_di
 	push_path_variable(dirs, "C_INCLUDE_PATH");
 }
 
-/* The first time macro in text whose value the clock gives, or NULL:
- * SOURCE_DATE_EPOCH (fixed) fixes __DATE__ and __TIME__, never
- * __TIMESTAMP__ (the file's modification time). */
-static const char *time_macro(const char *text, size_t len, bool fixed)
-{
-	static const char *const macros[] = { "__TIMESTAMP__", "__DATE__", "__TIME__" };
-	for (size_t i = 0; i < (fixed ? 1 : sizeof macros / sizeof *macros); i++)
-		if (text && memmem(text, len, macros[i], strlen(macros[i])))
-			return macros[i];
-	return NULL;
-}
-
 /* Records the include candidates that must stay absent (includescan.h),
  * and whether a file uses the time while SOURCE_DATE_EPOCH does not fix it. */
 static void scan_files(const struct cjc_miss *m, struct cjc_manifest_record *rec)
 {
 	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
 	struct cjc_toolkit_dirs t;
-	bool fixed = getenv("SOURCE_DATE_EPOCH") != NULL;
+	bool fixed = cjc_rules_epoch();
 	cjc_toolkit_dirs_find(rec->deps, rec->ndeps, &t);
 	search_path(m->c, &t, &sp.dirs);
 	for (size_t i = 0; i < rec->ndeps; i++) {
 		struct cjc_buf content = CJC_BUF_INIT;
 		if (!cjc_read_file(rec->deps[i].path, &content)) {
-			const char *macro = time_macro(content.data, content.len, fixed);
+			const char *macro = cjc_rules_time_macro(content.data, content.len, fixed);
 			if (macro && !*m->uncacheable)
 				*m->uncacheable = cjc_xasprintf("%s in %s%s", macro, rec->deps[i].path,
 								fixed ? "" : " and no SOURCE_DATE_EPOCH");

@@ -13,12 +13,12 @@
  * published.  The source is the exception: when its bytes, read again, are
  * the ones keyed, nvcc read those, however recent its stamp.
  *
- * A file that holds __DATE__, __TIME__ or __TIMESTAMP__ (the bytes, comments
- * included: a needless miss at worst) makes the output depend on the clock:
- * unless SOURCE_DATE_EPOCH (keyed, key.h) fixes it (__DATE__ and __TIME__
- * only), *m->uncacheable says so and nothing may be published.  Only a cacheable miss publishes, so a hit
- * never needs to look (docs/key.md).  Tokens pasted together (a ## b) are
- * not seen.
+ * A file that names __DATE__, __TIME__ or __TIMESTAMP__ (rules.h: the
+ * bytes with line splices joined, comments included) makes the output
+ * depend on the clock: unless SOURCE_DATE_EPOCH (keyed, key.h) fixes it
+ * (__DATE__ and __TIME__ only), *m->uncacheable says so and nothing may be
+ * published.  Only a cacheable miss publishes, so a hit never needs to look
+ * (docs/key.md).
  */
 #ifndef CJC_MISS_H
 #define CJC_MISS_H
@@ -55,12 +55,6 @@ struct cjc_miss {
 	 * or left NULL (malloc'd; NULL here: the record is unstable instead) */
 	char **uncacheable;
 };
-
-/* The reason counted (stats.h) for a compile that uses __DATE__ or __TIME__
- * while SOURCE_DATE_EPOCH is unset, or __TIMESTAMP__ (a file's modification
- * time, which SOURCE_DATE_EPOCH does not fix); *uncacheable names the macro
- * and the file. */
-#define CJC_MISS_TIME_MACRO "a time macro (__DATE__ or __TIME__ without SOURCE_DATE_EPOCH, __TIMESTAMP__)"
 
 /* 0, or -1 when the dependency output cannot be read (why says so). */
 int cjc_miss_record(const struct cjc_miss *m, const char *depfile, struct cjc_manifest_record *rec,

@@ -4,6 +4,7 @@
 #include "base/run.h"
 #include "base/util.h"
 #include "keys/key.h"
+#include "keys/rules.h"
 #include "keys/metadata.h"
 #include "keys/place.h"
 
@@ -376,6 +377,7 @@ struct parser {
 	json_t *std, *optimize;
 	int depth;
 	int private_depth; /* inside an options file that others cannot read */
+	bool epoch;        /* SOURCE_DATE_EPOCH is set (rules.h) */
 };
 
 static void uncacheable(struct cjc_compile *c, const char *reason)
@@ -717,6 +719,8 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 	struct cjc_compile *c = p->c;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
+		if (cjc_rules_time_macro(a, strlen(a), p->epoch))
+			uncacheable(c, CJC_RULES_TIME_MACRO_OPTION);
 		if (a[0] != '-' || !a[1]) {
 			add_input(p, argv + i, from);
 			continue;
@@ -943,9 +947,11 @@ static void check_stage_variables(struct cjc_compile *c)
  * keyed as text (key.c), so what they name must not depend on anything else. */
 static void check_flag_variables(struct cjc_compile *c)
 {
-	const char *environment = cjc_key_env_uncacheable();
+	const char *environment = cjc_key_env_uncacheable(), *name;
 	if (environment)
 		uncacheable(c, environment);
+	if (cjc_rules_time_macro_env(cjc_rules_epoch(), &name))
+		uncacheable(c, CJC_RULES_TIME_MACRO_OPTION);
 	check_include_variables(c);
 	check_stage_variables(c);
 	static const char *const variables[] = { "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS" };
@@ -969,7 +975,7 @@ void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *wher
 	if (where)
 		c->place = (struct cjc_place){ .cwd = where->cwd, .base_dir = where->base_dir,
 					       .share_dirs = where->share_dirs };
-	struct parser p = { .c = c };
+	struct parser p = { .c = c, .epoch = cjc_rules_epoch() };
 	p.archs = json_array();
 	p.defines = json_array();
 	p.include_dirs = json_array();

@@ -1,0 +1,61 @@
+/*
+ * rules.h - what text may be cached: the soundness rules that every path
+ * (cjc's compile, the JIT library's nvcc and NVRTC paths, the NVRTC shim)
+ * applies to every text its compiler will read: sources, headers, and
+ * option words from every origin.  A rule is written here once; the paths
+ * only say which texts they have.
+ *
+ * The clock.  __DATE__, __TIME__ and __TIMESTAMP__ expand to when the
+ * compiler ran (__TIMESTAMP__: to a file's modification time), so a text
+ * that names one makes the output depend on the clock, and such a compile
+ * must not be cached.  SOURCE_DATE_EPOCH (keyed, key.h) fixes __DATE__ and
+ * __TIME__ for nvcc and its host compiler, never __TIMESTAMP__; NVRTC
+ * ignores it, so its paths pass epoch false.  The text is searched after
+ * its line splices are joined, as the preprocessor's second phase joins
+ * them (a backslash or the trigraph ??/, blanks, a newline: gcc takes
+ * blanks between the backslash and the newline too), comments and strings
+ * included: a needless miss at worst.  Not seen: names made by pasting
+ * tokens (a ## b) or by a macro the compiler defines for itself.
+ *
+ * Includes.  cjc_rules_may_include() says whether a text could make the
+ * preprocessor read a file: it names "include" anywhere once its splices
+ * are joined (a directive in any spelling the preprocessor accepts:
+ * comments or a form feed before the '#', the digraph %:, a splice inside
+ * the word; and __has_include, which probes names).  NVRTC's paths that do
+ * not observe the files NVRTC reads use it to leave such code uncached.
+ *
+ * Everything here is a pure function of its arguments but cjc_rules_epoch()
+ * and cjc_rules_time_macro_env(), which read the environment.
+ */
+#ifndef CJC_RULES_H
+#define CJC_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The reasons counted (stats.h, by reason) for a compile that reads the
+ * clock: a file (source or header) names a time macro, or an option word
+ * does (the command line, an options file, NVCC_PREPEND_FLAGS and the other
+ * keyed variables, a JIT request's or an NVRTC program's options). */
+#define CJC_RULES_TIME_MACRO "a time macro (__DATE__ or __TIME__ without SOURCE_DATE_EPOCH, __TIMESTAMP__)"
+#define CJC_RULES_TIME_MACRO_OPTION "an option names a time macro (__DATE__ or __TIME__ without " \
+	"SOURCE_DATE_EPOCH, __TIMESTAMP__)"
+
+/* Whether SOURCE_DATE_EPOCH is set (nvcc's paths; NVRTC ignores it). */
+bool cjc_rules_epoch(void);
+
+/* The first time macro text names whose value the clock gives ("__TIME__"),
+ * or NULL; epoch: SOURCE_DATE_EPOCH fixes __DATE__ and __TIME__. */
+const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch);
+
+/* The same over n words (NULL words are skipped). */
+const char *cjc_rules_time_macro_words(char *const *words, size_t n, bool epoch);
+
+/* The same over the values of the keyed variables (key.h) that are set:
+ * nvcc hands them to itself or its stages as options.  *name: the variable. */
+const char *cjc_rules_time_macro_env(bool epoch, const char **name);
+
+/* Whether text could make the preprocessor read a file (above). */
+bool cjc_rules_may_include(const char *text, size_t len);
+
+#endif
