@@ -205,6 +205,26 @@ testDebugOptionsAndTheWorkingDirectory() {
 	assertFalse "a mapped -g object names no directory" "grep -qaF '$src/elsewhere' elsewhere/m.o"
 }
 
+# -G records the working directory as $PWD names it (gcc's getpwd): a
+# directory reached through a symbolic link is another directory to the
+# key, and its hit is what nvcc makes there; a stale $PWD is not used.
+testDebugThroughASymbolicLinkIsWhatNvccMakesThere() {
+	local here=$PWD
+	mkdir -p real && cp k.cu k.h dev.h host.h real/ && ln -s real via
+	(cd real && cjc_nvcc --cubin k.cu -o ../a.cubin -arch=$ARCH -G) || fail "real"
+	(cd via && cjc_nvcc --cubin k.cu -o ../b.cubin -arch=$ARCH -G) || fail "via the link"
+	(cd via && cjc_nvcc --cubin k.cu -o ../c.cubin -arch=$ARCH -G) || fail "via the link again"
+	expect_nvcc_runs 2
+	# (a -G cubin names nvcc's temporary files: compared by the directory it names)
+	assertTrue "served through the link: it names the link, as nvcc's there does" \
+		"grep -qaF '$here/via' c.cubin"
+	assertFalse "and not the directory the link leads to" "grep -qaF '$here/real' c.cubin"
+	(cd real && PWD=$here cjc_nvcc --cubin k.cu -o ../e.cubin -arch=$ARCH -G) ||
+		fail "a PWD that names another directory"
+	expect_nvcc_runs 2
+	assertTrue "a stale PWD is not believed" "grep -qaF '$here/real' e.cubin"
+}
+
 # -lineinfo names each checkout's directories: base_dir does not share it.
 testLineinfoIsNotSharedAcrossCheckouts() {
 	local d

@@ -131,7 +131,7 @@ static int prepare(struct nvcc_job *n)
 	struct cjc_jit *h = n->h;
 	if (!jit_cacheable(n->j))
 		return -1;
-	if (!getcwd(n->cwd, sizeof n->cwd))
+	if (!cjc_getpwd(n->cwd, sizeof n->cwd))
 		return jit_note(h, "cannot tell the working directory: %s", strerror(errno)), -1;
 	struct cjc_place where = { .cwd = n->cwd, .base_dir = h->cfg.base_dir,
 				   .share_dirs = !h->cfg.hash_dir };

@@ -376,7 +376,7 @@ static void publish(struct nvrtc_job *r)
 	json_t *options = options_json(r);
 	struct cjc_metadata md = {
 		.argv = argv.v, .argc = argv.n,
-		.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/",
+		.cwd = cjc_getpwd(cwd, sizeof cwd) ? cwd : "/",
 		.compiler_path = r->n->id.path, .compiler_realpath = r->n->id.realpath,
 		.compiler_version = r->n->id.version,
 		.host_path = "none", .host_version = "NVRTC runs no host compiler",

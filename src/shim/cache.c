@@ -37,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "keys/key.h"
 #include "keys/rules.h"
 #include "seam.h"
@@ -339,7 +340,7 @@ static bool publish(struct shim_job *s)
 	struct cjc_publish_file files[CJC_NVRTC_KINDS + 2];
 	struct cjc_metadata md = {
 		.argv = argv.v, .argc = argv.n,
-		.cwd = getcwd(cwd, sizeof cwd) ? cwd : "/",
+		.cwd = cjc_getpwd(cwd, sizeof cwd) ? cwd : "/",
 		.compiler_path = s->id->path, .compiler_realpath = s->id->realpath,
 		.compiler_version = s->id->version,
 		.host_path = "none", .host_version = "NVRTC runs no host compiler",

@@ -855,7 +855,7 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	}
 	j->have_store = true;
 	check_writable(j);
-	if (!getcwd(j->cwd, sizeof j->cwd)) {
+	if (!cjc_getpwd(j->cwd, sizeof j->cwd)) {
 		j->cwd[0] = '\0';
 		cjc_buf_addf(why, "cannot tell the working directory");
 		count(j, CJC_STAT_ERRORS, 0);

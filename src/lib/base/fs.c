@@ -342,6 +342,16 @@ bool cjc_name_orphaned(const char *name, time_t mtime, int64_t age)
 	return gone;
 }
 
+char *cjc_getpwd(char *buf, size_t size)
+{
+	const char *pwd = getenv("PWD");
+	struct stat named, dot;
+	if (pwd && pwd[0] == '/' && strlen(pwd) < size && !stat(pwd, &named) && !stat(".", &dot) &&
+	    named.st_dev == dot.st_dev && named.st_ino == dot.st_ino)
+		return memcpy(buf, pwd, strlen(pwd) + 1);
+	return getcwd(buf, size);
+}
+
 char *cjc_dirname(const char *path)
 {
 	const char *slash = strrchr(path, '/');

@@ -120,6 +120,11 @@ bool cjc_name_orphaned(const char *name, time_t mtime, int64_t age);
 const char *cjc_hostname(void);
 /* Parent directory of path in a new allocation ("." for a bare name). */
 char *cjc_dirname(const char *path);
+/* The working directory as the compilers record it (gcc's getpwd(), which
+ * nvcc's -G and gcc's -g write into their outputs): $PWD when it is absolute
+ * and names the same directory as ".", else getcwd(); NULL (errno) when
+ * neither fits in size bytes. */
+char *cjc_getpwd(char *buf, size_t size);
 char *cjc_path_join(const char *dir, const char *name);
 bool cjc_is_dir(const char *path);
 /* Searches PATH for an executable name (or returns a copy if it has a '/'). */
