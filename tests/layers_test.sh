@@ -69,10 +69,8 @@ includes: jit/jit_internal jit/seam
 includes: keys/key keys/manifest
 includes: remote/helper remote/remote
 includes: shim/shim shim/watch
-includes: store/index store/records store/sign store/store
 symbols: src/jit/changes.c src/jit/deps.c src/jit/driver.c src/jit/jit.c src/jit/journal.c src/jit/memory.c src/jit/nvcc.c src/jit/nvrtc.c src/jit/tools.c
 symbols: src/lib/remote/helper.c src/lib/remote/remote.c src/lib/remote/remote_http.c src/lib/remote/remote_oci.c src/lib/remote/remote_redis.c
-symbols: src/lib/store/index.c src/lib/store/records.c src/lib/store/store.c
 symbols: src/shim/cache.c src/shim/shim.c src/shim/watch.c
 symbols: src/tool/report.c src/tool/report_html.c src/tool/report_md.c
 '
