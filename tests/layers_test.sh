@@ -72,7 +72,6 @@ includes: shim/shim shim/watch
 symbols: src/jit/changes.c src/jit/deps.c src/jit/driver.c src/jit/jit.c src/jit/journal.c src/jit/memory.c src/jit/nvcc.c src/jit/nvrtc.c src/jit/tools.c
 symbols: src/lib/remote/helper.c src/lib/remote/remote.c src/lib/remote/remote_http.c src/lib/remote/remote_oci.c src/lib/remote/remote_redis.c
 symbols: src/shim/cache.c src/shim/shim.c src/shim/watch.c
-symbols: src/tool/report.c src/tool/report_html.c src/tool/report_md.c
 '
 
 # find_circles ROOT BUILD: prints each circle, sorted, one a line:
