@@ -66,7 +66,6 @@ layer_rank() {
 # does a line here whose circle is gone (delete the line then).
 CIRCLES_LEFT='
 includes: jit/jit_internal jit/seam
-includes: keys/key keys/manifest
 includes: remote/helper remote/remote
 includes: shim/shim shim/watch
 symbols: src/jit/changes.c src/jit/deps.c src/jit/driver.c src/jit/jit.c src/jit/journal.c src/jit/memory.c src/jit/nvcc.c src/jit/nvrtc.c src/jit/tools.c
