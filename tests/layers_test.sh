@@ -176,10 +176,13 @@ find_circles() {
 check_circles() {
 	local found
 	found=$(find_circles "$1" "$2") || return 1
-	comm -23 <(echo "$found" | sort) <(echo "$3" | grep . | sort) | sed 's/^/a circle not on the list: /'
-	comm -13 <(echo "$found" | sort) <(echo "$3" | grep . | sort) | sed 's/^/a listed circle no longer exists: /'
-	[ "$(echo "$found" | sort)" = "$(echo "$3" | grep . | sort)" ]
+	comm -23 <(lines "$found") <(lines "$3") | sed 's/^/a circle not on the list: /'
+	comm -13 <(lines "$found") <(lines "$3") | sed 's/^/a listed circle no longer exists: /'
+	[ "$(lines "$found")" = "$(lines "$3")" ]
 }
+
+# lines TEXT: its lines that are not empty, sorted.
+lines() { echo "$1" | grep . | sort; }
 
 testNoCirclesBeyondTheList() {
 	local out
