@@ -1,14 +1,15 @@
 /*
- * The report as one self-contained HTML page (report.h): a <style> block,
+ * The report as one self-contained HTML page (report_html.h): a <style> block,
  * inline SVG plots, no script, and a Content-Security-Policy under which
  * the page can load nothing (a browser says so on its console if it tried).
  * The layout is one column of sections whose cards and tables reflow from a
  * phone's width to a monitor's; wide tables scroll inside their section.
  */
+#include "report_html.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
 #include "why.h"
 
 static const char style[] =

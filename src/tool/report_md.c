@@ -1,12 +1,13 @@
 /*
- * The report as GitHub-flavoured Markdown (report.h), for a CI job's page:
+ * The report as GitHub-flavoured Markdown (report_md.h), for a CI job's page:
  * `cjc report --markdown >>"$GITHUB_STEP_SUMMARY"`.  The same numbers as
  * the HTML page, in tables; the hit rate over time as a line of blocks.
  */
+#include "report_md.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
 #include "why.h"
 
 /* Text from a store, for a table cell: control characters escaped, then

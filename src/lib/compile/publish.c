@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "store/evict.h"
+#include "store/index.h"
 #include "store/records.h"
 #include "store/sign.h"
 
@@ -101,6 +102,7 @@ enum cjc_published cjc_publish(const struct cjc_publish *p, bool *won)
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT, why = CJC_BUF_INIT;
 	*won = false;
 	int rc = cjc_staging_begin_as(p->store, &st, p->unpublished != NULL);
+	st.published = cjc_index_published; /* the store's index, told here (index.h) */
 	if (!rc)
 		rc = stage(p, &st, &why);
 	if (!rc)

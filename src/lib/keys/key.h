@@ -22,8 +22,10 @@
 #ifndef CJC_KEY_H
 #define CJC_KEY_H
 
+#include <stdint.h>
+
 #include "base/hash.h"
-#include "keys/manifest.h"
+#include "base/util.h"
 #include "keys/place.h"
 
 /* The store's format: in every key, and the namespace's first name (store.h). */
@@ -93,6 +95,25 @@ struct cjc_key_input {
  * and where PATH finds `as` (gcc runs the first `as` on PATH when it has
  * none of its own) is keyed too. */
 void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1]);
+
+/* What an entry key is made of, as a manifest records it (manifest.h):
+ * the dependency set of one miss, the candidates absent then, and the
+ * entry key it gave. */
+struct cjc_dep {
+	char *path;
+	uint64_t size;
+	unsigned char sha[CJC_DIGEST_LEN];
+};
+
+struct cjc_manifest_record {
+	char entry_key[CJC_HEX_LEN + 1];
+	struct cjc_dep *deps;
+	size_t ndeps;
+	struct cjc_strvec absent;
+};
+
+/* The entry key of rec's files in this place (rec's own entry_key is not
+ * read; the direct key is the compile's). */
 void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec,
 		   const struct cjc_place *place, char out[CJC_HEX_LEN + 1]);
 

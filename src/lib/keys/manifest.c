@@ -7,7 +7,6 @@
 
 #include "base/blob.h"
 #include "keys/filehash.h"
-#include "keys/key.h"
 
 static const char magic[4] = CJC_MANIFEST_MAGIC;
 #define MANIFEST_VERSION 1

@@ -31,21 +31,12 @@
 
 #include "base/hash.h"
 #include "base/util.h"
+#include "keys/key.h"
 
 #define CJC_MANIFEST_MAX 32
 
-struct cjc_dep {
-	char *path;
-	uint64_t size;
-	unsigned char sha[CJC_DIGEST_LEN];
-};
-
-struct cjc_manifest_record {
-	char entry_key[CJC_HEX_LEN + 1];
-	struct cjc_dep *deps;
-	size_t ndeps;
-	struct cjc_strvec absent;
-};
+/* A record (struct cjc_manifest_record, struct cjc_dep) is what an entry
+ * key is made of: key.h has it. */
 
 struct cjc_manifest {
 	struct cjc_manifest_record *recs;

@@ -292,6 +292,12 @@ int cjc_index_foreach(const struct cjc_store *s,
 	return rc;
 }
 
+void cjc_index_published(const struct cjc_store *s, const struct cjc_staging *st, const char *key)
+{
+	if (st->index_doc)
+		cjc_index_add(s, key, st->index_doc, st->files, st->nfiles);
+}
+
 void cjc_index_add(const struct cjc_store *s, const char *key, json_t *doc,
 		   const struct cjc_artifact *files, size_t nfiles)
 {

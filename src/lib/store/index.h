@@ -58,4 +58,9 @@ int cjc_index_foreach(const struct cjc_store *s,
 void cjc_index_add(const struct cjc_store *s, const char *key, json_t *doc,
 		   const struct cjc_artifact *files, size_t nfiles);
 
+/* The same, as a staging's published (store.h): the row of the entry
+ * just published from st, when its writer gave the document (index_doc;
+ * parsing it again would cost a heavy entry ms). */
+void cjc_index_published(const struct cjc_store *s, const struct cjc_staging *st, const char *key);
+
 #endif

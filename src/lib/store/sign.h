@@ -37,7 +37,7 @@
 
 struct cjc_entry; /* store.h */
 
-#define CJC_SIGN_FILE "metadata.sig"
+/* The signature file is an entry's CJC_SIGN_FILE (store.h). */
 #define CJC_SIGN_MAX 512 /* the signature file's size bound */
 
 /* Signs data with the private key in key_file; out gets the signature file. */

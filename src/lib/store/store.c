@@ -17,8 +17,6 @@
 #include "base/hash.h"
 #include "base/stamp.h"
 #include "keys/metamemo.h"
-#include "store/index.h"
-#include "store/sign.h"
 
 /* errno after a failed openat of name in dirfd: ELOOP for a link, which
  * O_PATH | O_DIRECTORY | O_NOFOLLOW reports as ENOTDIR. */
@@ -819,14 +817,6 @@ static void sync_dir(int fd)
 	}
 }
 
-/* Adds the new entry's row to the index `cjc ls` reads (index.h), when the
- * writer gave the document (parsing it again would cost a heavy entry ms). */
-static void index_entry(const struct cjc_store *s, const struct cjc_staging *st, const char *key)
-{
-	if (st->index_doc)
-		cjc_index_add(s, key, st->index_doc, st->files, st->nfiles);
-}
-
 int cjc_staging_finish(struct cjc_staging *st, const struct cjc_buf *metadata,
 		       const struct cjc_buf *signature)
 {
@@ -868,7 +858,8 @@ int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const
 			cjc_tempfile_forget_at(st->parent, st->name);
 			if (!st->copy) /* a copy lost to a crash is fetched again */
 				sync_dir(shard);
-			index_entry(s, st, key);
+			if (st->published)
+				st->published(s, st, key);
 		} else if (errno != EEXIST && errno != ENOTEMPTY) {
 			rc = -1;
 		}

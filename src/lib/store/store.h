@@ -76,6 +76,8 @@
 #include "keys/key.h"
 #include "keys/metadata.h"
 
+#define CJC_SIGN_FILE "metadata.sig" /* an entry's signature (sign.h) */
+
 struct cjc_store {
 	char *dir; /* the namespace directory */
 	int fd;    /* open on it (O_PATH), while dir is set */
@@ -195,7 +197,12 @@ struct cjc_staging {
 	int dfd;    /* the writer's directory itself, open while dir is set */
 	struct cjc_artifact files[16];
 	size_t nfiles;
-	json_t *index_doc; /* borrowed: the metadata as a document, for the index (index.h); or NULL */
+	json_t *index_doc; /* borrowed: the metadata as a document, for published; or NULL */
+	/* Called by cjc_staging_publish once it put the staging in place as
+	 * key, while its files are still listed; or NULL.  So the caller tells
+	 * what keeps track of entries above the store: the index `cjc ls`
+	 * reads (index.h, cjc_index_published). */
+	void (*published)(const struct cjc_store *s, const struct cjc_staging *st, const char *key);
 	bool transient;    /* to be read and removed, never published: no write-back started */
 	bool sealed;       /* finished and fsynced (cjc_staging_seal): only the rename is left */
 	bool copy;         /* of an entry a remote store keeps: the rename is not made durable */
@@ -230,9 +237,9 @@ int cjc_staging_seal(struct cjc_staging *st, const struct cjc_buf *metadata,
  * as it is read like any entry); the staging stays this writer's. */
 enum cjc_lookup cjc_staging_open_entry(const struct cjc_staging *st, const char *key,
 				       struct cjc_entry *e, struct cjc_buf *why);
-/* Seals the staging, unless it was sealed, and renames it into place.
- * *won is false when an entry with that key was already there (not an
- * error). */
+/* Seals the staging, unless it was sealed, and renames it into place
+ * (then calls st->published).  *won is false when an entry with that key
+ * was already there (not an error). */
 int cjc_staging_publish(const struct cjc_store *s, struct cjc_staging *st, const char *key,
 			const struct cjc_buf *metadata, const struct cjc_buf *signature, bool *won);
 /* Removes this writer's staging directory (by its name in staging/'s fd);
