@@ -29,7 +29,7 @@
  * 2.3 ms, a hit included, where no remote store is even set.
  */
 #include "remote/curl.h"
-#include "remote/remote.h"
+#include "remote/remote_backend.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -52,7 +52,8 @@
  */
 #include "remote/curl.h"
 #include "remote/oci.h"
-#include "remote/remote.h"
+#include "remote/layout.h"
+#include "remote/remote_backend.h"
 
 #include <ctype.h>
 #include <errno.h>
