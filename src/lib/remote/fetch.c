@@ -49,6 +49,7 @@ static int decode_record(struct fetched *f)
 	return cjc_remote_decode_record(f->record.data, f->record.len, &f->meta, &f->sig);
 }
 
+/* The entry record of key from g, checked: 0, or -1 (counted). */
 static int fetch_record(struct cjc_remotes *r, struct remote_group *g, const char *key, struct fetched *f)
 {
 	int rc = remote_get(r, g, 'e', key, CJC_REMOTE_RECORD_MAX, &f->record);
