@@ -54,7 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "remote/remote.h"
+#include "remote/remote_backend.h"
 
 /* AWS's worked example (AWS General Reference, "Signing AWS requests with
  * Signature Version 4" and "Task 1: Create a canonical request"). */

@@ -13,6 +13,7 @@
 #include "base/dl.h"
 #include "base/fs.h"
 #include "base/util.h"
+#include "remote/remote_backend.h"
 
 #define SECRET_MAX 8192
 #define CJC_CURL_VERSION_MIN 0x075500 /* 7.85.0 */
@@ -86,4 +87,11 @@ void cjc_curl_free_secret(char *s)
 	if (s)
 		explicit_bzero(s, strlen(s));
 	free(s);
+}
+
+int cjc_curl_timed_out(const char *error, struct cjc_buf *why)
+{
+	cjc_buf_addf(why, "timed out: %s", error);
+	errno = ETIMEDOUT;
+	return CJC_REMOTE_TIMEOUT;
 }

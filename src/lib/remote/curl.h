@@ -2,7 +2,8 @@
  * curl.h - libcurl for the backends that speak HTTP (remote_http.c,
  * remote_oci.c): loaded at run time, once per process, only when a store
  * needs it (remote_http.c says why: the thirty libraries it brings cost
- * more than a whole remote hit); and the secret files both read.
+ * more than a whole remote hit); the secret files both read, and a
+ * timeout as both say it.
  */
 #ifndef CJC_REMOTE_CURL_H
 #define CJC_REMOTE_CURL_H
@@ -46,6 +47,10 @@ const char *cjc_curl_load(void);
  * 8 KiB; malloc'd, or NULL with why naming the file, never what it holds. */
 struct cjc_buf;
 char *cjc_curl_read_secret(const char *file, const char *attribute, struct cjc_buf *why);
+/* A request libcurl ended at its deadline (CURLE_OPERATION_TIMEDOUT):
+ * CJC_REMOTE_TIMEOUT, with errno ETIMEDOUT and why saying so with
+ * libcurl's message (error, its error buffer). */
+int cjc_curl_timed_out(const char *error, struct cjc_buf *why);
 /* Frees a secret (a password, a token, a header that carries one), its
  * bytes wiped first; NULL is nothing. */
 void cjc_curl_free_secret(char *s);

@@ -61,7 +61,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "remote/remote.h"
+#include "base/hash.h"
+#include "remote/remote_backend.h"
 
 #define CJC_HELPER_VERSION 1u
 #define CJC_HELPER_MAX_CLIENTS 64

@@ -1,7 +1,8 @@
 /*
  * oci.h - what the OCI registry backend (remote_oci.c) stores, exported for
  * its tests: the manifest that carries an entry record or a direct-mode
- * manifest (docs/remote.md#oci-registries), and base64.
+ * manifest (docs/remote.md#oci-registries), and base64 (oci_manifest.c);
+ * a 401's challenge, read (oci_auth.c).
  */
 #ifndef CJC_OCI_H
 #define CJC_OCI_H

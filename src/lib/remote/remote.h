@@ -7,15 +7,21 @@
  * shards=A,B(2),..., bearer-token-file=F, credentials-file=F, ca-file=F,
  * helper, no-helper, helper-idle=T).  cjc_remote_open() parses them without connecting; a backend connects on its first request.
  *
- * The seam: a backend answers get, put-if-absent, put (replace) and exists
- * for a name, each bounded by the store's timeouts, with one result:
+ * The seam (remote_backend.h, private to this folder): a backend answers
+ * get, put-if-absent, put (replace) and exists for a name, each bounded by
+ * the store's timeouts, with one result:
  *
  *     CJC_REMOTE_OK, CJC_REMOTE_ABSENT, CJC_REMOTE_ERROR, CJC_REMOTE_TIMEOUT
  *
  * and, on an error, a message in `why` that names no secret.  One file per
  * backend: remote_redis.c (hiredis), remote_http.c (libcurl: http, https and
  * s3 through libcurl's SigV4 signing), remote_oci.c (libcurl: OCI registries,
- * oci:// and oci+http://); each is built when its library is.
+ * oci:// and oci+http://); each is built when its library is.  What this
+ * header offers is built on them by the seam's files: remote.c (a handle's
+ * stores and the requests to them), setting.c (the `remote` setting),
+ * fetch.c, send.c, leases.c and check.c; the values' formats are
+ * layout.h's.  The backends use remote_backend.h and layout.h only, never
+ * the seam, so no file below calls up into it.
  *
  * The layout on every backend, under the store's prefix (NS is the local
  * namespace, e.g. v1/linux-x86_64, so platforms never mix):
@@ -58,7 +64,8 @@
  * What a remote store returns is read up to a bound, known before anything
  * is allocated: the manifest and record caps of store.h (each plus a
  * signature), and each artifact's listed size, itself at most
- * CJC_REMOTE_MAX_ARTIFACT (a record naming more is bad data).  A backend
+ * CJC_REMOTE_MAX_ARTIFACT (remote_backend.h; a record naming more is bad
+ * data).  A backend
  * stops reading a reply as soon as it would pass the bound (a Redis reply
  * by its length prefix, an HTTP body by Content-Length or by what came).
  *
@@ -87,65 +94,11 @@
 #include "base/util.h"
 #include "keys/manifest.h"
 #include "keys/place.h"
+#include "remote/layout.h"
 #include "store/store.h"
 
-enum cjc_remote_result { CJC_REMOTE_OK, CJC_REMOTE_ABSENT, CJC_REMOTE_ERROR, CJC_REMOTE_TIMEOUT };
-
-/* The largest artifact fetched from a remote store: fetched whole into
- * memory to be checked, so a record that names more is not believed. */
-#define CJC_REMOTE_MAX_ARTIFACT ((uint64_t)1 << 30)
-
-/* What a backend was asked to reach, parsed from one URL and its attributes.
- * A backend keeps a pointer to it (it outlives the backend) and reads
- * deadline_ms at each request. */
-struct cjc_remote_url {
-	char *url;      /* as written, shard name substituted */
-	char *shown;    /* with any password as *** (for messages, stats, logs) */
-	bool read_only;
-	long connect_ms, operation_ms;
-	char *bearer_token_file; /* http(s), oci */
-	char *credentials_file;  /* oci: one line USER:SECRET */
-	char *ca_file;           /* https, s3, oci */
-	bool helper;             /* http(s), s3, oci: through the store's helper (helper.h), unless no-helper */
-	long helper_idle_ms;     /* how long that helper waits for clients before it exits */
-	int64_t deadline_ms;     /* cjc_now_ms() by which the request must end; 0: operation_ms from its start */
-};
-
-/* Milliseconds left to a request starting now: to u's deadline, or
- * operation_ms where none is set; <= 0 when it has passed.  A connection
- * waits the smaller of this and connect_ms. */
-long cjc_remote_time_left(const struct cjc_remote_url *u);
-
-/* The seam.  A backend's functions return an enum cjc_remote_result; `why`
- * gets a message on CJC_REMOTE_ERROR/TIMEOUT; `auth` is set when the error is
- * one of the settings (refused credentials, bad URL) rather than the server's
- * state, so the tool can say so once. */
-struct cjc_remote_backend;
-struct cjc_remote_ops {
-	struct cjc_remote_backend *(*open)(const struct cjc_remote_url *u, struct cjc_buf *why);
-	int (*get)(struct cjc_remote_backend *b, const char *name, size_t max, struct cjc_buf *out,
-		   struct cjc_buf *why);
-	/* only_if_absent: leave an existing value (first writer wins). */
-	int (*put)(struct cjc_remote_backend *b, const char *name, const void *p, size_t n,
-		   bool only_if_absent, struct cjc_buf *why);
-	int (*exists)(struct cjc_remote_backend *b, const char *name, struct cjc_buf *why);
-	void (*close)(struct cjc_remote_backend *b);
-	/* Leases (optional: NULL where the backend has none).  lease takes
-	 * name with value for ttl_ms unless it is there: CJC_REMOTE_OK, taken;
-	 * CJC_REMOTE_ABSENT, not taken (another holds it).  unlease removes
-	 * it, or lets it expire at once, when it still holds value. */
-	int (*lease)(struct cjc_remote_backend *b, const char *name, const char *value, long ttl_ms,
-		     struct cjc_buf *why);
-	int (*unlease)(struct cjc_remote_backend *b, const char *name, const char *value,
-		       struct cjc_buf *why);
-};
-
-extern const struct cjc_remote_ops cjc_remote_redis_ops; /* redis://, redis+unix: */
-extern const struct cjc_remote_ops cjc_remote_http_ops;  /* http://, https://, s3:// */
-extern const struct cjc_remote_ops cjc_remote_oci_ops;   /* oci://, oci+http:// */
-
 /* The setting with the user info of each URL as *** (malloc'd), parsed by
- * the URLs' structure, whatever characters a password holds (remote.c). */
+ * the URLs' structure, whatever characters a password holds (setting.c). */
 char *cjc_remote_redact(const char *text);
 /* What may be shown of a value that was rejected: the scheme of each URL and
  * nothing more ("redis://... ..."), since where a password ends in a
@@ -232,15 +185,6 @@ int cjc_remote_lease_held(struct cjc_remotes *r, const char *direct_key, int64_t
 const char *cjc_remote_lease_store(struct cjc_remotes *r);
 /* Ends this handle's lease, if it took one. */
 void cjc_remote_lease_end(struct cjc_remotes *r, const char *direct_key);
-
-/* An entry record (the layout above): 0, or -1 when it is not one. */
-int cjc_remote_decode_record(const void *p, size_t n, struct cjc_buf *meta, struct cjc_buf *sig);
-void cjc_remote_encode_record(const struct cjc_buf *meta, const struct cjc_buf *sig, struct cjc_buf *out);
-/* A manifest value (the layout above), either form: the manifest file's
- * bytes and the signature file's (empty when unsigned), pointing into
- * data; 0, or -1 when it is a signed one that does not decode. */
-int cjc_remote_decode_manifest(const void *data, size_t len, const void **file, size_t *file_len,
-			       const void **sig, size_t *sig_len);
 
 /* `cjc remote check`: reach, write, read back, for store i; 0 or -1 with why. */
 int cjc_remote_check(struct cjc_remotes *r, size_t i, struct cjc_buf *report);

@@ -29,7 +29,7 @@
  * 2.3 ms, a hit included, where no remote store is even set.
  */
 #include "remote/curl.h"
-#include "remote/remote.h"
+#include "remote/remote_backend.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -246,11 +246,8 @@ static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, con
 		cjc_buf_addf(why, "the reply is larger than %zu bytes", body->max);
 		return CJC_REMOTE_ERROR;
 	}
-	if (code == CURLE_OPERATION_TIMEDOUT) {
-		cjc_buf_addf(why, "timed out: %s", b->error);
-		errno = ETIMEDOUT;
-		return CJC_REMOTE_TIMEOUT;
-	}
+	if (code == CURLE_OPERATION_TIMEDOUT)
+		return cjc_curl_timed_out(b->error, why);
 	if (code != CURLE_OK) {
 		bool setting = code == CURLE_URL_MALFORMAT || code == CURLE_SSL_CACERT_BADFILE ||
 			       code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_COULDNT_RESOLVE_HOST;

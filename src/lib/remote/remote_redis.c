@@ -23,7 +23,7 @@
  * hiredis is loaded with dlopen when a store first needs it (as libcurl in
  * remote_http.c), so a cjc process that uses no Redis store never loads it.
  */
-#include "remote/remote.h"
+#include "remote/remote_backend.h"
 
 #include <dlfcn.h>
 #include <errno.h>
