@@ -3,8 +3,12 @@
  * files and by nothing else.
  *
  *   settings.c  the settings table: PREFIX_JIT_*, CJC_JIT_*, the cjc settings
- *   jit.c       handles, errors, results, the private directory of a miss,
- *               the public calls
+ *   handle.c    the handle's lock, errors, log, store, counters, settings
+ *               (calls none of the others: every module stands on it)
+ *   job.c       what both compilers' paths share: the private directory of
+ *               a miss, the request's key words and hook, what a miss prints
+ *   hit.c       the handle's part of the one lookup (compile/lookup.h)
+ *   jit.c       the public calls: handles, results, a compile's dispatch
  *   nvcc.c      a compile with nvcc, keyed and published as `cjc` does it
  *   deps.c      whether a manifest record's files are unchanged, per handle
  *   changes.c   whether anything those files are read through may have changed (inotify)
@@ -149,11 +153,14 @@ struct cjc_jit {
 	struct jit_tools *tools;     /* tools.c, made on the first use */
 };
 
-/* The handle's lock, made anew in a child after fork() (jit.c). */
+/* The handle's lock, made anew in a child after fork() (handle.c). */
 void jit_lock(struct cjc_jit *h);
 void jit_unlock(struct cjc_jit *h);
 /* How many fork()s this process descends from, since the library was loaded. */
 unsigned jit_fork_generation(void);
+/* What the library sets up once per process (handle.c): fork counting, no
+ * signal handlers for its temporaries, jansson's hash seed. */
+void jit_process_once(void);
 
 /* Whether the store is open already (jit_store_ready said yes before). */
 static inline bool jit_store_open(const struct cjc_jit *h)
@@ -170,6 +177,8 @@ struct cjc_jit_bytes {
 	struct cjc_buf buf;
 	bool set;
 };
+
+/* ---- job.c ---- */
 
 /* The request's own key words (extra_signature, the hook's identity), after
  * the compiler's: args gets "jit:extra_signature=..." and "jit:hook=...". */
@@ -189,7 +198,7 @@ int jit_check_ptxas(struct jit_job *j, const char *log, size_t len);
 #define JIT_OUTPUT_MAX ((size_t)1 << 30)
 
 /*
- * jit.c: the private directory a miss works in (docs/trust.md): the source
+ * job.c: the private directory a miss works in (docs/trust.md): the source
  * as <path>/src/<name>, alone in its directory, and whatever the compiler
  * writes.  Made in $TMPDIR, else /tmp, else $XDG_RUNTIME_DIR: the first
  * whose every directory from / down is owned by you or root and, when

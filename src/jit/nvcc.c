@@ -199,9 +199,11 @@ static char *log_of(const struct cjc_buf *out, const struct cjc_buf *err)
 	return cjc_buf_detach(&b);
 }
 
-/* jit_entry_reader: the entry's output and messages into the result. */
-static int read_result(void *ctx, const struct cjc_entry *e, struct cjc_buf *why)
+/* lookup.h's deliver: the entry's output and messages into the result. */
+static int read_result(void *ctx, const struct cjc_entry *e, const struct cjc_manifest_record *rec,
+		       struct cjc_buf *why)
 {
+	(void)rec;
 	struct nvcc_job *n = ctx;
 	struct cjc_buf data = CJC_BUF_INIT, out = CJC_BUF_INIT, err = CJC_BUF_INIT;
 	char *name = artifact_name(n);
@@ -272,37 +274,44 @@ static void remember(struct nvcc_job *n, struct cjc_manifest_record *rec, int64_
 		       duration_ms);
 }
 
-/* Serves the entry rec names from the store, and remembers it (rec is
- * moved into the memory tier); 1: served; 0: not (untrusted, damaged, gone). */
-static int serve_record(struct nvcc_job *n, struct cjc_manifest_record *rec)
+/* lookup.h's match: the record of m this request may use. */
+static long lookup_match(void *ctx, const struct cjc_manifest *m)
 {
-	int64_t duration_ms;
-	if (!jit_serve_entry(n->j, rec->entry_key, read_result, n, &duration_ms))
-		return 0;
-	memcpy(n->j->out->key, rec->entry_key, CJC_HEX_LEN + 1);
-	remember(n, rec, duration_ms);
-	return 1;
+	return match(ctx, m);
 }
 
-/* The record of a remote store's manifest whose files are unchanged here. */
-static long remote_match(void *ctx, const struct cjc_manifest *m)
+/* This request as the one lookup sees it. */
+static struct cjc_lookup_request request_of(struct nvcc_job *n)
 {
-	struct nvcc_job *n = ctx;
-	return match(n, m);
+	struct cjc_lookup_request q = jit_lookup_request(n->j, n->direct_key);
+	q.remotes = n->remotes;
+	q.match = lookup_match;
+	q.deliver = read_result;
+	q.ctx = n;
+	return q;
 }
 
-/* After a local miss: the entry from a remote store (remote.h), published
- * here and served; 1: served; 0: no store had it. */
-static int remote_hit(struct nvcc_job *n, struct cjc_remotes *remotes)
+/* A lookup's answer: 1, the entry served and remembered (the record moved
+ * into the memory tier); 0, a miss. */
+static int answer(struct nvcc_job *n, struct cjc_lookup_result *r)
 {
-	struct cjc_manifest_record rec = { 0 };
-	uint64_t bytes = 0;
-	if (!remotes || cjc_remote_fetch(remotes, n->direct_key, remote_match, n, &rec, &bytes))
-		return 0;
-	jit_keep_within_limit(n->h, rec.entry_key, bytes);
-	int rc = serve_record(n, &rec);
-	cjc_manifest_record_release(&rec);
-	return rc;
+	int served = jit_lookup_served(n->j, r);
+	if (served) {
+		memcpy(n->j->out->key, r->entry_key, CJC_HEX_LEN + 1);
+		remember(n, &r->rec, r->duration_ms);
+	}
+	cjc_lookup_result_release(r);
+	return served;
+}
+
+/* After a local miss: the entry from a remote store, published here and
+ * served; 1: served; 0: no store had it. */
+static int remote_hit(struct nvcc_job *n)
+{
+	struct cjc_lookup_request q = request_of(n);
+	struct cjc_lookup_result r = { 0 };
+	cjc_lookup_remote(&q, &r);
+	return answer(n, &r);
 }
 
 /* 1: a hit, served; 0: a miss. */
@@ -310,29 +319,17 @@ static int try_hit(struct nvcc_job *n)
 {
 	if (memory_hit(n))
 		return 1;
-	struct cjc_manifest m;
-	char *mname = cjc_store_manifest_name(n->direct_key);
-	int rc = 0;
-	if (cjc_manifest_read(&n->h->store, mname, &m)) {
-		if (errno != ENOENT)
-			jit_note(n->h, "unusable manifest %s: %s; ignored", mname,
-				 errno == EBADMSG ? "damaged" : cjc_untrusted_error(errno));
-		free(mname);
-		return 0;
-	}
-	free(mname);
-	long i = match(n, &m);
-	if (i >= 0)
-		rc = serve_record(n, &m.recs[i]);
-	cjc_manifest_release(&m);
-	return rc;
+	struct cjc_lookup_request q = request_of(n);
+	struct cjc_lookup_result r = { 0 };
+	cjc_lookup_local(&q, &r);
+	return answer(n, &r);
 }
 
 /* lease.h: the entry another compile of this key published, when it is there. */
 static int look_again(void *ctx, bool remote)
 {
 	struct nvcc_job *n = ctx;
-	return try_hit(n) || (remote && remote_hit(n, n->remotes)) ? 0 : -1;
+	return try_hit(n) || (remote && remote_hit(n)) ? 0 : -1;
 }
 
 /* After a miss everywhere: the key's lease (lease.h), or the entry of the
@@ -445,170 +442,11 @@ static int hash_dependency(void *ctx, const char *path, uint64_t *size,
 
 /*
  * Whether the request's name can reach the output (the top comment): nvcc
- * saw the source as <private directory>/src/<name>, and that path is in
- *   - the debug and line information: an option word that asks for them
- *     (-G, -g*, -lineinfo, --generate-line-info, --device-debug, also inside
- *     -Xptxas/-Xcompiler/-Xcicc and NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS),
- *     or that the parse says records directories (place.h);
- *   - __FILE__ and __FILE_NAME__ where the source (or an option, -D) writes
- *     them, or a macro of a header that expands to them (assert; found by
- *     closing the headers' #defines over one another) that the source or an
- *     option names;
- *   - __BASE_FILE__ and __builtin_FILE (std::source_location's default
- *     argument, which names the caller's file), or a macro that expands to
- *     them, used anywhere outside a #define.
- * The bytes are searched as the time macros are (miss.h), comments and
- * strings included: a needless name in the key at worst.  Tokens pasted
- * together (a ## b) are not seen.
+ * saw the source as <private directory>/src/<name>, and rules.h says
+ * whether that path can reach the output from the source, its headers and
+ * the option words, or the parse says the output records directories
+ * (place.h).  A header that cannot be read: it cannot be told, so it does.
  */
-enum { AT_SITE = 1, ANYWHERE = 2 }; /* what a macro expands to: the two kinds above */
-
-struct macro {
-	const char *name, *body;
-	size_t nlen, blen;
-	int kind;
-};
-
-struct name_scan {
-	struct cjc_buf *files;
-	size_t nfiles;
-	struct macro *macros;
-	size_t nmacros, cap;
-};
-
-static bool ident_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-/* Whether text holds tok as a whole identifier. */
-static bool has_token(const char *text, size_t len, const char *tok, size_t toklen)
-{
-	const char *end = text + len, *p = text;
-	while (p < end && (p = memmem(p, (size_t)(end - p), tok, toklen))) {
-		if ((p == text || !ident_char(p[-1])) && (p + toklen == end || !ident_char(p[toklen])))
-			return true;
-		p++;
-	}
-	return false;
-}
-
-static const char *const at_site[] = { "__FILE__", "__FILE_NAME__", "assert" };
-static const char *const anywhere[] = { "__BASE_FILE__", "__builtin_FILE", "__builtin_FILE_NAME" };
-
-/* The kinds (AT_SITE, ANYWHERE) of the words and macros text names. */
-static int kinds_in(const struct name_scan *s, const char *text, size_t len, int want)
-{
-	int k = 0;
-	for (size_t i = 0; i < sizeof at_site / sizeof *at_site && (want & AT_SITE); i++)
-		if (has_token(text, len, at_site[i], strlen(at_site[i])))
-			k |= AT_SITE;
-	for (size_t i = 0; i < sizeof anywhere / sizeof *anywhere && (want & ANYWHERE); i++)
-		if (has_token(text, len, anywhere[i], strlen(anywhere[i])))
-			k |= ANYWHERE;
-	for (size_t i = 0; i < s->nmacros && (want & ~k); i++)
-		if ((s->macros[i].kind & want & ~k) &&
-		    has_token(text, len, s->macros[i].name, s->macros[i].nlen))
-			k |= s->macros[i].kind & want;
-	return k;
-}
-
-/* The end of the logical line at p (backslash-newlines joined). */
-static const char *line_end(const char *p, const char *end)
-{
-	const char *nl = p;
-	while ((nl = memchr(nl, '\n', (size_t)(end - nl))) && nl > p && nl[-1] == '\\')
-		nl++;
-	return nl ? nl : end;
-}
-
-/* The #define at line [p, e), or false. */
-static bool define_at(const char *p, const char *e, struct macro *m)
-{
-	while (p < e && (*p == ' ' || *p == '\t'))
-		p++;
-	if (p == e || *p++ != '#')
-		return false;
-	while (p < e && (*p == ' ' || *p == '\t'))
-		p++;
-	if ((size_t)(e - p) < 7 || strncmp(p, "define", 6) || (p[6] != ' ' && p[6] != '\t'))
-		return false;
-	for (p += 7; p < e && (*p == ' ' || *p == '\t'); p++)
-		;
-	m->name = p;
-	while (p < e && ident_char(*p))
-		p++;
-	m->nlen = (size_t)(p - m->name);
-	m->body = p;
-	m->blen = (size_t)(e - p);
-	m->kind = 0;
-	return m->nlen > 0;
-}
-
-/* Whether line [p, e) is a directive (#if __has_builtin(__builtin_FILE)
- * expands nothing into the output). */
-static bool directive(const char *p, const char *e)
-{
-	while (p < e && (*p == ' ' || *p == '\t'))
-		p++;
-	return p < e && *p == '#';
-}
-
-/* Each #define of b, or (macros false) whether a line that is no directive
- * names an ANYWHERE macro. */
-static bool scan_lines(struct name_scan *s, const struct cjc_buf *b, bool macros)
-{
-	const char *p = b->data, *end = b->data + b->len;
-	while (p && p < end) {
-		const char *e = line_end(p, end);
-		struct macro m;
-		if (define_at(p, e, &m)) {
-			if (macros && s->nmacros == s->cap) {
-				s->cap = s->cap ? 2 * s->cap : 1024;
-				s->macros = cjc_xrealloc(s->macros, s->cap * sizeof *s->macros);
-			}
-			if (macros)
-				s->macros[s->nmacros++] = m;
-		} else if (!macros && !directive(p, e) && kinds_in(s, p, (size_t)(e - p), ANYWHERE)) {
-			return true;
-		}
-		p = e + 1;
-	}
-	return false;
-}
-
-/* Each macro's kinds, closed over the macros its body names. */
-static void close_macros(struct name_scan *s)
-{
-	bool changed = true;
-	while (changed) {
-		changed = false;
-		for (size_t i = 0; i < s->nmacros; i++) {
-			struct macro *m = &s->macros[i];
-			int k = m->kind | kinds_in(s, m->body, m->blen, (AT_SITE | ANYWHERE) & ~m->kind);
-			changed = changed || k != m->kind;
-			m->kind = k;
-		}
-	}
-}
-
-/* Whether an option word asks for debug or line information. */
-static bool debug_word(const char *word)
-{
-	static const char *const parts[] = { "lineinfo", "line-info", "debug" };
-	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-		if (strstr(word, parts[i]))
-			return true;
-	char *copy = cjc_xstrdup(word), *save = NULL;
-	bool found = false;
-	for (char *t = strtok_r(copy, " ,=", &save); t && !found; t = strtok_r(NULL, " ,=", &save))
-		found = !strcmp(t, "-G") || (t[0] == '-' && t[1] == 'g' &&
-					     (!t[2] || (t[2] >= '0' && t[2] <= '9') ||
-					      cjc_starts_with(t + 2, "gdb") || cjc_starts_with(t + 2, "dwarf")));
-	free(copy);
-	return found;
-}
-
 /* The option words (the command's, less nvcc and the source, and the
  * variables nvcc adds), as one text: where the source's own words are. */
 static void option_text(const struct nvcc_job *n, struct cjc_buf *b)
@@ -621,42 +459,24 @@ static void option_text(const struct nvcc_job *n, struct cjc_buf *b)
 			cjc_buf_addf(b, "%s\n", getenv(vars[i]));
 }
 
-static bool options_debug(const struct nvcc_job *n, const struct cjc_buf *options)
-{
-	if (n->c.place.records_dirs || n->c.place.dirs_shared || n->c.place.keys_cwd)
-		return true;
-	bool found = false;
-	char *copy = cjc_xstrdup(options->data ? options->data : ""), *save = NULL;
-	for (char *w = strtok_r(copy, "\n", &save); w && !found; w = strtok_r(NULL, "\n", &save))
-		found = debug_word(w);
-	free(copy);
-	return found;
-}
-
 static bool name_reaches(const struct nvcc_job *n, const struct cjc_manifest_record *rec,
 			 const char *copy)
 {
+	if (n->c.place.records_dirs || n->c.place.dirs_shared || n->c.place.keys_cwd)
+		return true;
 	struct cjc_buf options = CJC_BUF_INIT;
 	option_text(n, &options);
-	bool reaches = options_debug(n, &options);
-	struct name_scan s = { .files = cjc_xcalloc(rec->ndeps + 2, sizeof *s.files) };
-	cjc_buf_add(&s.files[s.nfiles++], n->j->req->code, strlen(n->j->req->code));
+	struct cjc_buf *files = cjc_xcalloc(rec->ndeps + 1, sizeof *files);
+	size_t nfiles = 0;
+	bool reaches = false;
+	cjc_buf_add(&files[nfiles++], n->j->req->code, strlen(n->j->req->code));
 	for (size_t i = 0; i < rec->ndeps && !reaches; i++)
-		if (strcmp(rec->deps[i].path, copy) &&
-		    cjc_read_file(rec->deps[i].path, &s.files[s.nfiles++]))
-			reaches = true; /* cannot tell */
-	for (size_t i = 0; i < s.nfiles && !reaches; i++)
-		scan_lines(&s, &s.files[i], true);
-	if (!reaches)
-		close_macros(&s);
-	for (size_t i = 0; i < s.nfiles && !reaches; i++)
-		reaches = scan_lines(&s, &s.files[i], false);
-	reaches = reaches || kinds_in(&s, n->j->req->code, strlen(n->j->req->code), AT_SITE) ||
-		  kinds_in(&s, options.data ? options.data : "", options.len, AT_SITE | ANYWHERE);
-	for (size_t i = 0; i < s.nfiles; i++)
-		cjc_buf_release(&s.files[i]);
-	free(s.files);
-	free(s.macros);
+		if (strcmp(rec->deps[i].path, copy) && cjc_read_file(rec->deps[i].path, &files[nfiles++]))
+			reaches = true;
+	reaches = reaches || cjc_rules_path_reaches(files, nfiles, options.data, options.len);
+	for (size_t i = 0; i < nfiles; i++)
+		cjc_buf_release(&files[i]);
+	free(files);
 	cjc_buf_release(&options);
 	return reaches;
 }
@@ -852,7 +672,7 @@ int jit_nvcc_compile(struct jit_job *j)
 	struct cjc_lease lease = { .fd = -1 };
 	int rc = n.cacheable ? try_hit(&n) : 0;
 	if (rc == 0 && n.cacheable && (n.remotes = jit_remote_open(j->h)))
-		rc = remote_hit(&n, n.remotes);
+		rc = remote_hit(&n);
 	if (rc == 0 && n.cacheable)
 		rc = take_lease(&n, &lease);
 	if (rc == 1)

@@ -311,22 +311,22 @@ static void entry_key(struct nvrtc_job *r)
 	cjc_strvec_clear(&args);
 }
 
-/* jit_entry_reader: the entry's code and log. */
-static int read_entry(void *ctx, const struct cjc_entry *e, struct cjc_buf *why)
+/* lookup.h's deliver: the entry's code and log (both left empty when not). */
+static int read_entry(void *ctx, const struct cjc_entry *e, const struct cjc_manifest_record *rec,
+		      struct cjc_buf *why)
 {
 	struct nvrtc_job *r = ctx;
+	(void)rec;
 	char *name = cjc_xasprintf("output.%s", r->j->ext);
 	int rc = cjc_entry_read(e, name, &r->data, why);
 	if (!rc && cjc_entry_artifact(e, "stderr"))
 		rc = cjc_entry_read(e, "stderr", &r->log, why);
+	if (rc) {
+		cjc_buf_reset(&r->data);
+		cjc_buf_reset(&r->log);
+	}
 	free(name);
 	return rc;
-}
-
-/* 0: served from the store; -1: not. */
-static int serve(struct nvrtc_job *r)
-{
-	return jit_serve_entry(r->j, r->key, read_entry, r, &r->duration_ms) ? 0 : -1;
 }
 
 static int run_nvrtc(struct nvrtc_job *r)
@@ -412,11 +412,9 @@ static int memory_hit(struct nvrtc_job *r)
 	return it != NULL;
 }
 
-/* The record of a remote store's manifest that names this request's entry. */
-/* The record of a remote store's manifest that names this request's entry:
- * only one equal to the request's own (its source alone, no absent names,
- * its entry key), so a server's records never make NVRTC's path look at a
- * file. */
+/* lookup.h's match for a remote store's manifest: only a record equal to
+ * the request's own (its source alone, no absent names, its entry key), so
+ * a server's records never make NVRTC's path look at a file. */
 static long remote_match(void *ctx, const struct cjc_manifest *m)
 {
 	const struct nvrtc_job *r = ctx;
@@ -431,27 +429,23 @@ static long remote_match(void *ctx, const struct cjc_manifest *m)
 	return -1;
 }
 
-/* From the store, or, after a local miss, from a remote store (remote.h),
- * published here; 1: served; 0: a miss. */
+/* From the store by the request's entry key, or, after a local miss, from
+ * a remote store (remote.h), published here; 1: served; 0: a miss. */
 static int store_hit(struct nvrtc_job *r)
 {
-	struct cjc_jit *h = r->j->h;
-	if (!serve(r))
-		return 1;
-	cjc_buf_reset(&r->data);
-	cjc_buf_reset(&r->log);
-	struct cjc_manifest_record rec = { 0 };
-	uint64_t bytes = 0;
-	r->remotes = jit_remote_open(h);
-	if (!r->remotes || cjc_remote_fetch(r->remotes, r->direct, remote_match, r, &rec, &bytes))
-		return 0;
-	jit_keep_within_limit(h, rec.entry_key, bytes);
-	cjc_manifest_record_release(&rec);
-	if (!serve(r))
-		return 1;
-	cjc_buf_reset(&r->data);
-	cjc_buf_reset(&r->log);
-	return 0;
+	struct cjc_lookup_request q = jit_lookup_request(r->j, r->direct);
+	q.match = remote_match;
+	q.deliver = read_entry;
+	q.ctx = r;
+	struct cjc_lookup_result res = { 0 };
+	if (cjc_lookup_entry(&q, &r->rec, &res) != CJC_LOOKUP_HIT &&
+	    (q.remotes = r->remotes = jit_remote_open(r->j->h)))
+		cjc_lookup_remote(&q, &res);
+	int served = jit_lookup_served(r->j, &res);
+	if (served)
+		r->duration_ms = res.duration_ms;
+	cjc_lookup_result_release(&res);
+	return served;
 }
 
 int jit_nvrtc_compile(struct jit_job *j)

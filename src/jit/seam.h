@@ -18,6 +18,7 @@
 
 #include "base/hash.h"
 #include "base/util.h"
+#include "compile/lookup.h"
 #include "compile/publish.h"
 #include "cudajitcache/jit.h"
 #include "keys/manifest.h"
@@ -30,12 +31,12 @@
 
 struct cjc_jit;
 
-/* seam.c: what the shim reads of a handle.  The store is the handle's once
+/* handle.c: what the shim reads of a handle.  The store is the handle's once
  * jit_store_ready() said yes; readonly is its `readonly` setting. */
 struct cjc_store *jit_store_of(struct cjc_jit *h);
 bool jit_readonly(const struct cjc_jit *h);
 
-/* ---- jit.c ---- */
+/* ---- handle.c ---- */
 
 /* Opens the handle's store at the first call (cjc_jit_open touches nothing
  * on disk) and says whether it is usable; thread-safe, and cheap after the
@@ -54,9 +55,6 @@ void jit_note(const struct cjc_jit *h, const char *fmt, ...) __attribute__((form
 struct cjc_publish jit_publish_of(struct cjc_jit *h, const char *key, const char *name,
 				  const struct cjc_metadata *md);
 
-/* After a remote entry was published here (remote.h): counted against
- * max_size, as publish.h does for a new one (bytes 0: another writer's). */
-void jit_keep_within_limit(struct cjc_jit *h, const char *key, uint64_t bytes);
 /* The remote tier: the handle's remote stores (the `remote` setting), opened
  * for one compile's miss and closed after it, so a store that failed is
  * tried again at the next miss; NULL when there are none or readonly is set. */
@@ -105,16 +103,17 @@ bool jit_cacheable(struct jit_job *j);
 
 /* Counts a hit or a miss in the store (stats.h). */
 void jit_count(struct jit_job *j, int counter, uint64_t saved_ms);
-/* Reads what a request gets from an entry; -1 (with why) when the entry
- * does not hold it as it should: damaged. */
-typedef int (*jit_entry_reader)(void *ctx, const struct cjc_entry *e, struct cjc_buf *why);
-/* Serves the entry key names from the handle's store: opened, its
- * signature checked (trusted_keys, docs/trust.md), read by read, touched
- * for eviction, counted and journaled as a hit: 1, with *duration_ms the
- * compile it saved.  0: absent, untrusted or damaged (the last two noted
- * and counted; a damaged entry is not touched). */
-int jit_serve_entry(struct jit_job *j, const char *key, jit_entry_reader read, void *ctx,
-		    int64_t *duration_ms);
+
+/* ---- hit.c ---- */
+
+/* The handle's part of a lookup (compile/lookup.h) for a job's direct key:
+ * its store (the metadata memo loaded first), trusted_keys, readonly and
+ * max_size, its counters (jit_count) and notes (jit_note).  The caller adds
+ * match, deliver and ctx, and the remote stores. */
+struct cjc_lookup_request jit_lookup_request(struct jit_job *j, const char *direct_key);
+/* After a lookup: whether it served the entry, then journaled as a hit
+ * (jit_journal_hit). */
+bool jit_lookup_served(struct jit_job *j, const struct cjc_lookup_result *r);
 
 /* ---- deps.c ---- */
 

@@ -57,6 +57,7 @@
 #include "compile/config.h"
 #include "compile/diagnostics.h"
 #include "compile/lease.h"
+#include "compile/lookup.h"
 #include "compile/miss.h"
 #include "compile/nvrtc.h"
 #include "compile/publish.h"

@@ -185,9 +185,11 @@ static void direct_key(struct shim_job *s)
 
 /* ---- an entry to and from the outputs ---- */
 
-/* jit_entry_reader: what NVRTC gave, as nvrtc.json and the outputs hold it. */
-static int read_outputs(void *ctx, const struct cjc_entry *e, struct cjc_buf *why)
+/* lookup.h's deliver: what NVRTC gave, as nvrtc.json and the outputs hold it. */
+static int read_outputs(void *ctx, const struct cjc_entry *e, const struct cjc_manifest_record *rec,
+			struct cjc_buf *why)
 {
+	(void)rec;
 	struct shim_job *s = ctx;
 	struct cjc_nvrtc_outputs *o = &s->p->out;
 	struct cjc_buf text = CJC_BUF_INIT;
@@ -209,14 +211,8 @@ static int read_outputs(void *ctx, const struct cjc_entry *e, struct cjc_buf *wh
 	return rc;
 }
 
-/* Serves the entry rec names: 1; 0 when it is not there (or not to be served). */
-static int serve_record(struct shim_job *s, const struct cjc_manifest_record *rec)
-{
-	int64_t duration_ms;
-	return jit_serve_entry(&s->j, rec->entry_key, read_outputs, s, &duration_ms);
-}
-
-static long remote_match(void *ctx, const struct cjc_manifest *m)
+/* lookup.h's match: a record whose files are unchanged (deps.c). */
+static long match(void *ctx, const struct cjc_manifest *m)
 {
 	struct shim_job *s = ctx;
 	return jit_deps_match(s->j.h, m, s->direct, NULL, s->j.source, s->j.code_sha);
@@ -225,29 +221,16 @@ static long remote_match(void *ctx, const struct cjc_manifest *m)
 /* 1: served from the store, or from a remote store and published here; 0: a miss. */
 static int lookup(struct shim_job *s)
 {
-	struct cjc_jit *h = s->j.h;
-	struct cjc_manifest m;
-	char *mname = cjc_store_manifest_name(s->direct);
-	int served = 0;
-	if (!cjc_manifest_read(jit_store_of(h), mname, &m)) {
-		long i = jit_deps_match(h, &m, s->direct, NULL, s->j.source, s->j.code_sha);
-		served = i >= 0 && serve_record(s, &m.recs[i]);
-		cjc_manifest_release(&m);
-	} else if (errno != ENOENT) {
-		jit_note(h, "unusable manifest %s: %s; ignored", mname,
-			 errno == EBADMSG ? "damaged" : cjc_untrusted_error(errno));
-	}
-	free(mname);
-	if (served)
-		return 1;
-	struct cjc_manifest_record rec = { 0 };
-	uint64_t bytes = 0;
-	s->remotes = jit_remote_open(h);
-	if (s->remotes && !cjc_remote_fetch(s->remotes, s->direct, remote_match, s, &rec, &bytes)) {
-		jit_keep_within_limit(h, rec.entry_key, bytes);
-		served = serve_record(s, &rec);
-	}
-	cjc_manifest_record_release(&rec);
+	struct cjc_lookup_request q = jit_lookup_request(&s->j, s->direct);
+	q.match = match;
+	q.deliver = read_outputs;
+	q.ctx = s;
+	struct cjc_lookup_result r = { 0 };
+	if (cjc_lookup_local(&q, &r) != CJC_LOOKUP_HIT &&
+	    (q.remotes = s->remotes = jit_remote_open(s->j.h)))
+		cjc_lookup_remote(&q, &r);
+	int served = jit_lookup_served(&s->j, &r);
+	cjc_lookup_result_release(&r);
 	return served;
 }
 
@@ -435,6 +418,15 @@ static void job_start(struct shim_job *s)
 			      JIT_SOURCE_FILE, "shim", true, "name_expressions", exprs);
 	if (p->headers.n)
 		json_object_set_new(s->j.meta, "headers", json_string(HEADERS_JSON));
+}
+
+nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog, int noptions,
+				  const char *const *options)
+{
+	shim_watch_ignore(true); /* its lookups are its own (watch.c) */
+	nvrtcResult rc = n->compile(prog, noptions, options);
+	shim_watch_ignore(false);
+	return rc;
 }
 
 nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "shim.h"
-#include "watch.h"
 
 /* ---- NVRTC itself: the library after the shim ---- */
 
@@ -122,15 +121,6 @@ __attribute__((constructor)) static void shim_init(void)
 	pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
 }
 
-/* The shim's own definition of the audit module's handshake (watch.h):
- * the module binds watch.c's call of it to its own; without the module,
- * this one answers. */
-int cjc_nvrtc_audit_hello(const struct cjc_watch_table *t)
-{
-	(void)t;
-	return 0;
-}
-
 /* ---- NVRTC's calls ---- */
 
 nvrtcResult nvrtcCreateProgram(nvrtcProgram *prog, const char *src, const char *name,
@@ -171,15 +161,6 @@ nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char *name)
 	struct shim_program *p = find(prog);
 	if (rc == NVRTC_SUCCESS && p && name)
 		cjc_strvec_push(&p->expressions, name);
-	return rc;
-}
-
-nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog, int noptions,
-				  const char *const *options)
-{
-	shim_watch_ignore(true); /* its lookups are its own (watch.c) */
-	nvrtcResult rc = n->compile(prog, noptions, options);
-	shim_watch_ignore(false);
 	return rc;
 }
 

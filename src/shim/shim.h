@@ -6,6 +6,7 @@
  *   shim.c   NVRTC's calls: the programs, the compile, and what a program
  *            compiled from the cache answers
  *   watch.c  which files a compile looked at (watch.h's trampolines)
+ *   hello.c  the shim's own answer to the audit module's handshake
  *   cache.c  a compile's key, its lookup in the store and the remote ones,
  *            and its publication, through the JIT library's handle
  *
@@ -54,7 +55,7 @@ struct shim_program {
  * compiled p (served false) or filled p->out from an entry (served true). */
 nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
 			 const char *const *options);
-/* shim.c: NVRTC's compile as if the shim were not there (its lookups not
+/* cache.c: NVRTC's compile as if the shim were not there (its lookups not
  * watched, nor taken for another compile's). */
 nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog, int noptions,
 				  const char *const *options);

@@ -30,6 +30,7 @@
 #include "compile/config.h"
 #include "compile/diagnostics.h"
 #include "compile/lease.h"
+#include "compile/lookup.h"
 #include "compile/miss.h"
 #include "compile/publish.h"
 #include "compile/why.h"
@@ -81,7 +82,9 @@ struct job {
 	char *lookup;     /* on a miss: what the lookup found */
 	json_t *record;   /* this compile's journal record (why.h) */
 	struct cjc_lease lease; /* on a miss: this key's lease (lease.h) */
-	struct cjc_staging staged; /* remote_only: the entry fetched or made, never published */
+	struct cjc_staging staged; /* remote_only: the entry made, never published */
+	bool spilled;            /* check_spills: the entry served reports spills */
+	const char *served_meta; /* how the served entry's metadata was checked, for the log */
 };
 
 /* remote_only (config.h): entries only in the remote stores. */
@@ -254,8 +257,6 @@ static char *artifact_name(const struct job *j)
 	return cjc_xasprintf("output.%s", cjc_kind_ext(j->c.kind));
 }
 
-enum served { SERVED, DAMAGED, NOT_WRITTEN, SPILLED };
-
 /* check_spills (diagnostics.h): the compile fails as nvcc -Werror would. */
 static int fail_on_spills(void)
 {
@@ -265,49 +266,50 @@ static int fail_on_spills(void)
 }
 
 /*
- * Serves an entry: verified output beside the target, dependency file,
- * replay.  DAMAGED: the entry failed verification.  NOT_WRITTEN: the entry
- * is fine but the output or dependency file could not be written here.
- * SPILLED: check_spills is set and the entry's warnings report spills; its
- * messages are replayed but no output is written.
+ * lookup.h's deliver: the verified output beside the target, the dependency
+ * file, the replayed messages.  -1: the entry is damaged;
+ * CJC_LOOKUP_UNWRITTEN: it is fine but the output or dependency file could
+ * not be written here.  With check_spills, an entry whose warnings report
+ * spills has its messages replayed but no output written (j->spilled).
  */
-static enum served serve(struct job *j, const struct cjc_entry *e,
-			 const struct cjc_manifest_record *rec, struct cjc_buf *why)
+static int deliver(void *ctx, const struct cjc_entry *e, const struct cjc_manifest_record *rec,
+		   struct cjc_buf *why)
 {
+	struct job *j = ctx;
 	struct cjc_buf out = CJC_BUF_INIT, err = CJC_BUF_INIT;
 	char *name = artifact_name(j);
 	char *tmp = cjc_unique_name(j->deliver);
-	enum served result = SERVED;
+	int result = 0;
 	cjc_tempfile_add(tmp);
 	store_umask(j, false);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	store_umask(j, true);
 	if (fd < 0) {
 		cjc_buf_addf(why, "cannot create %s: %s", tmp, strerror(errno));
-		result = NOT_WRITTEN;
+		result = CJC_LOOKUP_UNWRITTEN;
 	} else {
 		int copied = cjc_entry_copy(e, name, fd, why);
 		if (copied == -2)
-			result = NOT_WRITTEN;
+			result = CJC_LOOKUP_UNWRITTEN;
 		else if (copied ||
 			 (cjc_entry_artifact(e, "stdout") && cjc_entry_read(e, "stdout", &out, why)) ||
 			 (cjc_entry_artifact(e, "stderr") && cjc_entry_read(e, "stderr", &err, why)))
-			result = DAMAGED;
+			result = -1;
 	}
-	if (fd >= 0 && close(fd) && result == SERVED)
-		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", tmp, strerror(errno));
-	if (result == SERVED && j->diag.check_spills && cjc_diagnostics_spilled(err.data, err.len))
-		result = SPILLED;
-	if (result == SERVED && write_user_depfile(j, rec->deps, rec->ndeps))
-		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
-	if (result == SERVED && rename(tmp, j->deliver))
-		result = NOT_WRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
-	if (result == SERVED)
+	if (fd >= 0 && close(fd) && !result)
+		result = CJC_LOOKUP_UNWRITTEN, cjc_buf_addf(why, "cannot write %s: %s", tmp, strerror(errno));
+	j->spilled = !result && j->diag.check_spills && cjc_diagnostics_spilled(err.data, err.len);
+	if (!result && !j->spilled && write_user_depfile(j, rec->deps, rec->ndeps))
+		result = CJC_LOOKUP_UNWRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
+	if (!result && !j->spilled && rename(tmp, j->deliver))
+		result = CJC_LOOKUP_UNWRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.output, strerror(errno));
+	if (!result && !j->spilled)
 		cjc_tempfile_forget(tmp);
 	else
 		cjc_tempfile_remove(tmp);
-	if (result == SERVED || result == SPILLED)
+	if (!result)
 		replay(&out, &err);
+	j->served_meta = e->meta ? "parsed" : e->unread ? "recognised by its stamp" : "recognised by its hash";
 	free(tmp);
 	free(name);
 	cjc_buf_release(&out);
@@ -321,109 +323,71 @@ static void set_lookup(struct job *j, char *text)
 	j->lookup = text;
 }
 
-static void record_hit(struct job *j, const struct cjc_entry *e, const char *key)
+/* lookup.h's count, and its and publish.h's note. */
+static void count_event(void *ctx, enum cjc_counter what, uint64_t saved_ms)
 {
-	record_start(j, "hit", NULL);
-	json_object_set_new(j->record, "entry", json_string(key));
-	json_object_set_new(j->record, "saved_ms", json_integer(e->duration_ms));
-	record_facts(j);
+	count(ctx, what, saved_ms);
 }
 
-/* After serving (or refusing on spills): the hit's bookkeeping; the exit status. */
-static int hit_served(struct job *j, const struct cjc_entry *e, const char *key, enum served s)
+static void note(void *ctx, const char *line)
 {
-	uint64_t reused, hashed, gone;
-	if (!j->cfg.readonly && !remote_only(j))
-		cjc_evict_touch(e);
-	cjc_filehash_counts(&reused, &hashed, &gone);
-	cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, %llu absent names "
-		"known by their directory, metadata %s)", key, j->c.source,
-		(unsigned long long)reused, (unsigned long long)hashed, (unsigned long long)gone,
-		e->meta ? "parsed" : e->unread ? "recognised by its stamp" : "recognised by its hash");
-	count(j, CJC_STAT_HITS, (uint64_t)e->duration_ms);
-	record_hit(j, e, key);
-	return s == SPILLED ? fail_on_spills() : 0;
+	(void)ctx;
+	cjc_log("%s", line);
 }
 
-/* Why a served entry was not used, logged and kept for the journal. */
-static void not_served(struct job *j, const struct cjc_entry *e, const char *key,
-		       enum cjc_lookup r, enum served s, const char *why)
+/* The record of a manifest whose files are unchanged here. */
+static long match(void *ctx, const struct cjc_manifest *m)
 {
-	if (s == NOT_WRITTEN) {
-		set_lookup(j, cjc_xasprintf("entry %.12s could not be served: %s", key, why));
-		cjc_log("cannot serve %s: %s; compiling instead", key, why);
-	} else if (r == CJC_ENTRY_FOUND && access(e->dir, F_OK) && errno == ENOENT) {
-		set_lookup(j, cjc_xasprintf("entry %.12s was evicted while being read", key));
-		cjc_log("entry %s was evicted while being read; compiling instead", key);
-	} else if (r == CJC_ENTRY_ABSENT) {
-		set_lookup(j, cjc_xasprintf("entry %.12s is no longer in the store (evicted or cleaned)", key));
-	} else {
-		set_lookup(j, cjc_xasprintf("entry %.12s was damaged: %s", key, why));
-		cjc_log("damaged entry %s: %s; compiling instead%s", key, why,
-			remote_only(j) ? "" : " (run `cjc verify --fix`)"); /* a staging is removed */
-		count(j, CJC_STAT_DAMAGED, 0);
-	}
+	const struct job *j = ctx;
+	return cjc_manifest_match(m, j->direct_key, &j->c.place);
 }
 
-/* With trusted_keys, an entry another user wrote is served only when a
- * trusted key signed it (docs/trust.md); else a miss, counted as untrusted. */
-static bool entry_trusted(struct job *j, const struct cjc_entry *e, const char *key)
+/* This compile as the one lookup sees it (lookup.h). */
+static struct cjc_lookup_request request_of(struct job *j)
 {
-	struct cjc_buf why = CJC_BUF_INIT;
-	bool trusted = !cjc_sign_check_local_entry(e, j->cfg.trusted_keys, &why);
-	if (!trusted) {
-		set_lookup(j, cjc_xasprintf("entry %.12s is not trusted: %s", key, why.data));
-		cjc_log("entry %s not served: %s", key, why.data);
-		count(j, CJC_STAT_UNTRUSTED, 0);
-	}
-	cjc_buf_release(&why);
-	return trusted;
+	return (struct cjc_lookup_request){
+		.store = &j->store, .direct_key = j->direct_key, .trusted_keys = j->cfg.trusted_keys,
+		.touch = !j->cfg.readonly, .remotes = j->remotes, .remote_only = remote_only(j),
+		.max_size = j->cfg.max_size, .match = match, .deliver = deliver,
+		.ctx = j, .count = count_event, .note = note, .events = j,
+	};
 }
 
-/* Serves the entry rec names (with its dependencies): from the local store,
- * or, with remote_only, from j->staged; -1 when it cannot, else the
- * compile's exit status. */
-static int serve_record(struct job *j, const struct cjc_manifest_record *rec)
+/* The lookup's answer: -1 for a miss (what it found kept for the journal),
+ * else the compile's exit status after the hit's bookkeeping. */
+static int answer(struct job *j, struct cjc_lookup_result *r)
 {
-	struct cjc_entry e;
-	struct cjc_buf why = CJC_BUF_INIT;
 	int rc = -1;
-	enum cjc_lookup r = remote_only(j) ? cjc_staging_open_entry(&j->staged, rec->entry_key, &e, &why)
-					   : cjc_store_open_entry(&j->store, rec->entry_key, &e, &why);
-	bool trusted = r != CJC_ENTRY_FOUND || entry_trusted(j, &e, rec->entry_key);
-	enum served s = r == CJC_ENTRY_FOUND && trusted ? serve(j, &e, rec, &why) : DAMAGED;
-	if (s == SERVED || s == SPILLED)
-		rc = hit_served(j, &e, rec->entry_key, s);
-	else if (trusted)
-		not_served(j, &e, rec->entry_key, r, s, why.data ? why.data : "");
-	if (r == CJC_ENTRY_FOUND)
-		cjc_entry_release(&e);
-	cjc_buf_release(&why);
+	if (r->why)
+		set_lookup(j, cjc_xstrdup(r->why));
+	if (r->status == CJC_LOOKUP_HIT) {
+		uint64_t reused, hashed, gone;
+		cjc_filehash_counts(&reused, &hashed, &gone);
+		cjc_log("hit %s for %s (%llu file hashes remembered, %llu files read, %llu absent "
+			"names known by their directory, metadata %s)", r->entry_key, j->c.source,
+			(unsigned long long)reused, (unsigned long long)hashed,
+			(unsigned long long)gone, j->served_meta);
+		record_start(j, "hit", NULL);
+		json_object_set_new(j->record, "entry", json_string(r->entry_key));
+		json_object_set_new(j->record, "saved_ms", json_integer(r->duration_ms));
+		record_facts(j);
+		rc = j->spilled ? fail_on_spills() : 0;
+	}
+	cjc_lookup_result_release(r);
 	return rc;
 }
 
-/* Looks for an entry; returns -1 for a miss, else the compile's exit status. */
+/* Looks for an entry in the store; -1 for a miss, else the compile's exit status. */
 static int try_hit(struct job *j)
 {
-	struct cjc_manifest m;
 	if (remote_only(j)) {
 		set_lookup(j, cjc_xstrdup("remote_only is set: the local store is not searched"));
 		return -1;
 	}
-	char *name = cjc_store_manifest_name(j->direct_key);
-	int found = cjc_manifest_read(&j->store, name, &m);
-	if (found && errno != ENOENT)
-		cjc_log("unusable manifest %s: %s; ignored", name,
-			errno == EBADMSG ? "damaged" : cjc_untrusted_error(errno));
-	free(name);
-	set_lookup(j, cjc_xstrdup(found ? "nothing was cached with these arguments, source, compiler "
-				   "and environment" : "no entry matches the current dependencies"));
-	if (found)
-		return -1;
-	long i = cjc_manifest_match(&m, j->direct_key, &j->c.place);
-	int rc = i >= 0 ? serve_record(j, &m.recs[i]) : -1;
-	cjc_manifest_release(&m);
-	return rc;
+	struct cjc_lookup_request q = request_of(j);
+	struct cjc_lookup_result r = { 0 };
+	cjc_lookup_local(&q, &r);
+	return answer(j, &r);
 }
 
 /* What one nvcc run produced. */
@@ -514,12 +478,6 @@ static void command_run(const struct job *j, struct cjc_strvec *argv)
 	cjc_strvec_push(argv, j->argv[0]);
 	cjc_strvec_pushv(argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
 	cjc_strvec_pushv(argv, output, 2);
-}
-
-static void note(void *ctx, const char *line)
-{
-	(void)ctx;
-	cjc_log("%s", line);
 }
 
 static void warn(void *ctx, const char *line)
@@ -905,38 +863,15 @@ static int prepare(struct job *j, struct cjc_buf *why)
 	return rc;
 }
 
-/* The record of a remote store's manifest whose files are unchanged here. */
-static long remote_match(void *ctx, const struct cjc_manifest *m)
-{
-	const struct job *j = ctx;
-	return cjc_manifest_match(m, j->direct_key, &j->c.place);
-}
-
 /* After a local miss: an entry from a remote store, published here and
  * served (with remote_only, served from its staging, which is then
  * removed); -1 when none could be, else the compile's exit status. */
 static int fetch_remote(struct job *j)
 {
-	struct cjc_manifest_record rec = { 0 };
-	uint64_t bytes = 0;
-	if (remote_only(j)) {
-		if (cjc_remote_fetch_unpublished(j->remotes, j->direct_key, remote_match, j, &rec,
-						 &j->staged))
-			return -1;
-		int rc = serve_record(j, &rec);
-		cjc_staging_abort(&j->staged);
-		cjc_manifest_record_release(&rec);
-		return rc;
-	}
-	if (cjc_remote_fetch(j->remotes, j->direct_key, remote_match, j, &rec, &bytes))
-		return -1;
-	struct cjc_publish p = { .store = &j->store, .key = rec.entry_key,
-				 .max_size = j->cfg.max_size, .note = note };
-	if (bytes)
-		cjc_publish_keep_within_limit(&p, bytes);
-	int rc = serve_record(j, &rec);
-	cjc_manifest_record_release(&rec);
-	return rc;
+	struct cjc_lookup_request q = request_of(j);
+	struct cjc_lookup_result r = { 0 };
+	cjc_lookup_remote(&q, &r);
+	return answer(j, &r);
 }
 
 /* lease.h: the entry another compile of this key published, when it is there. */

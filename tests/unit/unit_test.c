@@ -20,6 +20,8 @@
 #include "base/fs.h"
 #include "base/thread.h"
 #include "compile/diagnostics.h"
+#include "compile/lookup.h"
+#include "compile/publish.h"
 #include "cudajitcache.h"
 #include "keys/nvcc_args.h"
 #ifdef CJC_HAVE_CURL
@@ -117,6 +119,20 @@ static void test_rules(void)
 	for (size_t i = 0; i < sizeof includes / sizeof *includes; i++)
 		CHECK(cjc_rules_may_include(includes[i], strlen(includes[i])));
 	CHECK(!cjc_rules_may_include("#define inc lude", 16));
+	/* paths: __FILE__ at the source's site, behind a splice, through a header's macro */
+	struct cjc_buf t[2] = { CJC_BUF_INIT, CJC_BUF_INIT };
+	cjc_buf_adds(&t[0], "int f() { return g(); }\n");
+	cjc_buf_adds(&t[1], "#define CHECKED(x) __FI\\\nLE__\n");
+	CHECK(!cjc_rules_path_reaches(t, 2, "-O3\n", 4));
+	CHECK(cjc_rules_path_reaches(t, 2, "-O3\n-lineinfo\n", 14));
+	CHECK(cjc_rules_path_reaches(t, 2, "-DW=__FILE__\n", 13));
+	cjc_buf_adds(&t[0], "int h() { return CHECKED(1); }\n");
+	CHECK(cjc_rules_path_reaches(t, 2, "", 0));
+	cjc_buf_reset(&t[0]);
+	cjc_buf_adds(&t[0], "const char *w = __builtin_FI\\\nLE();\n");
+	CHECK(cjc_rules_path_reaches(t, 1, NULL, 0));
+	cjc_buf_release(&t[0]);
+	cjc_buf_release(&t[1]);
 }
 
 static void test_option_lookups(void)
@@ -429,6 +445,128 @@ static void test_named_counters(void)
 	cjc_store_close(&s);
 }
 
+/* The one lookup (lookup.h) on its own: a store in a temporary directory,
+ * one entry published with its manifest record, and a descriptor whose
+ * match and deliver say what the test wants. */
+struct lookup_probe {
+	long pick;          /* what match answers */
+	int answer;         /* what deliver answers when the read succeeds */
+	struct cjc_buf got; /* what deliver read */
+	uint64_t counts[CJC_STAT_COUNT], saved;
+	int notes;
+};
+
+static long probe_match(void *ctx, const struct cjc_manifest *m)
+{
+	const struct lookup_probe *p = ctx;
+	return p->pick < (long)m->n ? p->pick : -1;
+}
+
+static int probe_deliver(void *ctx, const struct cjc_entry *e, const struct cjc_manifest_record *rec,
+			 struct cjc_buf *why)
+{
+	struct lookup_probe *p = ctx;
+	(void)rec;
+	cjc_buf_reset(&p->got);
+	return cjc_entry_read(e, "output.cubin", &p->got, why) ? -1 : p->answer;
+}
+
+static void probe_count(void *events, enum cjc_counter what, uint64_t saved_ms)
+{
+	struct lookup_probe *p = events;
+	p->counts[what]++;
+	p->saved += saved_ms;
+}
+
+static void probe_note(void *events, const char *line)
+{
+	(void)line;
+	((struct lookup_probe *)events)->notes++;
+}
+
+static void quiet(void *ctx, const char *line)
+{
+	(void)ctx;
+	(void)line;
+}
+
+/* Publishes output.cubin = bytes under direct with a record naming src. */
+static void publish_probe_entry(struct cjc_store *s, const char *direct, const char *src,
+				const char *bytes, char key[CJC_HEX_LEN + 1])
+{
+	struct cjc_dep dep = { (char *)src, 3, { 0 } };
+	cjc_hash_buf("abc", 3, dep.sha);
+	struct cjc_manifest_record rec = { .deps = &dep, .ndeps = 1 };
+	cjc_key_entry(direct, &rec, NULL, rec.entry_key);
+	memcpy(key, rec.entry_key, CJC_HEX_LEN + 1);
+	char *argv[] = { "nvcc", "--cubin", "k.cu" };
+	struct cjc_metadata md = { .argv = argv, .argc = 3, .cwd = "/", .compiler_path = "nvcc",
+				   .compiler_realpath = "/nvcc", .compiler_version = "v",
+				   .host_path = "gcc", .host_version = "v", .inputs = &dep,
+				   .ninputs = 1, .duration_ms = 42 };
+	struct cjc_publish p = { .store = s, .key = key, .what = "k.cu", .direct_key = direct,
+				 .rec = &rec, .artifact = "output.cubin", .artifact_data = bytes,
+				 .artifact_size = strlen(bytes), .md = &md, .note = quiet,
+				 .warn = quiet };
+	bool won;
+	CHECK(cjc_publish(&p, &won) == CJC_PUBLISHED && won);
+}
+
+static void test_lookup(void)
+{
+	char dir[] = "/tmp/cjc-unit.XXXXXX", direct[CJC_HEX_LEN + 1], key[CJC_HEX_LEN + 1];
+	struct cjc_store s;
+	CHECK(mkdtemp(dir) && !cjc_store_open(&s, dir));
+	cjc_hash_buf_hex("direct", 6, direct);
+	publish_probe_entry(&s, direct, "/k.cu", "cubin bytes", key);
+	struct lookup_probe p = { .pick = 0 };
+	struct cjc_lookup_request q = { .store = &s, .direct_key = direct, .touch = true,
+					.match = probe_match, .deliver = probe_deliver, .ctx = &p,
+					.count = probe_count, .note = probe_note, .events = &p };
+	struct cjc_lookup_result r = { 0 };
+	CHECK(cjc_lookup_local(&q, &r) == CJC_LOOKUP_HIT && !strcmp(r.entry_key, key));
+	CHECK(!strcmp(r.rec.entry_key, key) && r.rec.ndeps == 1 && r.duration_ms == 42);
+	CHECK(p.got.len == 11 && !memcmp(p.got.data, "cubin bytes", 11));
+	CHECK(p.counts[CJC_STAT_HITS] == 1 && p.saved == 42);
+	cjc_lookup_result_release(&r);
+	/* no record holds; another direct key; deliver cannot write */
+	p.pick = -1;
+	CHECK(cjc_lookup_local(&q, &r) == CJC_LOOKUP_NO_MATCH && strstr(r.why, "no entry matches"));
+	cjc_lookup_result_release(&r);
+	q.direct_key = key;
+	CHECK(cjc_lookup_local(&q, &r) == CJC_LOOKUP_NO_MANIFEST && strstr(r.why, "nothing was"));
+	cjc_lookup_result_release(&r);
+	q.direct_key = direct;
+	p.pick = 0;
+	p.answer = CJC_LOOKUP_UNWRITTEN;
+	CHECK(cjc_lookup_local(&q, &r) == CJC_LOOKUP_NOT_WRITTEN && strstr(r.why, "could not be"));
+	CHECK(p.counts[CJC_STAT_HITS] == 1 && !p.counts[CJC_STAT_DAMAGED] && p.notes == 1);
+	cjc_lookup_result_release(&r);
+	/* bytes changed in the store: damaged, counted, never delivered */
+	struct cjc_entry e;
+	struct cjc_buf why = CJC_BUF_INIT;
+	CHECK(cjc_store_open_entry(&s, key, &e, &why) == CJC_ENTRY_FOUND);
+	char *out = cjc_path_join(e.dir, "output.cubin");
+	CHECK(!chmod(out, 0644) && !cjc_replace_file(out, "cubin BYTES", 11));
+	free(out);
+	cjc_entry_release(&e);
+	p.answer = 0;
+	CHECK(cjc_lookup_local(&q, &r) == CJC_LOOKUP_DAMAGED && strstr(r.why, "was damaged"));
+	CHECK(p.counts[CJC_STAT_DAMAGED] == 1 && p.counts[CJC_STAT_HITS] == 1);
+	cjc_lookup_result_release(&r);
+	/* a record whose entry is not in the store */
+	struct cjc_manifest_record gone = { 0 };
+	memcpy(gone.entry_key, direct, CJC_HEX_LEN + 1);
+	CHECK(cjc_lookup_entry(&q, &gone, &r) == CJC_LOOKUP_ABSENT && strstr(r.why, "no longer"));
+	cjc_lookup_result_release(&r);
+	CHECK(cjc_lookup_remote(&q, &r) == CJC_LOOKUP_NO_REMOTE);
+	cjc_lookup_result_release(&r);
+	cjc_buf_release(&why);
+	cjc_buf_release(&p.got);
+	cjc_remove_tree(dir);
+	cjc_store_close(&s);
+}
+
 /* A record's members found without parsing the rest; whatever is not one
  * object of members is refused, and nothing is read past its end. */
 static void test_journal_skim(void)
@@ -700,6 +838,7 @@ int main(void)
 	test_names_of_pid_namespaces();
 	test_spill_detector();
 	test_named_counters();
+	test_lookup();
 	test_journal_skim();
 	test_journal_scan();
 	test_place();

@@ -97,3 +97,197 @@ bool cjc_rules_may_include(const char *text, size_t len)
 	cjc_buf_release(&joined);
 	return found;
 }
+
+/* ---- paths ---- */
+
+enum { AT_SITE = 1, ANYWHERE = 2 }; /* what a macro expands to: the two kinds above */
+
+struct macro {
+	const char *name, *body;
+	size_t nlen, blen;
+	int kind;
+};
+
+struct name_scan {
+	struct macro *macros;
+	size_t nmacros, cap;
+};
+
+static bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Whether text holds tok as a whole identifier. */
+static bool has_token(const char *text, size_t len, const char *tok, size_t toklen)
+{
+	const char *end = text + len, *p = text;
+	while (p < end && (p = memmem(p, (size_t)(end - p), tok, toklen))) {
+		if ((p == text || !ident_char(p[-1])) && (p + toklen == end || !ident_char(p[toklen])))
+			return true;
+		p++;
+	}
+	return false;
+}
+
+static const char *const at_site[] = { "__FILE__", "__FILE_NAME__", "assert" };
+static const char *const anywhere[] = { "__BASE_FILE__", "__builtin_FILE", "__builtin_FILE_NAME" };
+
+/* The kinds (AT_SITE, ANYWHERE) of the words and macros text names. */
+static int kinds_in(const struct name_scan *s, const char *text, size_t len, int want)
+{
+	int k = 0;
+	for (size_t i = 0; i < sizeof at_site / sizeof *at_site && (want & AT_SITE); i++)
+		if (has_token(text, len, at_site[i], strlen(at_site[i])))
+			k |= AT_SITE;
+	for (size_t i = 0; i < sizeof anywhere / sizeof *anywhere && (want & ANYWHERE); i++)
+		if (has_token(text, len, anywhere[i], strlen(anywhere[i])))
+			k |= ANYWHERE;
+	for (size_t i = 0; i < s->nmacros && (want & ~k); i++)
+		if ((s->macros[i].kind & want & ~k) &&
+		    has_token(text, len, s->macros[i].name, s->macros[i].nlen))
+			k |= s->macros[i].kind & want;
+	return k;
+}
+
+/* The end of the logical line at p (backslash-newlines joined). */
+static const char *line_end(const char *p, const char *end)
+{
+	const char *nl = p;
+	while ((nl = memchr(nl, '\n', (size_t)(end - nl))) && nl > p && nl[-1] == '\\')
+		nl++;
+	return nl ? nl : end;
+}
+
+/* The #define at line [p, e), or false. */
+static bool define_at(const char *p, const char *e, struct macro *m)
+{
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == e || *p++ != '#')
+		return false;
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	if ((size_t)(e - p) < 7 || strncmp(p, "define", 6) || (p[6] != ' ' && p[6] != '\t'))
+		return false;
+	for (p += 7; p < e && (*p == ' ' || *p == '\t'); p++)
+		;
+	m->name = p;
+	while (p < e && ident_char(*p))
+		p++;
+	m->nlen = (size_t)(p - m->name);
+	m->body = p;
+	m->blen = (size_t)(e - p);
+	m->kind = 0;
+	return m->nlen > 0;
+}
+
+/* Whether line [p, e) is a directive (#if __has_builtin(__builtin_FILE)
+ * expands nothing into the output). */
+static bool directive(const char *p, const char *e)
+{
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	return p < e && *p == '#';
+}
+
+/* Each #define of b, or (macros false) whether a line that is no directive
+ * names an ANYWHERE macro. */
+static bool scan_lines(struct name_scan *s, const struct cjc_buf *b, bool macros)
+{
+	const char *p = b->data, *end = b->data + b->len;
+	while (p && p < end) {
+		const char *e = line_end(p, end);
+		struct macro m;
+		if (define_at(p, e, &m)) {
+			if (macros && s->nmacros == s->cap) {
+				s->cap = s->cap ? 2 * s->cap : 1024;
+				s->macros = cjc_xrealloc(s->macros, s->cap * sizeof *s->macros);
+			}
+			if (macros)
+				s->macros[s->nmacros++] = m;
+		} else if (!macros && !directive(p, e) && kinds_in(s, p, (size_t)(e - p), ANYWHERE)) {
+			return true;
+		}
+		p = e + 1;
+	}
+	return false;
+}
+
+/* Each macro's kinds, closed over the macros its body names. */
+static void close_macros(struct name_scan *s)
+{
+	bool changed = true;
+	while (changed) {
+		changed = false;
+		for (size_t i = 0; i < s->nmacros; i++) {
+			struct macro *m = &s->macros[i];
+			int k = m->kind | kinds_in(s, m->body, m->blen, (AT_SITE | ANYWHERE) & ~m->kind);
+			changed = changed || k != m->kind;
+			m->kind = k;
+		}
+	}
+}
+
+/* Whether an option word asks for debug or line information. */
+static bool debug_word(const char *word)
+{
+	static const char *const parts[] = { "lineinfo", "line-info", "debug" };
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+		if (strstr(word, parts[i]))
+			return true;
+	char *copy = cjc_xstrdup(word), *save = NULL;
+	bool found = false;
+	for (char *t = strtok_r(copy, " ,=", &save); t && !found; t = strtok_r(NULL, " ,=", &save))
+		found = !strcmp(t, "-G") || (t[0] == '-' && t[1] == 'g' &&
+					     (!t[2] || (t[2] >= '0' && t[2] <= '9') ||
+					      cjc_starts_with(t + 2, "gdb") || cjc_starts_with(t + 2, "dwarf")));
+	free(copy);
+	return found;
+}
+
+
+/* Whether an option word of options (one per line) asks for debug or line information. */
+static bool options_debug(const char *options, size_t len)
+{
+	bool found = false;
+	char *copy = cjc_xstrndup(options ? options : "", len), *save = NULL;
+	for (char *w = strtok_r(copy, "\n", &save); w && !found; w = strtok_r(NULL, "\n", &save))
+		found = debug_word(w);
+	free(copy);
+	return found;
+}
+
+bool cjc_rules_path_reaches(const struct cjc_buf *texts, size_t n, const char *options,
+			    size_t options_len)
+{
+	struct cjc_buf joined_options = CJC_BUF_INIT;
+	size_t olen;
+	const char *o = join_splices(options ? options : "", options_len, &joined_options, &olen);
+	if (options_debug(o, olen)) {
+		cjc_buf_release(&joined_options);
+		return true;
+	}
+	struct cjc_buf *joined = cjc_xcalloc(n + 1, sizeof *joined);
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		const char *t = join_splices(texts[i].data ? texts[i].data : "", texts[i].len, &joined[i], &len);
+		if (t != joined[i].data)
+			cjc_buf_add(&joined[i], t, len);
+	}
+	struct name_scan s = { 0 };
+	for (size_t i = 0; i < n; i++)
+		scan_lines(&s, &joined[i], true);
+	close_macros(&s);
+	bool reaches = false;
+	for (size_t i = 0; i < n && !reaches; i++)
+		reaches = scan_lines(&s, &joined[i], false);
+	reaches = reaches || (n && kinds_in(&s, joined[0].data ? joined[0].data : "", joined[0].len, AT_SITE)) ||
+		  kinds_in(&s, o, olen, AT_SITE | ANYWHERE);
+	for (size_t i = 0; i < n; i++)
+		cjc_buf_release(&joined[i]);
+	free(joined);
+	free(s.macros);
+	cjc_buf_release(&joined_options);
+	return reaches;
+}

@@ -24,6 +24,23 @@
  * the word; and __has_include, which probes names).  NVRTC's paths that do
  * not observe the files NVRTC reads use it to leave such code uncached.
  *
+ * Paths.  cjc_rules_path_reaches() says whether the path a compile names
+ * its source by can reach the output, so that a key may leave it out (the
+ * JIT library's request names: docs/jit.md).  It is in
+ *   - the debug and line information: an option word that asks for them
+ *     (-G, -g*, -lineinfo, --generate-line-info, --device-debug, also inside
+ *     -Xptxas/-Xcompiler/-Xcicc and NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS);
+ *   - __FILE__ and __FILE_NAME__ where the source (or an option, -D) writes
+ *     them, or a macro of a header that expands to them (assert; found by
+ *     closing the files' #defines over one another) that the source or an
+ *     option names;
+ *   - __BASE_FILE__ and __builtin_FILE (std::source_location's default
+ *     argument, which names the caller's file), or a macro that expands to
+ *     them, used anywhere outside a #define.
+ * The texts are searched as for the time macros, splices joined, comments
+ * and strings included: a needless path in the key at worst.  What else
+ * records directories (place.h) is the caller's to add.
+ *
  * Everything here is a pure function of its arguments but cjc_rules_epoch()
  * and cjc_rules_time_macro_env(), which read the environment.
  */
@@ -32,6 +49,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "base/util.h"
 
 /* The reasons counted (stats.h, by reason) for a compile that reads the
  * clock: a file (source or header) names a time macro, or an option word
@@ -57,5 +76,11 @@ const char *cjc_rules_time_macro_env(bool epoch, const char **name);
 
 /* Whether text could make the preprocessor read a file (above). */
 bool cjc_rules_may_include(const char *text, size_t len);
+
+/* Whether the source's path can reach the output (above): texts[0] is the
+ * source, the others the files it read; options the option words, one a
+ * line. */
+bool cjc_rules_path_reaches(const struct cjc_buf *texts, size_t n, const char *options,
+			    size_t options_len);
 
 #endif
