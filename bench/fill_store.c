@@ -38,6 +38,7 @@ static int publish_one(const struct cjc_store *s, unsigned long i, size_t bytes)
 	};
 	if (!rc)
 		rc = cjc_metadata_format(&md, &meta, &st.index_doc);
+	st.published = cjc_index_published;
 	uint64_t total = meta.len + bytes;
 	json_t *doc = st.index_doc;
 	if (!rc)

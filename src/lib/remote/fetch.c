@@ -24,6 +24,7 @@
 #include "keys/metamemo.h"
 #include "remote/layout.h"
 #include "remote/remote_internal.h"
+#include "store/index.h"
 #include "store/records.h"
 #include "store/sign.h"
 
@@ -340,6 +341,7 @@ static int fetch_from(struct cjc_remotes *r, struct remote_group *g, const char 
 	long i = rc ? -1 : match(ctx, &m);
 	rc = entry_of(&a, &m, i, &f, &st);
 	st.index_doc = f.doc;
+	st.published = cjc_index_published; /* `cjc ls`'s row, as a local publication's */
 	if (!rc)
 		rc = settle(r, &f, &st, direct_key, &m.recs[i], keep, new_bytes);
 	else if (st.dir)
