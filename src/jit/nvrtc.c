@@ -232,7 +232,7 @@ static const char *uncacheable_request(const struct cjc_jit_request *req,
 	if (cjc_rules_time_macro_words(options->v, options->n, false))
 		return "an option names __DATE__, __TIME__ or __TIMESTAMP__ (NVRTC ignores "
 		       "SOURCE_DATE_EPOCH)";
-	return NULL;
+	return cjc_key_env_uncacheable(true);
 }
 
 /* NVRTC's options: the arch, the settings', the request's. */

@@ -137,6 +137,9 @@ static const char *unkeyable_request(const struct shim_job *s)
 	for (size_t i = 0; i < s->p->headers.n; i++)
 		if (names_clock(s->p->headers.v[i]))
 			return "a header names __DATE__, __TIME__ or __TIMESTAMP__";
+	const char *environment = cjc_key_env_uncacheable(true);
+	if (environment)
+		return environment;
 	if (!shim_watch_available() &&
 	    (s->noptions || cjc_rules_may_include(s->p->source, strlen(s->p->source))))
 		return "the shim's audit module is not loaded, so the files NVRTC reads cannot be "

@@ -10,44 +10,88 @@
 
 /* Sorted by name (bsearch; unit_test.c checks).  docs/key.md says why each. */
 const struct cjc_env_var cjc_env_vars[] = {
-	{ "CICC_PATH", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "COMPILER_PATH", CJC_ENV_UNCACHEABLE, false, "COMPILER_PATH is set: gcc's program search is not keyed" },
-	{ "CPATH", CJC_ENV_KEYED, false, NULL },
-	{ "CPLUS_INCLUDE_PATH", CJC_ENV_KEYED, false, NULL },
-	{ "CUDAFE_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "C_INCLUDE_PATH", CJC_ENV_KEYED, false, NULL },
-	{ "DEPENDENCIES_OUTPUT", CJC_ENV_UNCACHEABLE, false, "DEPENDENCIES_OUTPUT is set: gcc writes a dependency file a hit would not" },
-	{ "DUMP_KNOBS_TO_FILE", CJC_ENV_UNCACHEABLE, false, "DUMP_KNOBS_TO_FILE is set: ptxas writes a file a hit would not" },
-	{ "GCC_COLORS", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "GCC_COMPARE_DEBUG", CJC_ENV_UNCACHEABLE, false, "GCC_COMPARE_DEBUG is set: gcc compiles twice and may fail" },
-	{ "GCC_EXEC_PREFIX", CJC_ENV_UNCACHEABLE, false, "GCC_EXEC_PREFIX is set: gcc's program search is not keyed" },
-	{ "GCC_EXTRA_DIAGNOSTIC_OUTPUT", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "GCC_URLS", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "INCLUDES", CJC_ENV_KEYED, true, NULL },
-	{ "LANG", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "LC_ALL", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "LC_CTYPE", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "LC_MESSAGES", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "LIBRARIES", CJC_ENV_KEYED, false, NULL },
-	{ "LIBRARY_PATH", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "LLVMC_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "LLVMDIS_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "MAKEFLAGS", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "NVASM_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "NVCC_APPEND_FLAGS", CJC_ENV_KEYED, true, NULL },
-	{ "NVCC_CCBIN", CJC_ENV_KEYED, false, NULL },
-	{ "NVCC_PREPEND_FLAGS", CJC_ENV_KEYED, true, NULL },
-	{ "NVDISASM_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "NVLINK_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "NVVMIR_LIBRARY_DIR", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "NVVM_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "OBJC_INCLUDE_PATH", CJC_ENV_NO_EFFECT, false, NULL },
-	{ "OCG_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "PTXAS_FLAGS", CJC_ENV_KEYED, false, NULL },
-	{ "SOURCE_DATE_EPOCH", CJC_ENV_KEYED, false, NULL },
-	{ "SUNPRO_DEPENDENCIES", CJC_ENV_UNCACHEABLE, false, "SUNPRO_DEPENDENCIES is set: gcc writes a dependency file a hit would not" },
-	{ "SYSTEM_INCLUDES", CJC_ENV_KEYED, true, NULL },
-	{ "TMPDIR", CJC_ENV_DIRECTORY, false, "TMPDIR is not a directory cjc can write: nvcc cannot make its temporary files" },
+	{ "AS_SECURE_LOG_FILE", CJC_ENV_UNCACHEABLE, false, "AS_SECURE_LOG_FILE is set: the assembler may write a file a hit would not", true },
+	{ "BINUTILS_ROOT", CJC_ENV_UNCACHEABLE, false, "BINUTILS_ROOT is set: gcc's assembler and linker are looked for elsewhere, not keyed", false },
+	{ "CAN_FINALIZE_DEBUG", CJC_ENV_UNCACHEABLE, false, "CAN_FINALIZE_DEBUG is set: an undocumented switch of nvcc's stages", false },
+	{ "CCC_OVERRIDE_OPTIONS", CJC_ENV_UNCACHEABLE, false, "CCC_OVERRIDE_OPTIONS is set: clang rewrites its own options, not keyed", false },
+	{ "CC_LOG_DIAGNOSTICS", CJC_ENV_UNCACHEABLE, false, "CC_LOG_DIAGNOSTICS is set: clang writes a file a hit would not", false },
+	{ "CC_PRINT_HEADERS", CJC_ENV_UNCACHEABLE, false, "CC_PRINT_HEADERS is set: clang writes a file a hit would not", false },
+	{ "CC_PRINT_OPTIONS", CJC_ENV_UNCACHEABLE, false, "CC_PRINT_OPTIONS is set: clang writes a file a hit would not", false },
+	{ "CC_PRINT_PROC_STAT", CJC_ENV_UNCACHEABLE, false, "CC_PRINT_PROC_STAT is set: clang writes a file a hit would not", false },
+	{ "CICC_PATH", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "COMPILER_PATH", CJC_ENV_UNCACHEABLE, false, "COMPILER_PATH is set: gcc's program search is not keyed", false },
+	{ "CPATH", CJC_ENV_KEYED, false, NULL, false },
+	{ "CPLUS_INCLUDE_PATH", CJC_ENV_KEYED, false, NULL, false },
+	{ "CUDAFE_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "CUDA_CACHE_DISABLE", CJC_ENV_NO_EFFECT, false, NULL, true },
+	{ "C_INCLUDE_PATH", CJC_ENV_KEYED, false, NULL, false },
+	{ "DEPENDENCIES_OUTPUT", CJC_ENV_UNCACHEABLE, false, "DEPENDENCIES_OUTPUT is set: gcc writes a dependency file a hit would not", false },
+	{ "DUMP_KNOBS_TO_FILE", CJC_ENV_UNCACHEABLE, false, "DUMP_KNOBS_TO_FILE is set: ptxas writes a file a hit would not", true },
+	{ "EDG_BASE", CJC_ENV_UNCACHEABLE, false, "EDG_BASE is set: cudafe++'s own files are looked for elsewhere, not keyed", true },
+	{ "EDG_MODULES_PATH", CJC_ENV_UNCACHEABLE, false, "EDG_MODULES_PATH is set: cudafe++'s modules are looked for elsewhere, not keyed", true },
+	{ "EDG_SUPPRESS_ASSERTION_LINE_NUMBER", CJC_ENV_UNCACHEABLE, false, "EDG_SUPPRESS_ASSERTION_LINE_NUMBER is set: an undocumented switch of cudafe++", false },
+	{ "FORCE_CLANG_DIAGNOSTICS_CRASH", CJC_ENV_UNCACHEABLE, false, "FORCE_CLANG_DIAGNOSTICS_CRASH is set: clang crashes on purpose", false },
+	{ "G++_ROOT", CJC_ENV_UNCACHEABLE, false, "G++_ROOT is set: g++'s own headers and programs are looked for elsewhere, not keyed", false },
+	{ "GCC_COLORS", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "GCC_COMPARE_DEBUG", CJC_ENV_UNCACHEABLE, false, "GCC_COMPARE_DEBUG is set: gcc compiles twice and may fail", false },
+	{ "GCC_EXEC_PREFIX", CJC_ENV_UNCACHEABLE, false, "GCC_EXEC_PREFIX is set: gcc's program search is not keyed", false },
+	{ "GCC_EXTRA_DIAGNOSTIC_OUTPUT", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "GCC_ROOT", CJC_ENV_UNCACHEABLE, false, "GCC_ROOT is set: gcc's own headers and programs are looked for elsewhere, not keyed", false },
+	{ "GCC_URLS", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "INCLUDES", CJC_ENV_KEYED, true, NULL, false },
+	{ "LANG", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "LC_ALL", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "LC_CTYPE", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "LC_MESSAGES", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "LD_LIBRARY_PATH", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "LIBNVVM_DISABLE_CONCURRENT_API", CJC_ENV_NO_EFFECT, false, NULL, true },
+	{ "LIBRARIES", CJC_ENV_KEYED, false, NULL, false },
+	{ "LIBRARY_PATH", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "LLVMC_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "LLVMDIS_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "LLVM_OVERRIDE_PRODUCER", CJC_ENV_KEYED, false, NULL, true },
+	{ "LPATH", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "MAKEFLAGS", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "MALLOC_CONF", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "NOCOLOR", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "NVASM_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "NVCC_APPEND_FLAGS", CJC_ENV_KEYED, true, NULL, false },
+	{ "NVCC_CCBIN", CJC_ENV_KEYED, false, NULL, false },
+	{ "NVCC_PREPEND_FLAGS", CJC_ENV_KEYED, true, NULL, false },
+	{ "NVDISASM_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "NVLINK_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "NVRTCWIZ", CJC_ENV_UNCACHEABLE, false, "NVRTCWIZ is set: an undocumented switch of NVRTC", true },
+	{ "NVRTC_APPEND_FLAGS", CJC_ENV_UNCACHEABLE, false, "NVRTC_APPEND_FLAGS is set: NVRTC reads it, and what it adds is not seen", true },
+	{ "NVRTC_DISABLE_CONCURRENT_NVVM", CJC_ENV_NO_EFFECT, false, NULL, true },
+	{ "NVRTC_DISABLE_PCH", CJC_ENV_NO_EFFECT, false, NULL, true },
+	{ "NVRTC_INTERNAL_GLOBAL_LOCK", CJC_ENV_NO_EFFECT, false, NULL, true },
+	{ "NVRTC_PCH_HEAP_SIZE", CJC_ENV_NO_EFFECT, false, NULL, true },
+	{ "NVVMCCWIZ", CJC_ENV_UNCACHEABLE, false, "NVVMCCWIZ is set: an undocumented switch of cicc", false },
+	{ "NVVMIR_LIBRARY_DIR", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "NVVM_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "NVVM_IR_VER_CHK", CJC_ENV_UNCACHEABLE, false, "NVVM_IR_VER_CHK is set: an undocumented switch of NVVM", true },
+	{ "NV_NVVM_VERSION", CJC_ENV_UNCACHEABLE, false, "NV_NVVM_VERSION is set: an undocumented switch of NVVM", true },
+	{ "OBJCPLUS_INCLUDE_PATH", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "OBJC_INCLUDE_PATH", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "OCG_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "PTXAS_FLAGS", CJC_ENV_KEYED, false, NULL, false },
+	{ "ROCM_PATH", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "SOURCE_DATE_EPOCH", CJC_ENV_KEYED, false, NULL, false },
+	{ "SUNPRO_DEPENDENCIES", CJC_ENV_UNCACHEABLE, false, "SUNPRO_DEPENDENCIES is set: gcc writes a dependency file a hit would not", false },
+	{ "SYSTEM_INCLUDES", CJC_ENV_KEYED, true, NULL, false },
+	{ "TEMP", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "TEMPDIR", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "TERM", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "TMP", CJC_ENV_NO_EFFECT, false, NULL, false },
+	{ "TMPDIR", CJC_ENV_DIRECTORY, false, "TMPDIR is not a directory cjc can write: nvcc cannot make its temporary files", false },
+	{ "TOP", CJC_ENV_UNCACHEABLE, false, "TOP is set: a variable of nvcc.profile; what it moves is not keyed", false },
+	{ "USR_INCLUDE", CJC_ENV_UNCACHEABLE, false, "USR_INCLUDE is set: a variable of nvcc.profile; what it moves is not keyed", false },
+	{ "_HERE_", CJC_ENV_UNCACHEABLE, false, "_HERE_ is set: a variable of nvcc.profile; what it moves is not keyed", false },
+	{ "_SPACE_", CJC_ENV_UNCACHEABLE, false, "_SPACE_ is set: a variable of nvcc.profile; what it moves is not keyed", false },
+	{ "_TARGET_DIR_", CJC_ENV_UNCACHEABLE, false, "_TARGET_DIR_ is set: a variable of nvcc.profile; what it moves is not keyed", false },
+	{ "_TARGET_SIZE_", CJC_ENV_UNCACHEABLE, false, "_TARGET_SIZE_ is set: a variable of nvcc.profile; what it moves is not keyed", false },
+	{ "bar", CJC_ENV_UNCACHEABLE, false, "bar is set: nvcc and NVRTC read it, for a purpose not documented", true },
+	{ "compiler-bindir", CJC_ENV_UNCACHEABLE, false, "compiler-bindir is set: a variable of nvcc.profile that chooses the host compiler, not keyed", false },
 };
 const size_t cjc_env_count = sizeof cjc_env_vars / sizeof *cjc_env_vars;
 
@@ -64,7 +108,7 @@ const struct cjc_env_var *cjc_env_find(const char *name)
 /* The table by a hash of its names: a request reads the environment three
  * times, and a binary search of every variable's name was a third of a
  * repeated JIT request's time. */
-#define ENV_SLOTS 128
+#define ENV_SLOTS 256
 _Static_assert(sizeof cjc_env_vars / sizeof *cjc_env_vars * 2 <= ENV_SLOTS, "ENV_SLOTS");
 static unsigned char env_slots[ENV_SLOTS]; /* 1 + the table's index; 0: free */
 static pthread_once_t env_slots_once = PTHREAD_ONCE_INIT;
@@ -117,14 +161,14 @@ static bool usable_directory(const char *path)
 	return path[0] && !stat(path, &st) && S_ISDIR(st.st_mode) && !access(path, W_OK | X_OK);
 }
 
-const char *cjc_key_env_uncacheable(void)
+const char *cjc_key_env_uncacheable(bool nvrtc)
 {
 	struct cjc_env e;
 	cjc_env_read(&e);
 	for (size_t i = 0; i < cjc_env_count; i++) {
 		const struct cjc_env_var *v = &cjc_env_vars[i];
 		const char *value = e.value[i];
-		if (!value)
+		if (!value || (nvrtc && !v->nvrtc))
 			continue;
 		if (v->rule == CJC_ENV_UNCACHEABLE ||
 		    (v->rule == CJC_ENV_DIRECTORY && !usable_directory(value)))

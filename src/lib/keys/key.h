@@ -41,7 +41,12 @@
  *   DIRECTORY    a temporary directory: no effect on what is cached while it
  *                names a directory we can write, else uncacheable (nvcc
  *                fails, and a hit must not succeed where nvcc would not);
- *   NO_EFFECT    read, but shown to leave outputs and status unchanged.
+ *   NO_EFFECT    read, but shown to leave outputs and status unchanged
+ *                (tests/closed_world_test.sh sets them all and compares).
+ * Every name the compilers are seen to read is in it, or the suite fails
+ * (tests/closed_world_test.sh): a new toolkit or gcc that reads a new
+ * variable fails the tests, not a user.  nvrtc marks the variables NVRTC
+ * reads too: its paths apply the rule of those alone.
  * SOURCE_DATE_EPOCH is keyed: it fixes __DATE__, __TIME__ and __TIMESTAMP__
  * (a compile that uses them without it is uncacheable, miss.h).
  */
@@ -52,6 +57,7 @@ struct cjc_env_var {
 	enum cjc_env_rule rule;
 	bool private; /* the value may hold a secret (-DTOKEN=...): recorded by SHA-256 only */
 	const char *why; /* UNCACHEABLE, DIRECTORY: the reason `cjc why` and the counters give */
+	bool nvrtc;      /* NVRTC reads it too */
 };
 
 extern const struct cjc_env_var cjc_env_vars[];
@@ -62,7 +68,7 @@ const struct cjc_env_var *cjc_env_find(const char *name);
  * index (NULL: not set): what getenv() answers for each, found in one pass
  * over the environment (a JIT's repeated request reads them all three
  * times; getenv for each would walk the environment ~120 times). */
-#define CJC_ENV_SLOTS 64
+#define CJC_ENV_SLOTS 128
 struct cjc_env {
 	const char *value[CJC_ENV_SLOTS];
 };
@@ -73,8 +79,9 @@ bool cjc_key_env_private(const char *name);
 /* Those KEYED variables that are set, as NAME=value, pushed onto env. */
 void cjc_key_environment(struct cjc_strvec *env);
 /* Why the environment makes a compile uncacheable ("COMPILER_PATH is set:
- * gcc's program search is not keyed"), or NULL; a static string. */
-const char *cjc_key_env_uncacheable(void);
+ * gcc's program search is not keyed"), or NULL; a static string.  nvrtc:
+ * an NVRTC compile's, by the variables NVRTC reads alone. */
+const char *cjc_key_env_uncacheable(bool nvrtc);
 /* The words of a flags variable (INCLUDES, ...) as nvcc splits them: blanks
  * separate, double and single quotes group; -1 when the value holds a
  * character whose meaning there we do not know ($, `, \). */

@@ -947,7 +947,7 @@ static void check_stage_variables(struct cjc_compile *c)
  * keyed as text (key.c), so what they name must not depend on anything else. */
 static void check_flag_variables(struct cjc_compile *c)
 {
-	const char *environment = cjc_key_env_uncacheable(), *name;
+	const char *environment = cjc_key_env_uncacheable(false), *name;
 	if (environment)
 		uncacheable(c, environment);
 	if (cjc_rules_time_macro_env(cjc_rules_epoch(), &name))
