@@ -72,7 +72,7 @@ testMakeAppRunsFromHits() {
 	for tree in cold warm plain; do
 		cp -r "$CJC_SOURCE_DIR/examples/make-app" "$TEST_DIR/$tree"
 		[ $tree = plain ] && export CJC_DISABLE=1
-		make -C "$TEST_DIR/$tree" -j4 CJC="$CJC" NVCC="$REAL_NVCC" \
+		make -C "$TEST_DIR/$tree" -j4 CJC="$MAKE_CJC" NVCC="$REAL_NVCC" \
 			CJC_MK="$PREFIX/share/cudajitcache/cudajitcache.mk" >"$TEST_DIR/$tree.log" 2>&1 || fail "$tree"
 		unset CJC_DISABLE
 	done

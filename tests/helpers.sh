@@ -6,6 +6,9 @@
 # (ctest reports it skipped); CI installs them, so nothing is skipped there.
 
 : "${CJC:?set CJC to the cjc binary}"
+# CJC as make takes it (CJC=... on make's command line): a command's words,
+# as CC is, so the path is shell-quoted for a checkout with a space in it.
+MAKE_CJC=$(printf %q "$CJC")
 REAL_NVCC=${REAL_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [ ! -x "$REAL_NVCC" ]; then
 	echo "nvcc not found (set REAL_NVCC): skipping" >&2

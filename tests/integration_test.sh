@@ -69,9 +69,11 @@ EOF2
 testCmakeAppWithNinja() {
 	half_here plain || return 0
 	after_cold() {
-		# (rules.ninja up to CMake 3.2x; the launcher moved to build.ninja later)
+		# (rules.ninja up to CMake 3.2x; the launcher moved to build.ninja
+		# later; quoted there when its path has a space)
 		assertTrue "the built cjc is the launcher" \
-			"grep -rqs --include='*.ninja' '$CJC_BUILD_DIR/src/tool/cjc --target' '$TEST_DIR/cold'"
+			"grep -rqsF --include='*.ninja' -e '$CJC_BUILD_DIR/src/tool/cjc --target' \
+				-e '\"$CJC_BUILD_DIR/src/tool/cjc\" --target' '$TEST_DIR/cold'"
 	}
 	COLD_PACKAGE=$CJC_BUILD_DIR check_cmake_app Ninja
 }
@@ -196,21 +198,21 @@ testMakeApp() {
 	cp -r "$src" "$TEST_DIR/make-app-2"
 	# another checkout: its relative paths resolve elsewhere, so base_dir (docs/key.md, base_dir)
 	export CJC_BASE_DIR=$TEST_DIR
-	make -C "$src" -j4 CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make1.log 2>&1 || { cat make1.log; fail "cold"; }
+	make -C "$src" -j4 CJC="$MAKE_CJC" NVCC="$NVCC" CJC_MK="$mk" >make1.log 2>&1 || { cat make1.log; fail "cold"; }
 	expect_counts "cold" 3 0
 	assertEquals "nvcc ran 3 compiles and the link" 4 "$(nvcc_compiles)"
-	make -C "$TEST_DIR/make-app-2" -j4 CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make2.log 2>&1 || { cat make2.log; fail "warm"; }
+	make -C "$TEST_DIR/make-app-2" -j4 CJC="$MAKE_CJC" NVCC="$NVCC" CJC_MK="$mk" >make2.log 2>&1 || { cat make2.log; fail "warm"; }
 	expect_counts "a fresh copy" 3 3
 	assertEquals "only the link ran nvcc" 5 "$(nvcc_compiles)"
 	assertTrue "fatbin from a hit is the same bytes" "cmp -s '$src/stencil.fatbin' '$TEST_DIR/make-app-2/stencil.fatbin'"
 	assert_same_devcode "$src/main.o" "$TEST_DIR/make-app-2/main.o"
-	make -C "$src" CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make3.log 2>&1
+	make -C "$src" CJC="$MAKE_CJC" NVCC="$NVCC" CJC_MK="$mk" >make3.log 2>&1
 	assertTrue "the include leaves the default goal: $(cat make3.log)" "grep -q \"Nothing to be done for 'all'\" make3.log"
 	echo '#define STENCIL_EDITED 1' >>"$src/stencil.h"
-	make -C "$src" -j4 CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make4.log 2>&1 || fail
+	make -C "$src" -j4 CJC="$MAKE_CJC" NVCC="$NVCC" CJC_MK="$mk" >make4.log 2>&1 || fail
 	expect_counts "the header's dependents" 6 3
 	echo 'int unused_by_anyone;' >"$src/other.h"
-	make -C "$src" CJC="$CJC" NVCC="$NVCC" CJC_MK="$mk" >make5.log 2>&1 || fail
+	make -C "$src" CJC="$MAKE_CJC" NVCC="$NVCC" CJC_MK="$mk" >make5.log 2>&1 || fail
 	assertTrue "an unrelated header rebuilds nothing" "grep -q \"Nothing to be done for 'all'\" make5.log"
 }
 
@@ -222,7 +224,7 @@ all: k.cubin k.ptx k.fatbin own.o
 own.o: k.cu
 	\$(CJC_NVCC) -c k.cu -o \$@ -arch=sm_80
 EOF2
-	make -j4 CJC="$CJC" NVCC="$NVCC" CUDA_ARCHS="80 90" >make.log 2>&1 || { cat make.log; fail; }
+	make -j4 CJC="$MAKE_CJC" NVCC="$NVCC" CUDA_ARCHS="80 90" >make.log 2>&1 || { cat make.log; fail; }
 	expect_counts "four kinds through the cache" 4 0
 	assertTrue "cubin for the first arch" "grep -q -- '--cubin -arch=sm_80' make.log"
 	assertTrue "fatbin with both archs" "grep -q -- 'code=sm_90 -gencode=arch=compute_90,code=compute_90' make.log"
@@ -241,14 +243,14 @@ testMakeIncludeDeepSourcesAndAnObjectDirectory() {
 		printf '#include "%s.h"\n__global__ void k(float *x) { x[threadIdx.x] *= N; }\n' "${f##*/}" >"$f.cu"
 	done
 	printf 'CJC_OBJDIR = obj\nCJC_SRCDIR = src\ninclude %s\nall: a/b/c/k.cubin obj/d/e/m.ptx\n' "$mk" >Makefile
-	make CJC="$CJC" NVCC="$NVCC" >make1.log 2>&1 || { cat make1.log; fail "first build"; }
+	make CJC="$MAKE_CJC" NVCC="$NVCC" >make1.log 2>&1 || { cat make1.log; fail "first build"; }
 	expect_counts "a deep source and one into obj/" 2 0
 	assertTrue "obj/d/e/m.ptx and its dependency file" "[ -s obj/d/e/m.ptx ] && [ -s obj/d/e/m.ptx.d ]"
 	echo '#define EDITED 1' >>a/b/c/k.h
 	echo '#define EDITED 1' >>src/d/e/m.h
-	make CJC="$CJC" NVCC="$NVCC" >make2.log 2>&1 || { cat make2.log; fail "after the edits"; }
+	make CJC="$MAKE_CJC" NVCC="$NVCC" >make2.log 2>&1 || { cat make2.log; fail "after the edits"; }
 	expect_counts "both headers' dependents rebuilt" 4 0
-	make CJC="$CJC" NVCC="$NVCC" >make3.log 2>&1
+	make CJC="$MAKE_CJC" NVCC="$NVCC" >make3.log 2>&1
 	assertTrue "then nothing to do: $(cat make3.log)" "grep -q \"Nothing to be done for 'all'\" make3.log"
 }
 

@@ -160,6 +160,40 @@ testHelperExitsWhenIdle() {
 	assertTrue "docs say the default" "grep -q 'helper-idle=T. | how long the helper waits for a compile before it exits | .60s.' '$CJC_SOURCE_DIR/docs/remote.md'"
 }
 
+# raw_controls FILE...: whether a file holds a control character other
+# than a newline (what a terminal would act on: an escape sequence, BEL).
+raw_controls() { cat "$@" | tr -d '\n' | LC_ALL=C grep -q '[[:cntrl:]]'; }
+
+# A control character in a value is refused, whatever the setting, by the
+# rule for a bad value of it, and no message prints it raw.
+testControlCharactersInAValueAreRefusedAndNeverPrinted() {
+	CJC_REMOTE=$'redis://127.0.0.1:'"$REDIS_PORT"$'/\e[31mred' CJC_MAX_SIZE=$'2G\e]0;title\a' compile_twice
+	assertTrue "the remote's is refused, naming it: $(cat -v err1.txt)" \
+		"grep -q \"CJC_REMOTE: bad value 'redis://...' for remote: expected no control characters.*the remote stores are off\" err1.txt"
+	assertTrue "a size's is shown escaped: $(cat -v err1.txt)" \
+		"grep -qF \"CJC_MAX_SIZE: bad value '2G\\x1b]0;title\\x07' for max_size: expected no control characters\" err1.txt"
+	assertFalse "nothing raw: $(cat -v err1.txt err2.txt)" "raw_controls err1.txt err2.txt"
+	expect_stat hits 1
+	expect_stat bad_settings 2
+	mkdir -p "$CJC_DIR"
+	printf 'base_dir = /x\033[2J\n' >"$CJC_DIR/cudajitcache.conf"
+	"$CJC" config >out.txt 2>err.txt
+	assertTrue "in a file, and an empty value said so: $(cat -v err.txt)" \
+		"grep -qF \"cudajitcache.conf:1: bad value '/x\\x1b[2J' for base_dir: expected no control characters (it holds one, shown as \\xNN); ignored: base_dir stays empty (default)\" err.txt"
+	rm "$CJC_DIR/cudajitcache.conf"
+	CJC_SIGN_KEY=$'/key\n.pem' cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH 2>err.txt || fail "the build"
+	assertTrue "one that decides trust fails closed: $(cat -v err.txt)" \
+		"grep -qF \"CJC_SIGN_KEY: bad value '/key\\x0a.pem' for sign_key\" err.txt && grep -q 'compiling without the cache' err.txt"
+	expect_nvcc_runs 2
+	"$CJC" config set remote $'redis://h/\e[31m' >out.txt 2>err.txt
+	assertEquals "config set refuses one" 2 $?
+	assertTrue "saying why: $(cat -v err.txt)" "grep -q 'bad value .* for remote: expected no control characters.*nothing written' err.txt"
+	"$CJC" config set $'max_size\e[2J' 1G 2>>err.txt
+	assertEquals "and an unknown name" 2 $?
+	assertFalse "nothing raw: $(cat -v out.txt err.txt)" "raw_controls out.txt err.txt"
+	assertFalse "nothing written" "[ -e '$CJC_DIR/cudajitcache.conf' ]"
+}
+
 testConfigSetWritesTheUsersFile() {
 	"$CJC" config set max_size 20 >out.txt || fail "config set"
 	assertTrue "says which file: $(cat out.txt)" "grep -q '^max_size = 20 written to $CJC_DIR/cudajitcache.conf$' out.txt"

@@ -178,8 +178,10 @@ testAMemberRacingStagingRedirectsNoWrite() {
 
 # Without HOME (root under env -i, a systemd unit), the default store was
 # /tmp/.cache/cudajitcache, which any user can make first.  The test runs
-# in a mount namespace of its own with a fresh /tmp and /root, so that it
-# neither races anyone for /tmp/.cache nor touches root's real home.
+# in a mount namespace of its own with a fresh /tmp and /root/.cache, so
+# that it neither races anyone for /tmp/.cache nor touches root's real
+# home.  The build under test may be under either (a checkout in /tmp): it
+# is held by a bind mount made before them, and mounted back at its path.
 testWithoutHomeNoOtherUsersDirectoryIsTheStore() {
 	if ! unshare -m true 2>/dev/null; then
 		echo "no mount namespace here: skipping" >&2
@@ -187,21 +189,23 @@ testWithoutHomeNoOtherUsersDirectoryIsTheStore() {
 		return
 	fi
 	[ -x "${CJC_JIT_CLI:-}" ] || fail "CJC_JIT_CLI: set it to build/tests/jit_cli"
+	[ -d "${CJC_BUILD_DIR:-}" ] || fail "CJC_BUILD_DIR: set it to the build tree"
 	chmod 755 "$TEST_DIR"
-	# a fresh ~/.cache (not all of /root: the build may be under it) and /tmp
-	mkdir -p /root/.cache || fail "/root/.cache"
+	mkdir -p /root/.cache "$TEST_DIR/build" || fail "/root/.cache"
 	unshare -m bash -c '
-		mount --make-rprivate / && mount -t tmpfs -o mode=700 none /root/.cache &&
-		mkdir /root/.cache/t && mount --bind "$1" /root/.cache/t &&
+		mount --make-rprivate / && mount --bind "$7" "$1/build" &&
+		mount -t tmpfs -o mode=700 none /root/.cache &&
+		mkdir /root/.cache/t && mount --rbind "$1" /root/.cache/t &&
 		mount -t tmpfs -o mode=1777 none /tmp || exit 1
 		setpriv --reuid="$2" --regid="$(id -g "$2")" --init-groups \
 			sh -c "mkdir -p -m 777 /tmp/.cache/cudajitcache && chmod 777 /tmp/.cache" || exit 1
+		[ -d "$7" ] || { mkdir -p "$7" && mount --bind /root/.cache/t/build "$7"; } || exit 1
 		cd /root/.cache/t/src || exit 1
 		env -i PATH=/usr/bin:/bin "$3" "$4" --cubin k.cu -o k.cubin -arch="$5" || exit 1
 		env -i "$6" --setting CACHE_DIR >/root/.cache/t/jit-dir || exit 1
 		ls -A /tmp/.cache/cudajitcache >/root/.cache/t/planted
 		ls -d /root/.cache/cudajitcache/v1 >/root/.cache/t/private' \
-		sh "$TEST_DIR" "$OUTSIDER" "$CJC" "$REAL_NVCC" "$ARCH" "$CJC_JIT_CLI"
+		sh "$TEST_DIR" "$OUTSIDER" "$CJC" "$REAL_NVCC" "$ARCH" "$CJC_JIT_CLI" "$CJC_BUILD_DIR"
 	assertEquals "root's compile and JIT open succeed" 0 $?
 	assertTrue "the output" "[ -s k.cubin ]"
 	assertEquals "nothing of root's in the outsider's directory" "" "$(cat "$TEST_DIR/planted")"

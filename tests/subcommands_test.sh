@@ -64,6 +64,13 @@ testStatsShowWhatTheCacheIsWorth() {
 	"$CJC" stats --by-target --json >stats.json || fail
 	assertTrue "json reasons" "grep -q '\"several input files\": 1' stats.json"
 	assertTrue "json targets" "grep -q '\"app\": {' stats.json"
+	assertTrue "a row for the compiles without a label: $(cat targets.txt)" \
+		"grep -Eq '^\(no target\) +0 +1 +2 +0 +0.0 %' targets.txt"
+	local stat
+	for stat in hits misses uncacheable errors compile_failed saved_ms; do
+		assertEquals "the rows' $stat sum to the total" "$(jq .$stat stats.json)" \
+			"$(jq "[.targets[].$stat, .no_target.$stat] | add" stats.json)"
+	done
 	local saved
 	saved=$(stat_value saved_ms)
 	assertTrue "saved_ms is the served entry's duration" "[ '$saved' -gt 0 ]"

@@ -7,9 +7,12 @@ A Jit may be used by several threads at once (the library releases no
 lock to Python: ctypes drops the GIL during each call); close() must not
 race with a call in another thread.  Errors: CompileError for a failed
 compile, CacheError for the other calls, ValueError and TypeError for an
-argument Python can tell is wrong before the library sees it.
+argument Python can tell is wrong before the library sees it (a str that
+is not one, a NUL in it, a name, format, arch, hook_id or key of the wrong
+form, a call on a closed Jit).
 """
 import ctypes
+import re
 
 from . import _lib
 from .errors import CacheError, CompileError
@@ -58,6 +61,26 @@ def _options(options):
     if not words:
         return None, 0
     return (ctypes.c_char_p * len(words))(*words), len(words)
+
+
+def _name(lib, name):
+    """The request's file name (None: "kernel.cu"), as the library takes it."""
+    if name is None:
+        return None
+    word = _word(name, "name")
+    if not lib.cjc_jit_name_ok(word):
+        raise ValueError("name %r: expected a file name ending in .cu, of letters, digits and "
+                         "._-+, at most 128 of them, or None for 'kernel.cu'" % (name,))
+    return word
+
+
+def _key(key):
+    """An entry's key as drop() takes it: 64 lower-case hex digits."""
+    word = _word(key, "key")
+    if not re.fullmatch(rb"[0-9a-f]{64}", word):
+        raise ValueError("key %r: expected an entry's key (64 hex digits), as a Result's .key"
+                         % (key,))
+    return word
 
 
 def _arch(arch):
@@ -151,18 +174,22 @@ class Jit:
         runs on a miss only, so hook_id, its name and version, is in the
         key.  extra_signature is text the output depends on that the request
         does not show; it is in the key.  Returns a Result; raises
-        CompileError, or what the hook raised."""
+        CompileError when the compile fails or the library refuses an option
+        (one that chooses the output), what the hook raised, ValueError for
+        a closed Jit, a bad format, name or arch, a hook without a hook_id
+        (or an empty one) or a hook_id without a hook, or a NUL in a str, and
+        TypeError for an argument of the wrong type."""
         handle = self._live()
         if format not in _lib.FORMATS:
             raise ValueError("format %r: expected 'cubin', 'fatbin' or 'ptx'" % (format,))
         if hook is not None and not callable(hook):
             raise TypeError("hook: expected a callable bytes -> bytes, got %s"
                             % type(hook).__name__)
-        if (hook is None) != (hook_id is None):
+        if (hook is None) != (hook_id is None) or hook_id in ("", b""):
             raise ValueError("hook and hook_id go together: hook_id names the hook and its "
                              "version (e.g. 'strip-debug-1'), and is in the key")
         opts, nopts = _options(options)
-        request = _lib.Request(name=_maybe_word(name, "name"), code=_word(code, "code"),
+        request = _lib.Request(name=_name(self._lib, name), code=_word(code, "code"),
                                options=opts, noptions=nopts, arch=_arch(arch),
                                format=_lib.FORMATS[format],
                                extra_signature=_maybe_word(extra_signature, "extra_signature"),
@@ -206,7 +233,8 @@ class Jit:
         """Loads a Result (cubin, fatbin or ptx) on the GPU: a Module, or with
         kernel named, that kernel of it (a Kernel, which keeps its module
         loaded).  CacheError when there is no driver or GPU, or the driver
-        refuses the code (then drop(result.key) and compile again)."""
+        refuses the code (then drop(result.key) and compile again);
+        TypeError when result is not a Result."""
         module = Module(self, result)
         return module.function(kernel) if kernel is not None else module
 
@@ -226,6 +254,7 @@ class Jit:
     def drop(self, key):
         """Removes the entry with this key (a Result's) from the local store,
         as when the binary it served fails to load: the next compile of the
-        same request compiles again.  CacheError on failure."""
-        if self._lib.cjc_jit_drop(self._live(), _word(key, "key")):
+        same request compiles again.  ValueError for a key of the wrong form
+        (or a closed Jit), CacheError when the store cannot drop it."""
+        if self._lib.cjc_jit_drop(self._live(), _key(key)):
             raise CacheError(self._error())

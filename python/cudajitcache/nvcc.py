@@ -92,8 +92,9 @@ def compile_cuda(code, target_format="ptx", arch=None, options=None, path_target
     whether it hit, the entry's key and nvcc's messages on stderr.
 
     Returns the output as a bytearray; raises CompileError (a RuntimeError)
-    with nvcc's messages when the compile fails, ValueError for a bad
-    target_format or arch.
+    with nvcc's messages when the compile fails, CacheError when its Jit
+    cannot be opened (Jit()), ValueError for a bad target_format, arch or
+    options (and what Jit.compile raises for a bad argument).
     """
     if target_format not in ("cubin", "ptx", "fatbin"):
         raise ValueError("target_format must be in cubin, ptx, fatbin")

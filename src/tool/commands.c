@@ -262,21 +262,63 @@ static void print_size_line(const uint64_t *v, uint64_t max_size)
 		printf(", no max_size\n");
 }
 
-static void print_targets(const struct cjc_stats_row *rows, size_t n)
+/* What every compile counts under its --target label too (launcher.c's
+ * count()), where the totals are the rows' sum: the "(no target)" row. */
+static const enum cjc_counter per_compile[] = { CJC_STAT_HITS, CJC_STAT_MISSES,
+	CJC_STAT_UNCACHEABLE, CJC_STAT_ERRORS, CJC_STAT_COMPILE_FAILED, CJC_STAT_SAVED_MS };
+#define NPER_COMPILE (sizeof per_compile / sizeof *per_compile)
+
+/* The compiles without a --target label: the totals less every label's
+ * counts (none below zero: a label's row may outlive a --zero), so that
+ * the rows of --by-target sum to the totals.  Whether any was counted. */
+static bool unlabeled(const uint64_t *total, const struct cjc_stats_row *rows, size_t n,
+		      uint64_t *out)
 {
+	bool any = false;
+	memset(out, 0, sizeof(uint64_t) * CJC_STAT_COUNT);
+	for (size_t k = 0; k < NPER_COMPILE; k++) {
+		enum cjc_counter c = per_compile[k];
+		uint64_t labeled = 0;
+		for (size_t i = 0; i < n; i++)
+			labeled += rows[i].v[c];
+		out[c] = labeled > total[c] ? 0 : total[c] - labeled;
+		any = any || out[c];
+	}
+	return any;
+}
+
+static json_t *unlabeled_json(const uint64_t *v)
+{
+	json_t *o = json_object();
+	for (size_t k = 0; k < NPER_COMPILE; k++)
+		json_object_set_new(o, cjc_stats_name(per_compile[k]),
+				    json_integer((json_int_t)v[per_compile[k]]));
+	json_object_set_new(o, "hit_rate", json_real(hit_rate(v)));
+	return o;
+}
+
+static void print_target(const char *name, const uint64_t *v)
+{
+	printf("%-24s %8llu %8llu %11llu %8llu %7.1f %% %10.3f s\n", name,
+	       (unsigned long long)v[CJC_STAT_HITS], (unsigned long long)v[CJC_STAT_MISSES],
+	       (unsigned long long)v[CJC_STAT_UNCACHEABLE], (unsigned long long)v[CJC_STAT_ERRORS],
+	       hit_rate(v), (double)v[CJC_STAT_SAVED_MS] / 1000.0);
+}
+
+static void print_targets(const uint64_t *total, const struct cjc_stats_row *rows, size_t n)
+{
+	uint64_t rest[CJC_STAT_COUNT];
 	printf("\n%-24s %8s %8s %11s %8s %9s %12s\n", "target", "hits", "misses", "uncacheable",
 	       "errors", "hit rate", "time saved");
 	for (size_t i = 0; i < n; i++) {
-		const uint64_t *v = rows[i].v;
 		char *name = cjc_printable(rows[i].name);
-		printf("%-24s %8llu %8llu %11llu %8llu %7.1f %% %10.3f s\n", name,
-		       (unsigned long long)v[CJC_STAT_HITS], (unsigned long long)v[CJC_STAT_MISSES],
-		       (unsigned long long)v[CJC_STAT_UNCACHEABLE], (unsigned long long)v[CJC_STAT_ERRORS],
-		       hit_rate(v), (double)v[CJC_STAT_SAVED_MS] / 1000.0);
+		print_target(name, rows[i].v);
 		free(name);
 	}
-	if (!n)
-		printf("(no compile with a target label is counted)\n");
+	if (unlabeled(total, rows, n, rest))
+		print_target("(no target)", rest);
+	else if (!n)
+		printf("(no compile is counted)\n");
 }
 
 /* The remote counters, per store (stats.h). */
@@ -394,8 +436,12 @@ static int cmd_stats(struct session *s)
 		json_object_set_new(o, "dir", cjc_json_bytes(s->store.dir));
 		json_object_set_new(o, "uncacheable_reasons",
 				    breakdown_json(reasons, nreasons, CJC_STAT_UNCACHEABLE));
-		if (s->by_target)
+		if (s->by_target) {
+			uint64_t rest[CJC_STAT_COUNT];
+			unlabeled(v, targets, ntargets, rest);
 			json_object_set_new(o, "targets", breakdown_json(targets, ntargets, CJC_STAT_COUNT));
+			json_object_set_new(o, "no_target", unlabeled_json(rest));
+		}
 		json_object_set_new(o, "remotes", remotes_json(remotes, nremotes));
 		json_object_set_new(o, "bad_settings_by_setting", cjc_config_stats_json(&s->store));
 		cjc_print_json(o);
@@ -403,7 +449,7 @@ static int cmd_stats(struct session *s)
 		print_stats(s, v, reasons, nreasons);
 		print_remotes(remotes, nremotes);
 		if (s->by_target)
-			print_targets(targets, ntargets);
+			print_targets(v, targets, ntargets);
 	}
 	cjc_stats_rows_free(remotes, nremotes);
 	cjc_stats_rows_free(reasons, nreasons);

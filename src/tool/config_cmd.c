@@ -75,6 +75,16 @@ static const char *file_state(const char *path)
 	return !stat(path, &st) ? "read" : errno == ENOENT ? "absent" : "unreadable";
 }
 
+/* One line of `cjc config`: a value and its origin (a file's name) may
+ * hold what a terminal would act on. */
+static void print_setting(int s, const char *text, const char *origin)
+{
+	char *value = cjc_printable(text), *from = cjc_printable(origin);
+	printf("%-14s = %-40s (%s)\n", cjc_config_name(s), value, from);
+	free(value);
+	free(from);
+}
+
 int cjc_config_show(bool json)
 {
 	struct cjc_config cfg;
@@ -91,7 +101,7 @@ int cjc_config_show(bool json)
 				"value", cjc_json_bytes(cfg.text[i]), "origin", cjc_json_bytes(cfg.origin[i]),
 				"env", cjc_config_env(i), "help", cjc_config_help(i)));
 		else
-			printf("%-14s = %-40s (%s)\n", cjc_config_name(i), cfg.text[i], cfg.origin[i]);
+			print_setting(i, cfg.text[i], cfg.origin[i]);
 	}
 	if (json) {
 		cjc_print_json(o);
@@ -231,14 +241,16 @@ static int check_set(const char *key, const char *value)
 		for (int i = 0; i < CJC_SET_COUNT; i++)
 			names[i] = cjc_config_name(i);
 		const char *near = cjc_did_you_mean(key, names, CJC_SET_COUNT);
+		char *shown = cjc_printable(key);
 		fprintf(stderr, "cjc config set: unknown setting '%s'%s%s%s; `cjc config` lists them\n",
-			key, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+			shown, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+		free(shown);
 		return 2;
 	}
 	struct cjc_buf why = CJC_BUF_INIT;
 	int rc = cjc_config_check_value(s, value, &why);
 	if (rc) {
-		char *shown = s == CJC_SET_REMOTE ? cjc_remote_redact_rejected(value) : cjc_xstrdup(value);
+		char *shown = cjc_config_shown_rejected(s, value);
 		fprintf(stderr, "cjc config set: bad value '%s' for %s: %s; nothing written\n", shown,
 			key, why.data ? why.data : "malformed");
 		free(shown);

@@ -106,8 +106,6 @@ def test_a_malformed_request_raises_before_compiling(jit):
         jit.compile(KERNEL, arch=ARCH, hook=lambda data: data)
     with pytest.raises(ValueError, match="NUL"):
         jit.compile(KERNEL + "\0", arch=ARCH)
-    with pytest.raises(cudajitcache.CompileError, match="name kernel.cpp: expected a file name"):
-        jit.compile(KERNEL, arch=ARCH, name="kernel.cpp")
     with pytest.raises(ValueError, match="target_format must be in cubin, ptx, fatbin"):
         cudajitcache.compile_cuda(KERNEL, "elf", arch=ARCH)
     with pytest.raises(ValueError, match="one architecture"):
@@ -139,8 +137,44 @@ def test_drop_makes_the_next_compile_a_miss(jit):
     after = jit.compile(KERNEL, arch=ARCH)
     assert (after.hit, after.key, after.data) == (False, first.key, first.data)
     assert jit.compile(KERNEL, arch=ARCH).hit
-    with pytest.raises(cudajitcache.CacheError, match="not an entry's key"):
-        jit.drop("nonsense")
+
+def test_drop_says_what_is_wrong_with_a_key(jit, monkeypatch):
+    key = jit.compile(KERNEL, arch=ARCH).key
+    for bad in ("nonsense", key.upper(), key + "0", ""):
+        with pytest.raises(ValueError, match="expected an entry's key"):
+            jit.drop(bad)
+    with pytest.raises(TypeError, match="key: expected a str"):
+        jit.drop(None)
+    monkeypatch.setenv("CJC_READONLY", "1")
+    with cudajitcache.Jit("PYJIT") as readonly:
+        readonly.compile(KERNEL, arch=ARCH)
+        with pytest.raises(cudajitcache.CacheError, match="readonly is set"):
+            readonly.drop(key)
+
+
+# Every argument Python can tell is wrong raises ValueError or TypeError
+# (jit.py's docstrings) before the library sees it; a name the library
+# would refuse is one (its rule, cjc_jit_name_ok).
+def test_bad_arguments_raise_value_or_type_error(jit):
+    for name in ("kernel.cpp", "", "dir/kernel.cu", ".hidden.cu", "a b.cu", "x" * 126 + ".cu"):
+        with pytest.raises(ValueError, match="expected a file name ending in .cu"):
+            jit.compile(KERNEL, arch=ARCH, name=name)
+    assert not jit.compile(KERNEL, arch=ARCH, name="x" * 125 + ".cu").hit  # 128: the most
+    assert jit.compile(KERNEL, arch=ARCH, name="a+b_c-1.d.cu").hit
+    for wrong in ({"name": 7}, {"code": None}, {"options": [3]}, {"hook": "strip"},
+                  {"extra_signature": 1.5}):
+        with pytest.raises(TypeError):
+            jit.compile(**dict({"code": KERNEL, "arch": ARCH, "hook_id": None}, **wrong))
+    for wrong in ({"name": "k\0.cu"}, {"hook_id": "orphan-1"},
+                  {"hook": lambda data: data, "hook_id": ""}, {"options": ["-O3\0"]}):
+        with pytest.raises(ValueError):
+            jit.compile(KERNEL, arch=ARCH, **wrong)
+    with pytest.raises(TypeError, match="expected a str"):
+        jit.setting(None)
+    with pytest.raises(ValueError, match="options must be str or list of str"):
+        cudajitcache.compile_cuda(KERNEL, "cubin", arch=ARCH, options=3)
+    with pytest.raises(cudajitcache.CompileError, match="option .*chooses the output"):
+        jit.compile(KERNEL, arch=ARCH, options=["--ptx"])
 
 
 def test_a_hooks_output_is_what_compile_returns(jit):

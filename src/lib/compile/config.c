@@ -310,12 +310,25 @@ static void add_bad(struct cjc_config *cfg, const char *name)
 static void add_note(struct cjc_config *cfg, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* A value with a control character (C0 or DEL) is refused whatever the
+ * setting: it would reach terminals and logs in every message that names
+ * the value (an escape sequence in CJC_REMOTE, a newline in a path). */
+#define CONTROL_CHARACTERS "no control characters (it holds one, shown as \\xNN)"
+
+static bool has_control(const char *text)
+{
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return true;
+	return false;
+}
+
 /* Applies one value: 0, or -1 (nothing said) when it is malformed; the old
  * value stays.  origin is taken. */
 static int apply(struct cjc_config *cfg, enum cjc_setting s, const char *text, char *origin)
 {
 	const struct setting_def *d = &settings[s];
-	if (d->parse(text, (char *)cfg + d->offset)) {
+	if (has_control(text) || d->parse(text, (char *)cfg + d->offset)) {
 		free(origin);
 		return -1;
 	}
@@ -327,7 +340,10 @@ static int apply(struct cjc_config *cfg, enum cjc_setting s, const char *text, c
 static void remote_off(struct cjc_config *cfg, const char *text, const char *origin)
 {
 	struct cjc_buf why = CJC_BUF_INIT;
-	cjc_remote_check_setting(text ? text : "", &why);
+	if (text && has_control(text))
+		cjc_buf_adds(&why, "expected " CONTROL_CHARACTERS);
+	else
+		cjc_remote_check_setting(text ? text : "", &why);
 	free(cfg->remote_problem);
 	cfg->remote_problem = cjc_buf_detach(&why);
 	if (!cfg->remote_problem || !*cfg->remote_problem) {
@@ -347,12 +363,15 @@ static int refused(struct cjc_config *cfg, enum cjc_setting s, const char *text,
 {
 	const struct setting_def *d = &settings[s];
 	struct cjc_buf msg = CJC_BUF_INIT;
-	char *shown = !text ? NULL : secret(d) ? cjc_remote_redact_rejected(text) : cjc_xstrdup(text);
-	cjc_buf_addf(&msg, "cjc: %s: bad value%s%s%s for %s", origin, shown ? " '" : "",
+	char *shown = !text ? NULL : cjc_config_shown_rejected(s, text);
+	char *where = cjc_printable(origin);
+	cjc_buf_addf(&msg, "cjc: %s: bad value%s%s%s for %s", where, shown ? " '" : "",
 		     shown ? shown : "", shown ? "'" : "", d->name);
 	if (s != CJC_SET_REMOTE)
-		cjc_buf_addf(&msg, ": expected %s", d->expect);
+		cjc_buf_addf(&msg, ": expected %s",
+			     text && has_control(text) ? CONTROL_CHARACTERS : d->expect);
 	free(shown);
+	free(where);
 	add_bad(cfg, d->name);
 	int rc = 0;
 	if (decides_trust(s)) {
@@ -363,8 +382,10 @@ static int refused(struct cjc_config *cfg, enum cjc_setting s, const char *text,
 		add_note(cfg, "%s: %s; the remote stores are off, the local store goes on\n", msg.data,
 			 text ? cfg->remote_problem : "malformed");
 	} else {
-		add_note(cfg, "%s; ignored: %s stays %s (%s)\n", msg.data, d->name, cfg->text[s],
-			 cfg->origin[s]);
+		char *stays = cjc_printable(cfg->text[s]);
+		add_note(cfg, "%s; ignored: %s stays %s (%s)\n", msg.data, d->name,
+			 *stays ? stays : "empty", cfg->origin[s]);
+		free(stays);
 	}
 	cjc_buf_release(&msg);
 	return rc;
@@ -777,6 +798,10 @@ int cjc_config_check_value(enum cjc_setting s, const char *text, struct cjc_buf 
 	struct cjc_config scratch;
 	memset(&scratch, 0, sizeof scratch);
 	const struct setting_def *d = &settings[s];
+	if (has_control(text)) {
+		cjc_buf_adds(why, "expected " CONTROL_CHARACTERS);
+		return -1;
+	}
 	int rc = d->parse(text, (char *)&scratch + d->offset);
 	if (rc && s == CJC_SET_REMOTE)
 		cjc_remote_check_setting(text, why);
@@ -785,6 +810,14 @@ int cjc_config_check_value(enum cjc_setting s, const char *text, struct cjc_buf 
 	if (owns_string(d))
 		free(*(char **)((char *)&scratch + d->offset));
 	return rc;
+}
+
+char *cjc_config_shown_rejected(enum cjc_setting s, const char *text)
+{
+	char *redacted = secret(&settings[s]) ? cjc_remote_redact_rejected(text) : NULL;
+	char *shown = cjc_printable(redacted ? redacted : text);
+	free(redacted);
+	return shown;
 }
 
 void cjc_config_count_in(const struct cjc_config *cfg, const struct cjc_store *store)

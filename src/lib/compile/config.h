@@ -53,6 +53,10 @@
  * value) are notes, not errors: a member cannot fail root's compile or
  * cjc_jit_open.  No message echoes text from a file that is not trusted.
  *
+ * A value with a control character (C0 or DEL) is bad whatever the
+ * setting, and judged as any other bad value of it (a note, remote off, or
+ * fail closed); no message shows such a character raw.
+ *
  * A setting that may hold a secret (remote) is shown with each URL's user
  * info as *** (cjc_remote_redact), and a value of it that is rejected shows
  * no more than its schemes: the message never echoes it whole.
@@ -154,6 +158,10 @@ int cjc_config_find(const char *name);
 /* Checks and normalises one value of a setting as `cjc config set` writes it:
  * 0, or -1 with why (the value as expected). */
 int cjc_config_check_value(enum cjc_setting s, const char *text, struct cjc_buf *why);
+/* A rejected value of a setting as a message may show it: a secret's no
+ * more than its schemes (cjc_remote_redact_rejected), any other's with
+ * its control characters escaped (cjc_printable); the caller frees it. */
+char *cjc_config_shown_rejected(enum cjc_setting s, const char *text);
 /* The one of n names within two letters of name (a misspelling), or NULL:
  * every "did you mean" (settings, variables, the JIT library's). */
 const char *cjc_did_you_mean(const char *name, const char *const *known, size_t n);
