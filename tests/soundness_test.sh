@@ -570,4 +570,45 @@ testAnIdentityRecordMovedToAnotherNameIsNotBelieved() {
 	assertTrue "hc1's record made again" "grep -qF '$PWD/hc1/gcc' '$hc1_id'"
 }
 
+# wait_for_stat NAME N: until the counter reaches N (a verifier runs
+# apart from the build), bounded by two minutes.
+wait_for_stat() {
+	local i
+	for i in $(seq 600); do
+		[ "$(stat_value "$1")" -ge "$2" ] && return 0
+		sleep 0.2
+	done
+	fail "counter $1 never reached $2: $(stat_value "$1")"
+}
+
+# verify_rate, the net for an input no rule knows: a wrapper around the
+# real nvcc reads a variable cjc does not know (WRAPPED_X) and passes
+# -DX=$WRAPPED_X.  With X=2 the key is X=1's, so X=1's cubin is served (a
+# wrong hit no table can see); the sampled verification compiles again,
+# finds the difference, counts it and records it for `cjc why`, and the
+# entry is never served again: the next compile runs nvcc.  A compile that
+# reproduces is counted verified; a -G one is not sampled.
+testVerifyRateCatchesAnInputNoRuleKnows() {
+	mkdir -p wrap
+	printf '#!/bin/sh\nexec "%s" -DX="${WRAPPED_X:-1}" "$@"\n' "$REAL_NVCC" >wrap/nvcc
+	chmod +x wrap/nvcc
+	printf '__global__ void k(int *p) { *p = X; }\n' >x.cu
+	WRAPPED_X=1 "$CJC" wrap/nvcc --cubin -arch=$ARCH x.cu -o a.cubin || fail "X=1"
+	WRAPPED_X=2 CJC_VERIFY_RATE=1 "$CJC" wrap/nvcc --cubin -arch=$ARCH x.cu -o b.cubin || fail "X=2"
+	assertTrue "X=1's cubin was served for X=2 (the hit verify_rate is for)" "cmp -s a.cubin b.cubin"
+	wait_for_stat verify_mismatches 1
+	expect_why b.cubin "did not reproduce when it was compiled again"
+	WRAPPED_X=2 "$CJC" wrap/nvcc --cubin -arch=$ARCH x.cu -o c.cubin || fail "X=2 again"
+	"$REAL_NVCC" -DX=2 --cubin -arch=$ARCH x.cu -o d.cubin || fail "nvcc"
+	assertTrue "never served again: nvcc's cubin for X=2" "cmp -s c.cubin d.cubin"
+	expect_why c.cubin "did not reproduce"
+	compile e.cubin
+	CJC_VERIFY_RATE=100% compile f.cubin
+	wait_for_stat verified 1
+	compile g.o -G
+	CJC_VERIFY_RATE=1 compile h.o -G
+	expect_stat verify_skipped 1
+	expect_stat verify_mismatches 1
+}
+
 . "$SHUNIT2"

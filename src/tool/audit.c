@@ -1257,3 +1257,14 @@ int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o)
 	cjc_strvec_clear(&l.dirs);
 	return rc;
 }
+
+json_t *cjc_audit_compare_output(const struct cjc_entry *e, const char *name, bool object,
+				 const char *rebuilt, const char *scratch)
+{
+	struct audit a = { .scratch = scratch, .entry = *e, .result = json_object() };
+	(object ? compare_object : compare_bytes)(&a, name, rebuilt);
+	json_t *d = json_object_get(a.result, "differences");
+	d = d ? json_incref(d) : json_array();
+	json_decref(a.result);
+	return d;
+}

@@ -46,6 +46,7 @@
 #ifndef CJC_AUDIT_H
 #define CJC_AUDIT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "store/store.h"
@@ -58,5 +59,12 @@ struct cjc_audit_options {
 };
 
 int cjc_audit(const struct cjc_store *s, const struct cjc_audit_options *o);
+
+/* The comparison above, of one output made anew (rebuilt, a file) with
+ * the entry's artifact name (an object's by its device code and symbols,
+ * anything else byte for byte), scratch a private directory to work in:
+ * a JSON array of the differences found, empty when none (verify.h). */
+json_t *cjc_audit_compare_output(const struct cjc_entry *e, const char *name, bool object,
+				 const char *rebuilt, const char *scratch);
 
 #endif

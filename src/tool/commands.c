@@ -381,6 +381,13 @@ static void print_stats(const struct session *s, const uint64_t *v,
 		printf("%-16s %llu (%llu of them waited their whole bound, then compiled)\n",
 		       "lease waits", (unsigned long long)v[CJC_STAT_LEASE_WAITS],
 		       (unsigned long long)v[CJC_STAT_LEASE_TIMEOUTS]);
+	if (v[CJC_STAT_VERIFIED] || v[CJC_STAT_VERIFY_MISMATCHES] || v[CJC_STAT_VERIFY_SKIPPED])
+		printf("%-16s %llu hits compiled again: %llu the same, %llu different (never served "
+		       "again: `cjc why`), %llu skipped\n", "verified",
+		       (unsigned long long)(v[CJC_STAT_VERIFIED] + v[CJC_STAT_VERIFY_MISMATCHES]),
+		       (unsigned long long)v[CJC_STAT_VERIFIED],
+		       (unsigned long long)v[CJC_STAT_VERIFY_MISMATCHES],
+		       (unsigned long long)v[CJC_STAT_VERIFY_SKIPPED]);
 	if (v[CJC_STAT_DAMAGED])
 		printf("damaged entries were seen and skipped: run `cjc verify --fix` to repair\n");
 }

@@ -54,6 +54,7 @@
 #include "store/stats.h"
 #include "store/store.h"
 #include "once.h"
+#include "verify.h"
 
 
 /* Everything one compile through the cache works with. */
@@ -84,6 +85,8 @@ struct job {
 	struct cjc_lease lease; /* on a miss: this key's lease (lease.h) */
 	struct cjc_staging staged; /* remote_only: the entry made, never published */
 	bool spilled;            /* check_spills: the entry served reports spills */
+	bool hit;                /* an entry was served (verify.h samples it) */
+	char served_key[CJC_HEX_LEN + 1];
 	const char *served_meta; /* how the served entry's metadata was checked, for the log */
 };
 
@@ -371,6 +374,8 @@ static int answer(struct job *j, struct cjc_lookup_result *r)
 		json_object_set_new(j->record, "entry", json_string(r->entry_key));
 		json_object_set_new(j->record, "saved_ms", json_integer(r->duration_ms));
 		record_facts(j);
+		j->hit = true;
+		memcpy(j->served_key, r->entry_key, CJC_HEX_LEN + 1);
 		rc = j->spilled ? fail_on_spills() : 0;
 	}
 	cjc_lookup_result_release(r);
@@ -910,6 +915,26 @@ static void record_lease(struct job *j)
 			(json_int_t)j->lease.waited_ms, "timed_out", j->lease.timed_out));
 }
 
+/* verify_rate: a sampled hit compiled again, apart from the build (verify.h). */
+static void verify_hit(struct job *j)
+{
+	if (!j->hit || j->cfg.verify_rate <= 0 || remote_only(j))
+		return;
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	cjc_strvec_push(&argv, j->argv[0]);
+	cjc_strvec_pushv(&argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
+	char *artifact = artifact_name(j);
+	struct cjc_verify v = {
+		.store = &j->store, .rate = j->cfg.verify_rate, .key = j->served_key,
+		.argv = argv.v, .artifact = artifact, .object = j->c.kind == CJC_KIND_OBJECT ||
+		j->c.kind == CJC_KIND_RDC_OBJECT, .device_debug = j->c.device_debug,
+		.cwd = j->cwd, .source = j->c.source, .output = j->c.output, .target = j->target,
+	};
+	cjc_verify_sample(&v);
+	free(artifact);
+	cjc_strvec_clear(&argv);
+}
+
 static void job_release(struct job *j)
 {
 	cjc_staging_abort(&j->staged);
@@ -964,6 +989,7 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 		save_hash_cache(&j);
 		record_lease(&j);
 		record_write(&j);
+		verify_hit(&j);
 	}
 	job_release(&j);
 	cjc_buf_release(&why);

@@ -41,6 +41,12 @@ static const struct family totals[] = {
 	{ CJC_STAT_EVICTED_BYTES, "evicted_bytes", "counter", "bytes", "Bytes of the entries evicted." },
 	{ CJC_STAT_BAD_SETTINGS, "bad_settings", "counter", NULL,
 	  "Compiles that ran with a broken setting (unknown, or a bad value: ignored or failing closed)." },
+	{ CJC_STAT_VERIFIED, "verified", "counter", NULL,
+	  "Sampled hits compiled again and found the same (verify_rate)." },
+	{ CJC_STAT_VERIFY_MISMATCHES, "verify_mismatches", "counter", NULL,
+	  "Sampled hits compiled again and found different: never served again." },
+	{ CJC_STAT_VERIFY_SKIPPED, "verify_skipped", "counter", NULL,
+	  "Sampled hits not compiled again (-G, or every verifier busy)." },
 };
 
 /* The breakdowns (stats.h): one family per counter, a label per name. */

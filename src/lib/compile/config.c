@@ -109,6 +109,20 @@ static int parse_seconds(const char *text, void *dst)
 	return cjc_parse_age(text, dst);
 }
 
+/* A fraction: "0.05", "5%", "0", "1". */
+static int parse_fraction(const char *text, void *dst)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (end != text && *end == '%' && !end[1])
+		v /= 100, end++;
+	if (errno || end == text || *end || !(v >= 0 && v <= 1))
+		return -1;
+	*(double *)dst = v;
+	return 0;
+}
+
 /* One row per setting: everything about it is here (config.h). */
 struct setting_def {
 	const char *name;
@@ -175,6 +189,10 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_REMOTE_HELPER] = { "remote_helper", "CJC_REMOTE_HELPER", parse_bool,
 		AT(remote_helper), "true", BOOLEAN, false, /* starts a process */
 		"false: no store is asked through a helper process (no process outlives a compile)" },
+	[CJC_SET_VERIFY_RATE] = { "verify_rate", "CJC_VERIFY_RATE", parse_fraction, AT(verify_rate),
+		"0", "a fraction such as 0.02 or 2%", false, /* runs compiles */
+		"the fraction of hits compiled again after they were served and compared; a "
+		"difference is counted and the entry never served again" },
 };
 
 /* Whether a setting may hold a secret: shown redacted (base/run.h). */

@@ -90,6 +90,7 @@ enum cjc_setting {
 	CJC_SET_LEASE_WAIT,
 	CJC_SET_REMOTE_ONLY,
 	CJC_SET_REMOTE_HELPER,
+	CJC_SET_VERIFY_RATE,
 	CJC_SET_COUNT
 };
 
@@ -129,6 +130,9 @@ struct cjc_config {
 	/* `cjc nvcc` asks http, https and s3 stores through a helper process
 	 * (remote/helper.h) unless a store says no-helper; false: none does. */
 	bool remote_helper;
+	/* The fraction of hits compiled again after they were served and
+	 * compared with the entry (tool/verify.h); 0: none. */
+	double verify_rate;
 	/* Settings ignored because the file that set them is not trusted and
 	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
 	char *notes;

@@ -8,6 +8,7 @@
 
 #include "compile/publish.h"
 #include "store/evict.h"
+#include "store/maintain.h"
 #include "store/records.h"
 #include "store/sign.h"
 
@@ -47,6 +48,11 @@ static void not_served(const struct cjc_lookup_request *q, enum cjc_lookup_statu
 		set_why(out, cjc_xasprintf("entry %.12s was evicted while being read", key));
 		note(q, "entry %s was evicted while being read; compiling instead", key);
 		break;
+	case CJC_LOOKUP_UNSOUND:
+		set_why(out, cjc_xasprintf("entry %.12s did not reproduce when it was compiled again "
+					   "(verify_rate): never served again", key));
+		note(q, "entry %s is marked unsound (verify_rate); compiling instead", key);
+		break;
 	case CJC_LOOKUP_ABSENT:
 		set_why(out, cjc_xasprintf("entry %.12s is no longer in the store (evicted or "
 					   "cleaned)", key));
@@ -83,6 +89,10 @@ static enum cjc_lookup_status serve(const struct cjc_lookup_request *q,
 	struct cjc_entry e;
 	struct cjc_buf why = CJC_BUF_INIT;
 	const char *key = rec->entry_key;
+	if (q->store && cjc_store_is_unsound(q->store, key)) {
+		not_served(q, CJC_LOOKUP_UNSOUND, key, "", out);
+		return out->status = CJC_LOOKUP_UNSOUND;
+	}
 	enum cjc_lookup found = staged ? cjc_staging_open_entry(staged, key, &e, &why)
 				       : cjc_store_open_entry(q->store, key, &e, &why);
 	enum cjc_lookup_status st = found == CJC_ENTRY_ABSENT ? CJC_LOOKUP_ABSENT

@@ -58,6 +58,7 @@ enum cjc_lookup_status {
 	CJC_LOOKUP_UNTRUSTED,   /* not signed by a trusted key (counted) */
 	CJC_LOOKUP_NOT_WRITTEN, /* verified, but deliver could not write it where it goes */
 	CJC_LOOKUP_NO_REMOTE,   /* no remote store had it */
+	CJC_LOOKUP_UNSOUND,     /* it did not reproduce when verified (maintain.h): never served */
 };
 
 /* deliver's answers besides 0 (delivered): the entry is damaged (-1), or

@@ -856,6 +856,7 @@ static void finish_place(struct parser *p)
 {
 	struct cjc_compile *c = p->c;
 	bool records = p->line_info || p->host_debug || p->device_debug;
+	c->device_debug = p->device_debug;
 	c->place.dirs_shared = records && c->place.share_dirs;
 	c->place.records_dirs = records && !c->place.share_dirs;
 	c->place.keys_cwd = c->place.share_dirs ? NULL : p->device_debug ? "-G"

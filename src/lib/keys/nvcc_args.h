@@ -51,6 +51,7 @@ struct cjc_compile {
 	char *dep_target;
 	char *ccbin;
 	bool native_arch;  /* an architecture is "native": see cjc_compile_resolve_native() */
+	bool device_debug; /* -G */
 	struct cjc_place place; /* where it happens, as the key sees it (place.h) */
 	bool rewritten;    /* base_dir made a path relative */
 	json_t *resolved;  /* relative path -> where it resolves, as keyed */

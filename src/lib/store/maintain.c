@@ -72,6 +72,27 @@ int cjc_store_quarantine(const struct cjc_store *s, const char *key, char **dest
 	return rc;
 }
 
+static char *unsound_name(const char *key)
+{
+	return cjc_xasprintf("unsound/%.2s/%s", key, key);
+}
+
+int cjc_store_mark_unsound(const struct cjc_store *s, const char *key)
+{
+	char *sub = unsound_name(key);
+	int rc = cjc_store_replace(s, sub, "", 0);
+	free(sub);
+	return rc;
+}
+
+bool cjc_store_is_unsound(const struct cjc_store *s, const char *key)
+{
+	char *sub = unsound_name(key);
+	bool marked = !faccessat(s->fd, sub, F_OK, AT_SYMLINK_NOFOLLOW);
+	free(sub);
+	return marked;
+}
+
 /* What to do with one name in a directory of the store. */
 enum keep { KEEP, REMOVE_ORPHAN, REMOVE_OLD_CACHE };
 

@@ -35,6 +35,13 @@ int cjc_store_clean(const struct cjc_store *s, struct cjc_clean_report *r);
  * *dest (malloc'd, a path to show) says where. */
 int cjc_store_quarantine(const struct cjc_store *s, const char *key, char **dest);
 
+/* Entries that did not reproduce when they were compiled again (the
+ * verify_rate setting): an empty file unsound/<kk>/<key> marks one, and a
+ * marked key is never served again (compile/lookup.h).  A member of a
+ * shared store who marks a key only makes it a miss. */
+int cjc_store_mark_unsound(const struct cjc_store *s, const char *key);
+bool cjc_store_is_unsound(const struct cjc_store *s, const char *key);
+
 struct cjc_reclaim_report {
 	unsigned long staging, staging_kept; /* orphaned staging removed; live staging left */
 	unsigned long temporaries;           /* killed writers' temporary files removed */

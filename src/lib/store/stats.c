@@ -36,6 +36,9 @@ static const char *const names[CJC_STAT_COUNT] = {
 	[CJC_STAT_LEASE_WAITS] = "lease_waits",
 	[CJC_STAT_LEASE_TIMEOUTS] = "lease_timeouts",
 	[CJC_STAT_BAD_SETTINGS] = "bad_settings",
+	[CJC_STAT_VERIFIED] = "verified",
+	[CJC_STAT_VERIFY_MISMATCHES] = "verify_mismatches",
+	[CJC_STAT_VERIFY_SKIPPED] = "verify_skipped",
 };
 
 static bool is_size(int i)

@@ -74,6 +74,12 @@ enum cjc_counter {
 	 * unknown one, or a bad value ignored or failing closed; which, in the
 	 * stats/settings breakdown (by the setting's name). */
 	CJC_STAT_BAD_SETTINGS,
+	/* verify_rate (config.h): hits compiled again after they were served
+	 * and found the same; found different (the entry is never served
+	 * again); sampled but not verified (-G, or every verifier busy). */
+	CJC_STAT_VERIFIED,
+	CJC_STAT_VERIFY_MISMATCHES,
+	CJC_STAT_VERIFY_SKIPPED,
 	CJC_STAT_COUNT
 };
 
