@@ -175,4 +175,30 @@ testGcTakesTheBookkeepingWithTheEntries() {
 	assertTrue "$(cat stats.txt)" "grep -q '^bookkeeping *0.0 MB' stats.txt"
 }
 
+# readme_make_block: the README's Make example, as a user copies it
+readme_make_block() {
+	sed -n '/^```make$/,/^```$/p' "$CJC_SOURCE_DIR/README.md" | sed '1d;$d'
+}
+
+# The README's Make line where pkg-config finds no cudajitcache.pc (an
+# install to a PREFIX of one's own): make stops, saying what to set; with
+# PKG_CONFIG_PATH set as the README says, the rules are there.
+testReadmeMakeLineSaysWhatToSet() {
+	command -v pkg-config >/dev/null || { startSkipping; return; }
+	local prefix=$TEST_DIR/prefix
+	mkdir -p app "$TEST_DIR/no-system-pc" "$prefix/lib/pkgconfig"
+	readme_make_block >app/Makefile
+	touch app/main.cu
+	PKG_CONFIG_LIBDIR=$TEST_DIR/no-system-pc make -C app -n main.o >out.txt 2>err.txt
+	assertNotEquals "make's exit status" 0 $?
+	assertTrue "says what to set: $(cat err.txt)" \
+		"grep -q 'pkg-config finds no cudajitcache.pc: add PREFIX/lib/pkgconfig to PKG_CONFIG_PATH' err.txt"
+	printf 'makeinclude=%s\nName: cudajitcache\nDescription: x\nVersion: 0\n' \
+		"$CJC_SOURCE_DIR/modules/cudajitcache.mk" >"$prefix/lib/pkgconfig/cudajitcache.pc"
+	PKG_CONFIG_PATH=$prefix/lib/pkgconfig PKG_CONFIG_LIBDIR=$TEST_DIR/no-system-pc \
+		make -C app --no-print-directory -n main.o >out.txt 2>err.txt || fail "make: $(cat err.txt)"
+	assertTrue "the include's rule: $(cat out.txt)" \
+		"grep -q 'cjc nvcc -gencode=arch=compute_80,code=sm_80 .* -c main.cu -o main.o' out.txt"
+}
+
 . "$SHUNIT2"
