@@ -201,4 +201,40 @@ testReadmeMakeLineSaysWhatToSet() {
 		"grep -q 'cjc nvcc -gencode=arch=compute_80,code=sm_80 .* -c main.cu -o main.o' out.txt"
 }
 
+# fake_installers DIR: apt-get, npm, node, sudo, dpkg-query, systemctl and
+# mkdir (of npm's prefix) in DIR that install nothing and change nothing;
+# apt-get's and npm's arguments go to DIR/installed, one a line
+fake_installers() {
+	local name
+	mkdir -p "$1"
+	for name in apt-get npm; do
+		printf '#!/bin/sh\nprintf "%%s\\n" "$@" >>"%s/installed"\n' "$1" >"$1/$name"
+	done
+	printf '#!/bin/sh\nexec "$@"\n' >"$1/sudo"
+	printf '#!/bin/sh\nexit 0\n' >"$1/node"
+	printf '#!/bin/sh\nexit 1\n' >"$1/dpkg-query"
+	printf '#!/bin/sh\nexit 0\n' >"$1/systemctl"
+	printf '#!/bin/sh\nexit 0\n' >"$1/mkdir"
+	chmod +x "$1"/*
+}
+
+# Who only wants the tool gets no test servers; --tests (what .ci/run and
+# the README's tests run) installs them.
+testInstallDepsLeavesTheTestServersToTests() {
+	local fake=$TEST_DIR/fake package
+	fake_installers "$fake"
+	PATH=$fake:$PATH "$CJC_SOURCE_DIR/scripts/install-deps" >out.txt 2>&1 || fail "install-deps: $(cat out.txt)"
+	assertTrue "builds: $(cat "$fake/installed")" "grep -qx cmake '$fake/installed' && grep -qx libcurl4-openssl-dev '$fake/installed'"
+	for package in chromium redis-server nginx-light docker-registry nodejs shunit2 s3rver@3.7.1; do
+		assertFalse "no $package" "grep -qx '$package' '$fake/installed'"
+	done
+	rm "$fake/installed"
+	PATH=$fake:$PATH "$CJC_SOURCE_DIR/scripts/install-deps" --tests >out.txt 2>&1 || fail "--tests: $(cat out.txt)"
+	for package in cmake chromium redis-server nginx-light docker-registry shunit2 s3rver@3.7.1; do
+		assertTrue "--tests: $package" "grep -qx '$package' '$fake/installed'"
+	done
+	assertTrue "CI installs the tests' dependencies" \
+		"grep -q '^step \"install-deps\" scripts/install-deps --tests$' '$CJC_SOURCE_DIR/.ci/run'"
+}
+
 . "$SHUNIT2"
