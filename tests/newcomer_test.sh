@@ -237,4 +237,24 @@ testInstallDepsLeavesTheTestServersToTests() {
 		"grep -q '^step \"install-deps\" scripts/install-deps --tests$' '$CJC_SOURCE_DIR/.ci/run'"
 }
 
+# The quick start's last words, to a newcomer who installed to a PREFIX of
+# their own: where cjc is, and commands that, run in a fresh shell, reach
+# it and the store the examples used (not the one cjc uses by default).
+testQuickstartSaysWhereCjcAndTheExamplesStoreAre() {
+	local prefix="$TEST_DIR/my prefix" fake=$TEST_DIR/fake
+	mkdir -p "$prefix/bin" && ln -s "$CJC" "$prefix/bin/cjc"
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail "the examples' compile"
+	# should it build (it must not), it installs and builds nothing
+	fake_installers "$fake"
+	printf '#!/bin/sh\nexit 1\n' >"$fake/cmake" && chmod +x "$fake/cmake"
+	PATH=$fake:$PATH PREFIX=$prefix XDG_CACHE_HOME=$TEST_DIR/xdg \
+		"$CJC_SOURCE_DIR/scripts/quickstart" --next-steps >next.txt 2>&1 || fail "$(cat next.txt)"
+	assertTrue "where cjc went: $(cat next.txt)" "grep -qxF '== cjc is installed as $prefix/bin/cjc' next.txt"
+	assertTrue "the default store named: $(cat next.txt)" "grep -qF 'your builds use $TEST_DIR/xdg/cudajitcache' next.txt"
+	sed -n 's/^    //p' next.txt >steps.sh
+	env -i HOME="$TEST_DIR" PATH=/usr/bin:/bin bash -e steps.sh >stats.txt 2>&1 || fail "$(cat steps.sh): $(cat stats.txt)"
+	assertTrue "the examples' store: $(cat stats.txt)" \
+		"grep -qF 'cache directory  $CJC_DIR/' stats.txt && grep -qx 'misses *1' stats.txt"
+}
+
 . "$SHUNIT2"
