@@ -1,7 +1,14 @@
 # cudajitcache.mk - GNU Make rules that compile CUDA through the cache.
 #
-#   include $(shell pkg-config --variable=makeinclude cudajitcache)
+#   include $(or $(shell pkg-config --variable=makeinclude cudajitcache),$(error \
+#     pkg-config finds no cudajitcache.pc: add PREFIX/lib/pkgconfig to PKG_CONFIG_PATH))
 #   include /usr/local/share/cudajitcache/cudajitcache.mk    # or its path
+#
+# pkg-config searches /usr/local and /usr; for another install prefix,
+# PKG_CONFIG_PATH=PREFIX/lib/pkgconfig.  The $(or ...,$(error ...)) form
+# stops make with that advice where pkg-config finds nothing (a bare
+# `include $(shell ...)` includes nothing, and make says only "No rule to
+# make target").
 #
 # Variables (set them before or after the include, or on the command line,
 # except CJC_OBJDIR and CJC_SRCDIR: before the include):

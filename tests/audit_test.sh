@@ -140,6 +140,19 @@ testChangedInputCannotRebuild() {
 	expect_nvcc_runs 1
 }
 
+# A build whose directory was removed afterwards (as pip removes its own):
+# its entries cannot rebuild, and the summary says how many for that reason.
+testGoneWorkingDirectoryIsCountedInTheSummary() {
+	mkdir "$TEST_DIR/gone"
+	(cd "$TEST_DIR/gone" && cjc_nvcc --cubin "$TEST_DIR/src/k.cu" -o k.cubin -arch=$ARCH) || fail
+	cjc_nvcc --ptx k.cu -o k.ptx -arch=$ARCH || fail
+	rm -r "$TEST_DIR/gone"
+	expect_cannot_rebuild "the working directory $TEST_DIR/gone is gone: No such file or directory"
+	assertTrue "summary: $(tail -n 1 audit.txt)" "grep -qx 'audited 2 entries: 1 reproducible, 0 differ, 1 cannot rebuild (1 because the working directory is gone)' audit.txt"
+	"$CJC" audit all --json >audit.json
+	assertEquals "json: $(jq -c 'del(.entries)' audit.json)" 1 "$(jq .cwd_gone audit.json)"
+}
+
 testOtherCompilerVersionCannotRebuild() {
 	cjc_nvcc --ptx k.cu -o k.ptx -arch=$ARCH || fail
 	make_nvcc_wrapper "$NVCC" "Cuda compilation tools, release 99.9"

@@ -175,4 +175,86 @@ testGcTakesTheBookkeepingWithTheEntries() {
 	assertTrue "$(cat stats.txt)" "grep -q '^bookkeeping *0.0 MB' stats.txt"
 }
 
+# readme_make_block: the README's Make example, as a user copies it
+readme_make_block() {
+	sed -n '/^```make$/,/^```$/p' "$CJC_SOURCE_DIR/README.md" | sed '1d;$d'
+}
+
+# The README's Make line where pkg-config finds no cudajitcache.pc (an
+# install to a PREFIX of one's own): make stops, saying what to set; with
+# PKG_CONFIG_PATH set as the README says, the rules are there.
+testReadmeMakeLineSaysWhatToSet() {
+	command -v pkg-config >/dev/null || { startSkipping; return; }
+	local prefix=$TEST_DIR/prefix
+	mkdir -p app "$TEST_DIR/no-system-pc" "$prefix/lib/pkgconfig"
+	readme_make_block >app/Makefile
+	touch app/main.cu
+	PKG_CONFIG_LIBDIR=$TEST_DIR/no-system-pc make -C app -n main.o >out.txt 2>err.txt
+	assertNotEquals "make's exit status" 0 $?
+	assertTrue "says what to set: $(cat err.txt)" \
+		"grep -q 'pkg-config finds no cudajitcache.pc: add PREFIX/lib/pkgconfig to PKG_CONFIG_PATH' err.txt"
+	printf 'makeinclude=%s\nName: cudajitcache\nDescription: x\nVersion: 0\n' \
+		"$CJC_SOURCE_DIR/modules/cudajitcache.mk" >"$prefix/lib/pkgconfig/cudajitcache.pc"
+	PKG_CONFIG_PATH=$prefix/lib/pkgconfig PKG_CONFIG_LIBDIR=$TEST_DIR/no-system-pc \
+		make -C app --no-print-directory -n main.o >out.txt 2>err.txt || fail "make: $(cat err.txt)"
+	assertTrue "the include's rule: $(cat out.txt)" \
+		"grep -q 'cjc nvcc -gencode=arch=compute_80,code=sm_80 .* -c main.cu -o main.o' out.txt"
+}
+
+# fake_installers DIR: apt-get, npm, node, sudo, dpkg-query, systemctl and
+# mkdir (of npm's prefix) in DIR that install nothing and change nothing;
+# apt-get's and npm's arguments go to DIR/installed, one a line
+fake_installers() {
+	local name
+	mkdir -p "$1"
+	for name in apt-get npm; do
+		printf '#!/bin/sh\nprintf "%%s\\n" "$@" >>"%s/installed"\n' "$1" >"$1/$name"
+	done
+	printf '#!/bin/sh\nexec "$@"\n' >"$1/sudo"
+	printf '#!/bin/sh\nexit 0\n' >"$1/node"
+	printf '#!/bin/sh\nexit 1\n' >"$1/dpkg-query"
+	printf '#!/bin/sh\nexit 0\n' >"$1/systemctl"
+	printf '#!/bin/sh\nexit 0\n' >"$1/mkdir"
+	chmod +x "$1"/*
+}
+
+# Who only wants the tool gets no test servers; --tests (what .ci/run and
+# the README's tests run) installs them.
+testInstallDepsLeavesTheTestServersToTests() {
+	local fake=$TEST_DIR/fake package
+	fake_installers "$fake"
+	PATH=$fake:$PATH "$CJC_SOURCE_DIR/scripts/install-deps" >out.txt 2>&1 || fail "install-deps: $(cat out.txt)"
+	assertTrue "builds: $(cat "$fake/installed")" "grep -qx cmake '$fake/installed' && grep -qx libcurl4-openssl-dev '$fake/installed'"
+	for package in chromium redis-server nginx-light docker-registry nodejs shunit2 s3rver@3.7.1; do
+		assertFalse "no $package" "grep -qx '$package' '$fake/installed'"
+	done
+	rm "$fake/installed"
+	PATH=$fake:$PATH "$CJC_SOURCE_DIR/scripts/install-deps" --tests >out.txt 2>&1 || fail "--tests: $(cat out.txt)"
+	for package in cmake chromium redis-server nginx-light docker-registry shunit2 s3rver@3.7.1; do
+		assertTrue "--tests: $package" "grep -qx '$package' '$fake/installed'"
+	done
+	assertTrue "CI installs the tests' dependencies" \
+		"grep -q '^step \"install-deps\" scripts/install-deps --tests$' '$CJC_SOURCE_DIR/.ci/run'"
+}
+
+# The quick start's last words, to a newcomer who installed to a PREFIX of
+# their own: where cjc is, and commands that, run in a fresh shell, reach
+# it and the store the examples used (not the one cjc uses by default).
+testQuickstartSaysWhereCjcAndTheExamplesStoreAre() {
+	local prefix="$TEST_DIR/my prefix" fake=$TEST_DIR/fake
+	mkdir -p "$prefix/bin" && ln -s "$CJC" "$prefix/bin/cjc"
+	cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH || fail "the examples' compile"
+	# should it build (it must not), it installs and builds nothing
+	fake_installers "$fake"
+	printf '#!/bin/sh\nexit 1\n' >"$fake/cmake" && chmod +x "$fake/cmake"
+	PATH=$fake:$PATH PREFIX=$prefix XDG_CACHE_HOME=$TEST_DIR/xdg \
+		"$CJC_SOURCE_DIR/scripts/quickstart" --next-steps >next.txt 2>&1 || fail "$(cat next.txt)"
+	assertTrue "where cjc went: $(cat next.txt)" "grep -qxF '== cjc is installed as $prefix/bin/cjc' next.txt"
+	assertTrue "the default store named: $(cat next.txt)" "grep -qF 'your builds use $TEST_DIR/xdg/cudajitcache' next.txt"
+	sed -n 's/^    //p' next.txt >steps.sh
+	env -i HOME="$TEST_DIR" PATH=/usr/bin:/bin bash -e steps.sh >stats.txt 2>&1 || fail "$(cat steps.sh): $(cat stats.txt)"
+	assertTrue "the examples' store: $(cat stats.txt)" \
+		"grep -qF 'cache directory  $CJC_DIR/' stats.txt && grep -qx 'misses *1' stats.txt"
+}
+
 . "$SHUNIT2"

@@ -824,6 +824,22 @@ static void compare_program(struct audit *a)
 	compare_stderr(a);
 }
 
+/* Enters the recorded working directory, or says why not.  One that is
+ * gone is marked ("cwd_gone"): the summary counts those apart, since every
+ * entry of a build whose directory was removed afterwards (pip's) is one. */
+static int enter_cwd(struct audit *a, const char *cwd)
+{
+	if (!chdir(cwd))
+		return 0;
+	int e = errno;
+	bool gone = e == ENOENT || e == ENOTDIR;
+	add_note(a, "details", "the working directory %s %s: %s", cwd,
+		 gone ? "is gone" : "cannot be entered", strerror(e));
+	if (gone)
+		json_object_set_new(a->result, "cwd_gone", json_true());
+	return -1;
+}
+
 /* An NVRTC shim's entry (docs/nvrtc-shim.md): its program compiled again
  * by the NVRTC it records, in its working directory, when audit_trust.h
  * allows that library and every recorded input is unchanged. */
@@ -838,8 +854,8 @@ static void audit_program_entry(struct audit *a)
 		;
 	else if (cjc_audit_trust_nvrtc(a->entry.meta, &library, &why))
 		add_note(a, "details", "%s", why.data);
-	else if (chdir(cwd))
-		add_note(a, "details", "the working directory %s is gone: %s", cwd, strerror(errno));
+	else if (enter_cwd(a, cwd))
+		;
 	else if (!check_inputs(a))
 		rc = rebuild_program(a, library, &p);
 	if (!rc)
@@ -901,10 +917,8 @@ static void audit_verified(struct audit *a)
 	if (a->keyed_source && !strcmp(meta_text(json_array_get(argv, 0)), "nvrtc"))
 		return audit_nvrtc_entry(a);
 	const char *cwd = meta_str(a->entry.meta, "cwd");
-	if (chdir(cwd)) {
-		add_note(a, "details", "the working directory %s is gone: %s", cwd, strerror(errno));
+	if (enter_cwd(a, cwd))
 		return set_status(a, "cannot rebuild");
-	}
 	drop_relative_path_entries();
 	struct cjc_strvec words = CJC_STRVEC_INIT;
 	if (recorded_words(a, &words) || check_programs(a, cwd)) {
@@ -1053,6 +1067,7 @@ static void print_result(json_t *r)
 
 struct tally {
 	size_t reproducible, differs, cannot, done, total;
+	size_t cwd_gone; /* of cannot: the working directory is gone */
 };
 
 static void count_result(struct tally *t, json_t *r)
@@ -1064,6 +1079,7 @@ static void count_result(struct tally *t, json_t *r)
 		t->differs++;
 	else
 		t->cannot++;
+	t->cwd_gone += json_is_true(json_object_get(r, "cwd_gone"));
 	t->done++;
 }
 
@@ -1102,15 +1118,19 @@ static int report(json_t **results, size_t n, const struct tally *t, bool json)
 		json_t *list = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append(list, results[i]);
-		json_t *doc = json_pack("{s:o, s:I, s:I, s:I}", "entries", list, "reproducible",
+		json_t *doc = json_pack("{s:o, s:I, s:I, s:I, s:I}", "entries", list, "reproducible",
 					(json_int_t)t->reproducible, "differs", (json_int_t)t->differs,
-					"cannot_rebuild", (json_int_t)t->cannot);
+					"cannot_rebuild", (json_int_t)t->cannot, "cwd_gone",
+					(json_int_t)t->cwd_gone);
 		cjc_print_json(doc);
 	} else {
 		for (size_t i = 0; i < n; i++)
 			print_result(results[i]);
-		printf("audited %zu %s: %zu reproducible, %zu differ, %zu cannot rebuild\n", n,
+		printf("audited %zu %s: %zu reproducible, %zu differ, %zu cannot rebuild", n,
 		       n == 1 ? "entry" : "entries", t->reproducible, t->differs, t->cannot);
+		if (t->cwd_gone)
+			printf(" (%zu because the working directory is gone)", t->cwd_gone);
+		putchar('\n');
 	}
 	return t->reproducible == n ? 0 : 1;
 }
