@@ -698,6 +698,9 @@ lude "v.h"' $'\f#include "v.h"'; do
 	printf 'extern "C" __global__ void k(int *p) { *p = 1; }\n' >forms/plain.cu
 	assertEquals "an option's time macro" "miss -" \
 		"$(cd forms && CJC_JIT_COMPILER=nvrtc jit plain.cu -DX=__TIME__)"
+	echo -O3 >forms/popt
+	assertEquals "a ptxas options file" "miss -" \
+		"$(cd forms && CJC_JIT_COMPILER=nvrtc jit plain.cu --ptxas-options=--options-file=popt)"
 	assertEquals "no entry" 0 "$(entry_count)"
 }
 

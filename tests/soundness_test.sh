@@ -570,6 +570,46 @@ testAnIdentityRecordMovedToAnotherNameIsNotBelieved() {
 	assertTrue "hc1's record made again" "grep -qF '$PWD/hc1/gcc' '$hc1_id'"
 }
 
+# changed_then NAME CHANGE ARG...: a cubin through cjc, CHANGE (shell
+# words), again through cjc: the second is what plain nvcc makes now.
+changed_then() {
+	local name=$1 change=$2
+	shift 2
+	cjc_nvcc --cubin -arch=$ARCH "$@" -o c1.cubin || fail "$name: first"
+	eval "$change"
+	cjc_nvcc --cubin -arch=$ARCH "$@" -o c2.cubin || fail "$name: second"
+	"$REAL_NVCC" --cubin -arch=$ARCH "$@" -o p.cubin || fail "$name: nvcc"
+	assertTrue "$name: the second is nvcc's" "cmp -s c2.cubin p.cubin"
+}
+
+# What a hostile review found (each was a wrong hit): __has_include of a
+# header that appears; include spellings the preprocessor takes (a comment
+# before or after the '#', the digraph, #import, a splice in the word);
+# -include's file, looked for in the working directory first; an include
+# directory given to the host compiler; a ptxas options file.
+testEveryIncludeSpellingAndFileReadIsFollowed() {
+	local f
+	mkdir -p inc q
+	printf '#if __has_include("opt.h")\n#define V 1\n#else\n#define V 2\n#endif\n__global__ void k(int *o) { *o = V; }\n' >h.cu
+	changed_then __has_include "touch opt.h" h.cu
+	changed_then "__has_include, removed" "rm opt.h" h.cu
+	echo '#define V 1' >inc/a.h
+	for f in '/**/#include "a.h"' '%:include "a.h"' '#include/**/"a.h"' '#import "a.h"' \
+		$'#inc\\\nlude "a.h"'; do
+		printf '%s\n__global__ void k(int *o) { *o = V; }\n' "$f" >s.cu
+		changed_then "[$f]" "echo '#define V 2' >a.h" -Iinc s.cu
+		rm -f a.h
+	done
+	printf '__global__ void k(int *o) { *o = V; }\n' >n.cu
+	changed_then "-include" "echo '#define V 2' >a.h" -Iinc -include a.h n.cu
+	rm -f a.h
+	printf '#include "a.h"\n__global__ void k(int *o) { *o = V; }\n' >i.cu
+	changed_then "-Xcompiler -iquote" "echo '#define V 2' >q/a.h" -Xcompiler -iquote,q -Iinc i.cu
+	printf '__global__ void k(float *o, float a) { float s = 0; for (int i = 0; i < 64; i++) s += o[i * threadIdx.x] * a; *o = s; }\n' >p.cu
+	echo -O3 >popt
+	changed_then "-Xptxas -optf" "echo -O0 >popt" -Xptxas -optf,popt p.cu
+}
+
 # wait_for_stat NAME N: until the counter reaches N (a verifier runs
 # apart from the build), bounded by two minutes.
 wait_for_stat() {

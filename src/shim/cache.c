@@ -131,6 +131,8 @@ static const char *unkeyable_request(const struct shim_job *s)
 			return "an option names the GPU of this machine (native)";
 		if (names_clock(o))
 			return "an option names __DATE__, __TIME__ or __TIMESTAMP__";
+		if (cjc_rules_stage_options_file(o))
+			return "an option names a stage's options file, whose contents are not keyed";
 	}
 	if (names_clock(s->p->source))
 		return "the source names __DATE__, __TIME__ or __TIMESTAMP__";

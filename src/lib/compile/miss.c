@@ -104,27 +104,63 @@ static void search_path(const struct cjc_compile *c, const struct cjc_toolkit_di
 	push_path_variable(dirs, "C_INCLUDE_PATH");
 }
 
+/* The files __has_include found (includescan.h): their presence decides the
+ * output, so they join the record's dependencies, hashed as the others. */
+static void add_present(const struct cjc_miss *m, struct cjc_manifest_record *rec,
+			struct cjc_strvec *present)
+{
+	cjc_strvec_sort_unique(present);
+	for (size_t i = 0; i < present->n; i++) {
+		char *path = cjc_place_relativize(&m->c->place, present->v[i]);
+		if (!path)
+			path = cjc_xstrdup(present->v[i]);
+		bool known = false;
+		for (size_t k = 0; k < rec->ndeps && !known; k++)
+			known = !strcmp(rec->deps[k].path, path);
+		struct cjc_dep d = { path, 0, { 0 } };
+		if (known || m->hash(m->ctx, path, &d.size, d.sha)) {
+			/* one that cannot be hashed (a directory) is kept as a name
+			 * that must be absent: the record never matches while it is there */
+			if (!known)
+				cjc_strvec_push(&rec->absent, present->v[i]);
+			free(path);
+			continue;
+		}
+		rec->deps = cjc_xrealloc(rec->deps, (rec->ndeps + 1) * sizeof *rec->deps);
+		rec->deps[rec->ndeps++] = d;
+	}
+}
+
 /* Records the include candidates that must stay absent (includescan.h),
- * and whether a file uses the time while SOURCE_DATE_EPOCH does not fix it. */
+ * what __has_include found, and whether a file uses the time while
+ * SOURCE_DATE_EPOCH does not fix it. */
 static void scan_files(const struct cjc_miss *m, struct cjc_manifest_record *rec)
 {
 	struct cjc_search_path sp = CJC_SEARCH_PATH_INIT;
+	struct cjc_strvec present = CJC_STRVEC_INIT;
 	struct cjc_toolkit_dirs t;
 	bool fixed = cjc_rules_epoch();
 	cjc_toolkit_dirs_find(rec->deps, rec->ndeps, &t);
 	search_path(m->c, &t, &sp.dirs);
-	for (size_t i = 0; i < rec->ndeps; i++) {
+	for (size_t i = 0; i < m->c->preincludes.n; i++)
+		cjc_includescan_forced(m->c->preincludes.v[i], m->c->place.cwd ? m->c->place.cwd : ".",
+				       &sp, &rec->absent);
+	size_t ndeps = rec->ndeps;
+	for (size_t i = 0; i < ndeps; i++) {
 		struct cjc_buf content = CJC_BUF_INIT;
 		if (!cjc_read_file(rec->deps[i].path, &content)) {
 			const char *macro = cjc_rules_time_macro(content.data, content.len, fixed);
 			if (macro && !*m->uncacheable)
 				*m->uncacheable = cjc_xasprintf("%s in %s%s", macro, rec->deps[i].path,
 								fixed ? "" : " and no SOURCE_DATE_EPOCH");
-			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent);
+			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent,
+					&present);
 		}
 		cjc_buf_release(&content);
 	}
+	add_present(m, rec, &present);
 	cjc_strvec_sort_unique(&rec->absent);
+	cjc_strvec_clear(&present);
 	cjc_strvec_clear(&sp.dirs);
 	cjc_toolkit_dirs_release(&t);
 }

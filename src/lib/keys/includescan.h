@@ -20,8 +20,19 @@
  * system directories are not, so a header planted in /usr/include that
  * shadows another one there is not seen.
  * The scan is textual and ignores conditional compilation, which can only
- * add candidates (a needless miss, never a wrong hit).  Computed includes
- * (#include MACRO) and #include_next are not followed.
+ * add candidates (a needless miss, never a wrong hit).  It reads every
+ * spelling the preprocessor takes: line splices joined (rules.h), comments
+ * as blanks (and the text as it is too, so that a comment marker inside a
+ * string cannot hide a line), '#' or the digraph %:, #include and #import.
+ * __has_include("name") and __has_include(<name>) are walked the same way,
+ * and the file one finds is reported in present: its presence decides the
+ * output although the compiler never reads it, so the caller keys it as a
+ * dependency.  Computed includes (#include MACRO), #include_next and
+ * __has_include_next are not followed.
+ *
+ * cjc_includescan_forced: a file the command includes first (-include
+ * NAME), which gcc looks for in the working directory before the search
+ * path.
  */
 #ifndef CJC_INCLUDESCAN_H
 #define CJC_INCLUDESCAN_H
@@ -34,8 +45,12 @@ struct cjc_search_path {
 
 #define CJC_SEARCH_PATH_INIT { CJC_STRVEC_INIT }
 
-/* Appends to `absent` the candidates that precede each include's resolution. */
+/* Appends to `absent` the candidates that precede each include's
+ * resolution, and to `present` (may be NULL) what __has_include found. */
 void cjc_includescan(const char *file_path, const char *text, size_t len,
-		     const struct cjc_search_path *sp, struct cjc_strvec *absent);
+		     const struct cjc_search_path *sp, struct cjc_strvec *absent,
+		     struct cjc_strvec *present);
+void cjc_includescan_forced(const char *name, const char *cwd, const struct cjc_search_path *sp,
+			    struct cjc_strvec *absent);
 
 #endif

@@ -39,6 +39,7 @@ enum action {
 	CCBIN,       /* host compiler */
 	INCLUDE,     /* -I: key, and the include search path */
 	ISYSTEM,     /* -isystem: likewise */
+	PREINCLUDE,  /* -include: key; the file gcc includes first (includescan.h) */
 	HOST_DEBUG,  /* -g: key; the host compiler records the working directory */
 	DEVICE_DEBUG,/* -G: key; the device debug information records it */
 	LINE_INFO,   /* -lineinfo: key; records each file's directory */
@@ -67,7 +68,7 @@ struct nvcc_option {
 enum reason {
 	R_PREPROCESS, R_DEPS_ONLY, R_LINK, R_DEVICE_LINK, R_KEEPS_FILES, R_DRY_RUN, R_QUERY,
 	R_EXTRA_FILES, R_RUNS, R_OTHER_KIND, R_HOST_PROGRAM, R_NATIVE, R_NATIVE_UNKNOWN,
-	R_INCLUDES_SYNTAX, R_INCLUDES_OPTION, R_STAGE_FILE,
+	R_INCLUDES_SYNTAX, R_INCLUDES_OPTION, R_STAGE_FILE, R_STAGE_OPTIONS_FILE, R_HOST_INCLUDE,
 };
 
 static const char *const reasons[] = {
@@ -87,6 +88,8 @@ static const char *const reasons[] = {
 	[R_INCLUDES_SYNTAX] = "INCLUDES or SYSTEM_INCLUDES holds a $, backquote, backslash or unbalanced quote",
 	[R_INCLUDES_OPTION] = "INCLUDES or SYSTEM_INCLUDES holds an option other than -I, -isystem, -include, -D or -U",
 	[R_STAGE_FILE] = "a stage's flags variable (PTXAS_FLAGS, CUDAFE_FLAGS, ...) may name a file, whose contents are not keyed",
+	[R_STAGE_OPTIONS_FILE] = "a stage's options name an options file (-Xptxas -optf, --ptxas-options=--options-file), whose contents are not keyed",
+	[R_HOST_INCLUDE] = "a host-compiler option adds an include directory or file (-Xcompiler -I, -iquote, -isystem, -include, ...), whose shadowing is not followed",
 };
 
 /* Host-compiler (and linker) options whose value names a program to run, or
@@ -240,7 +243,7 @@ static const struct nvcc_option options[] = {
 	{ "h", 0, UNCACHEABLE, F_NONE, R_QUERY },
 	{ "help", 0, UNCACHEABLE, F_NONE, R_QUERY },
 	{ "host-linker-script", VALUE, KEY, F_EXTRA, 0 },
-	{ "include", VALUE | PATH, KEY, F_EXTRA, 0 },
+	{ "include", VALUE | PATH, PREINCLUDE, F_EXTRA, 0 },
 	{ "include-path", VALUE | PATH, INCLUDE, F_INCLUDE, 0 },
 	{ "isystem", VALUE | PATH, ISYSTEM, F_EXTRA, 0 },
 	{ "jump-table-density", VALUE, KEY, F_EXTRA, 0 },
@@ -280,7 +283,7 @@ static const struct nvcc_option options[] = {
 	{ "optix-ir", 0, UNCACHEABLE, F_NONE, R_OTHER_KIND },
 	{ "output-directory", VALUE, ODIR, F_NONE, 0 },
 	{ "output-file", VALUE, OUTPUT, F_NONE, 0 },
-	{ "pre-include", VALUE | PATH, KEY, F_EXTRA, 0 },
+	{ "pre-include", VALUE | PATH, PREINCLUDE, F_EXTRA, 0 },
 	{ "prec-div", VALUE, KEY, F_EXTRA, 0 },
 	{ "prec-sqrt", VALUE, KEY, F_EXTRA, 0 },
 	{ "preprocess", 0, UNCACHEABLE, F_NONE, R_PREPROCESS },
@@ -660,11 +663,15 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 			record_field(p, o, words, used, value);
 		}
 	}
+	if (value && o->action != OPTFILE && cjc_rules_stage_options_file(value))
+		uncacheable(c, reasons[R_STAGE_OPTIONS_FILE]);
 	switch (o->action) {
 	case KEY: case FORWARD: break;
 	case HOST_OPTIONS:
 		if (cjc_host_program_option(value, NULL))
 			uncacheable(c, reasons[R_HOST_PROGRAM]);
+		if (cjc_rules_host_include(value))
+			uncacheable(c, reasons[R_HOST_INCLUDE]);
 		break;
 	case LANGUAGE: p->language_given = true; break;
 	case MODE:
@@ -684,6 +691,7 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	case CCBIN: free(c->ccbin); c->ccbin = cjc_xstrdup(value); break;
 	case INCLUDE: cjc_strvec_push(&c->search.dirs, value); break;
 	case ISYSTEM: cjc_strvec_push(&c->isystem, value); break;
+	case PREINCLUDE: cjc_strvec_push(&c->preincludes, value); break;
 	case HOST_DEBUG: p->host_debug = true; break;
 	case DEVICE_DEBUG: p->device_debug = true; break;
 	case LINE_INFO: p->line_info = true; break;
@@ -732,6 +740,8 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 		if (!o && p->forward_unknown) {
 			if (cjc_host_program_option(a, NULL))
 				uncacheable(c, reasons[R_HOST_PROGRAM]);
+			if (cjc_rules_host_include(a))
+				uncacheable(c, reasons[R_HOST_INCLUDE]);
 			cjc_strvec_push(&c->key_args, a);
 			if (from != FILE_KEPT)
 				cjc_strvec_push(&c->nvcc_args, a);
@@ -1054,6 +1064,7 @@ void cjc_compile_release(struct cjc_compile *c)
 	cjc_strvec_clear(&c->nvcc_args);
 	cjc_strvec_clear(&c->optfiles);
 	cjc_strvec_clear(&c->isystem);
+	cjc_strvec_clear(&c->preincludes);
 	cjc_strvec_clear(&c->search.dirs);
 	json_decref(c->options);
 	json_decref(c->resolved);

@@ -60,6 +60,7 @@ struct cjc_compile {
 	struct cjc_strvec nvcc_args; /* the command to run on a miss, less -o and -M* */
 	struct cjc_strvec optfiles;  /* options files read, with their contents in key_args */
 	struct cjc_strvec isystem;   /* -isystem directories */
+	struct cjc_strvec preincludes; /* -include files, in order */
 	struct cjc_search_path search;
 	json_t *options;   /* for metadata.json */
 	json_t *options_files; /* for metadata.json: [{"path", "sha256", "private"}], or NULL */

@@ -45,6 +45,14 @@ static const char *join_splices(const char *text, size_t len, struct cjc_buf *jo
 	return joined->data ? joined->data : "";
 }
 
+void cjc_rules_join_splices(const char *text, size_t len, struct cjc_buf *out)
+{
+	size_t n;
+	const char *t = join_splices(text, len, out, &n);
+	if (t != out->data)
+		cjc_buf_add(out, t, n);
+}
+
 const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
 {
 	static const char *const macros[] = { "__TIMESTAMP__", "__DATE__", "__TIME__" };
@@ -96,6 +104,31 @@ bool cjc_rules_may_include(const char *text, size_t len)
 	bool found = memmem(t, n, "include", 7) != NULL;
 	cjc_buf_release(&joined);
 	return found;
+}
+
+/* Whether a part of word (split at commas, blanks and '=') starts with a prefix. */
+static bool part_starts(const char *word, const char *const *prefixes, size_t n)
+{
+	char *copy = cjc_xstrdup(word ? word : ""), *save = NULL;
+	bool found = false;
+	for (char *t = strtok_r(copy, ", \t\n=", &save); t && !found; t = strtok_r(NULL, ", \t\n=", &save))
+		for (size_t i = 0; i < n && !found; i++)
+			found = cjc_starts_with(t, prefixes[i]);
+	free(copy);
+	return found;
+}
+
+bool cjc_rules_stage_options_file(const char *word)
+{
+	static const char *const files[] = { "-optf", "--optf", "-options-file", "--options-file" };
+	return part_starts(word, files, sizeof files / sizeof *files);
+}
+
+bool cjc_rules_host_include(const char *word)
+{
+	static const char *const includes[] = { "-I", "-iquote", "-isystem", "-idirafter", "-iprefix",
+						"-iwithprefix", "-isysroot", "-include", "-imacros" };
+	return part_starts(word, includes, sizeof includes / sizeof *includes);
 }
 
 /* ---- paths ---- */

@@ -60,6 +60,10 @@
 #define CJC_RULES_TIME_MACRO_OPTION "an option names a time macro (__DATE__ or __TIME__ without " \
 	"SOURCE_DATE_EPOCH, __TIMESTAMP__)"
 
+/* text with its line splices joined (the preprocessor's second phase),
+ * into out. */
+void cjc_rules_join_splices(const char *text, size_t len, struct cjc_buf *out);
+
 /* Whether SOURCE_DATE_EPOCH is set (nvcc's paths; NVRTC ignores it). */
 bool cjc_rules_epoch(void);
 
@@ -76,6 +80,20 @@ const char *cjc_rules_time_macro_env(bool epoch, const char **name);
 
 /* Whether text could make the preprocessor read a file (above). */
 bool cjc_rules_may_include(const char *text, size_t len);
+
+/*
+ * Option words that read files the key does not see.  Each looks at every
+ * part of a word (split at commas, blanks and '=', as -Xptxas -optf,FILE,
+ * --ptxas-options=--options-file=FILE and -Xcompiler -isystem,DIR come).
+ *   cjc_rules_stage_options_file  a stage's options file (-optf,
+ *                                 --options-file): its contents are not keyed
+ *   cjc_rules_host_include        an include directory or file given to the
+ *                                 host compiler (-I, -iquote, -isystem,
+ *                                 -idirafter, -iprefix, -isysroot, -include,
+ *                                 -imacros): what it shadows is not followed
+ */
+bool cjc_rules_stage_options_file(const char *word);
+bool cjc_rules_host_include(const char *word);
 
 /* Whether the source's path can reach the output (above): texts[0] is the
  * source, the others the files it read; options the option words, one a
