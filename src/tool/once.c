@@ -13,6 +13,7 @@
 
 #include "base/fs.h"
 #include "base/hash.h"
+#include "base/log.h"
 
 /* The memo's name: the message's hash (a fixed length, any characters)
  * and the session. */
@@ -37,10 +38,21 @@ static bool renew(int fd)
 	return say;
 }
 
+/* The run-time directory (fs.h), and what the log is to know of it. */
+static int memo_dir(void)
+{
+	struct cjc_buf news = CJC_BUF_INIT;
+	int dir = cjc_user_run_dir_told(&news);
+	if (news.len)
+		cjc_log("%s", news.data);
+	cjc_buf_release(&news);
+	return dir;
+}
+
 bool cjc_say_once(const char *message)
 {
 	char name[64];
-	int dir = cjc_user_run_dir();
+	int dir = memo_dir();
 	if (dir < 0)
 		return true;
 	memo_name(message, name, sizeof name);
