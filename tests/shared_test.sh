@@ -502,4 +502,19 @@ testAnotherUsersRunDirectoryIsSaidAndSidestepped() {
 	run_dir_taken link
 }
 
+# Memos of what was said once (src/tool/once.h) that no compile renewed
+# for an hour are removed when a new one is made; the helpers' files
+# beside them stay.
+testOldMemosAreRemoved() {
+	local run=$XDG_RUNTIME_DIR/cudajitcache
+	mkdir -m 700 "$run" && touch -d '2 hours ago' "$run/said.0123456789abcdef.1" "$run/key.old" &&
+		touch "$run/said.fedcba9876543210.2" || fail "the memos"
+	CJC_DIR=/dev/null/x "$CJC" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt || fail "the build"
+	assertTrue "said: $(cat err.txt)" "grep -q 'is unusable' err.txt"
+	assertFalse "the old memo is gone" "[ -e '$run/said.0123456789abcdef.1' ]"
+	assertTrue "a fresh one stays" "[ -e '$run/said.fedcba9876543210.2' ]"
+	assertTrue "what is not a memo stays" "[ -e '$run/key.old' ]"
+	assertEquals "and the new memo is made: $(ls "$run")" 3 "$(ls "$run" | wc -l)"
+}
+
 . "$SHUNIT2"

@@ -3,6 +3,7 @@
  */
 #include "once.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +39,24 @@ static bool renew(int fd)
 	return say;
 }
 
+/* Removes the memos (said.*) no compile renewed for CJC_ONCE_KEEP_S. */
+static void forget_old(int dir)
+{
+	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	struct stat st;
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, "said.", 5) &&
+		    !fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    time(NULL) - st.st_mtime >= CJC_ONCE_KEEP_S)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+}
+
 /* The run-time directory (fs.h), and what the log is to know of it. */
 static int memo_dir(void)
 {
@@ -57,6 +76,9 @@ bool cjc_say_once(const char *message)
 		return true;
 	memo_name(message, name, sizeof name);
 	int fd = cjc_open_regular(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+	struct stat st;
+	if (fd >= 0 && !fstat(fd, &st) && st.st_size == 0)
+		forget_old(dir); /* a new memo: once per message and build */
 	close(dir);
 	if (fd < 0)
 		return true;
