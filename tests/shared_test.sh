@@ -176,36 +176,54 @@ testAMemberRacingStagingRedirectsNoWrite() {
 
 # --- 4. nobody plants or breaks the store itself (docs/trust.md) ----------
 
-# Without HOME (root under env -i, a systemd unit), the default store was
-# /tmp/.cache/cudajitcache, which any user can make first.  The test runs
-# in a mount namespace of its own with a fresh /tmp and /root/.cache, so
-# that it neither races anyone for /tmp/.cache nor touches root's real
-# home.  The build under test may be under either (a checkout in /tmp): it
-# is held by a bind mount made before them, and mounted back at its path.
-testWithoutHomeNoOtherUsersDirectoryIsTheStore() {
+# fresh_tmp_ready: whether fresh_tmp can run here; if not, the test is
+# skipped.
+fresh_tmp_ready() {
 	if ! unshare -m true 2>/dev/null; then
 		echo "no mount namespace here: skipping" >&2
 		startSkipping
-		return
+		return 1
 	fi
-	[ -x "${CJC_JIT_CLI:-}" ] || fail "CJC_JIT_CLI: set it to build/tests/jit_cli"
 	[ -d "${CJC_BUILD_DIR:-}" ] || fail "CJC_BUILD_DIR: set it to the build tree"
 	chmod 755 "$TEST_DIR"
+}
+
+# fresh_tmp SCRIPT ARGS...: bash -c SCRIPT ARGS in a mount namespace of its
+# own, with a fresh /tmp and /root/.cache: nobody's real
+# /tmp/cudajitcache-<uid>, nor root's real home, is touched.  The test's
+# directory and the build under test (under /tmp, or /root/.cache, in a
+# checkout there) are held by bind mounts made before, and mounted back at
+# their paths.
+fresh_tmp() {
+	local script=$1
+	shift
 	mkdir -p /root/.cache "$TEST_DIR/build" || fail "/root/.cache"
 	unshare -m bash -c '
-		mount --make-rprivate / && mount --bind "$7" "$1/build" &&
+		mount --make-rprivate / && mount --bind "$2" "$1/build" &&
 		mount -t tmpfs -o mode=700 none /root/.cache &&
 		mkdir /root/.cache/t && mount --rbind "$1" /root/.cache/t &&
 		mount -t tmpfs -o mode=1777 none /tmp || exit 1
-		setpriv --reuid="$2" --regid="$(id -g "$2")" --init-groups \
+		[ -d "$1" ] || { mkdir -p "$1" && mount --rbind /root/.cache/t "$1"; } || exit 1
+		[ -d "$2" ] || { mkdir -p "$2" && mount --bind "$1/build" "$2"; } || exit 1
+		cd "$PWD" && shift 2 || exit 1
+		'"$script" sh "$TEST_DIR" "$CJC_BUILD_DIR" "$@"
+}
+
+# Without HOME (root under env -i, a systemd unit), the default store was
+# /tmp/.cache/cudajitcache, which any user can make first.  The test runs
+# with a fresh /tmp and /root/.cache (fresh_tmp), so that it neither races
+# anyone for /tmp/.cache nor touches root's real home.
+testWithoutHomeNoOtherUsersDirectoryIsTheStore() {
+	fresh_tmp_ready || return
+	[ -x "${CJC_JIT_CLI:-}" ] || fail "CJC_JIT_CLI: set it to build/tests/jit_cli"
+	fresh_tmp '
+		setpriv --reuid="$1" --regid="$(id -g "$1")" --init-groups \
 			sh -c "mkdir -p -m 777 /tmp/.cache/cudajitcache && chmod 777 /tmp/.cache" || exit 1
-		[ -d "$7" ] || { mkdir -p "$7" && mount --bind /root/.cache/t/build "$7"; } || exit 1
-		cd /root/.cache/t/src || exit 1
-		env -i PATH=/usr/bin:/bin "$3" "$4" --cubin k.cu -o k.cubin -arch="$5" || exit 1
-		env -i "$6" --setting CACHE_DIR >/root/.cache/t/jit-dir || exit 1
-		ls -A /tmp/.cache/cudajitcache >/root/.cache/t/planted
-		ls -d /root/.cache/cudajitcache/v1 >/root/.cache/t/private' \
-		sh "$TEST_DIR" "$OUTSIDER" "$CJC" "$REAL_NVCC" "$ARCH" "$CJC_JIT_CLI" "$CJC_BUILD_DIR"
+		env -i PATH=/usr/bin:/bin "$2" "$3" --cubin k.cu -o k.cubin -arch="$4" || exit 1
+		env -i "$5" --setting CACHE_DIR >../jit-dir || exit 1
+		ls -A /tmp/.cache/cudajitcache >../planted
+		ls -d /root/.cache/cudajitcache/v1 >../private' \
+		"$OUTSIDER" "$CJC" "$REAL_NVCC" "$ARCH" "$CJC_JIT_CLI"
 	assertEquals "root's compile and JIT open succeed" 0 $?
 	assertTrue "the output" "[ -s k.cubin ]"
 	assertEquals "nothing of root's in the outsider's directory" "" "$(cat "$TEST_DIR/planted")"
@@ -429,6 +447,74 @@ WRAP
 		assertTrue "$f: both compiles" "[ $(grep -c '^PATH=' "$TEST_DIR/$f.txt") -ge 2 ]"
 		assertFalse "$f: no CJC_REMOTE" "grep -q 'CJC_REMOTE\|Secret' '$TEST_DIR/$f.txt'"
 	done
+}
+
+# --- 5. nobody takes the run-time directory (docs/trust.md) ---------------
+
+# run_dir_taken KIND: the outsider makes /tmp/cudajitcache-<root's uid> a
+# KIND (a directory of hers, open to all, or a link to one), then
+# root, without XDG_RUNTIME_DIR (cron, sudo, CI), compiles three times in
+# one session with two remote stores: one that says its trouble once per
+# build (a Redis nobody listens for) and one with the HTTP helper.  The
+# helper's socket is waited for after the first compile, so that the
+# others ask it.
+run_dir_taken() {
+	fresh_tmp '
+		theirs=/tmp/cudajitcache-$(id -u)
+		case $2 in
+		directory) setpriv --reuid="$1" --regid="$(id -g "$1")" --init-groups mkdir -m 777 "$theirs" ;;
+		link) setpriv --reuid="$1" --regid="$(id -g "$1")" --init-groups \
+			sh -c "mkdir -m 777 /tmp/hers && ln -s /tmp/hers $theirs" ;;
+		esac || exit 1
+		unset XDG_RUNTIME_DIR
+		export CJC_DIR=$CJC_DIR.$2 CJC_REMOTE="http://127.0.0.1:1/x|helper-idle=60s redis://127.0.0.1:1"
+		for i in 1 2 3; do
+			"$3" "$4" --cubin k.cu -o k$i.cubin -arch="$5" -DV=$i 2>>err.txt || exit 1
+			name=$(sed -n "s/.*started the helper .*, \(.*\))$/\1/p" "$CJC_LOG")
+			[ $i = 1 ] && [ -n "$name" ] || continue
+			sock=$(cat /root/.cache/cudajitcache-run.*)/$name
+			for w in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
+		done
+		ls -A "$theirs/" >planted
+		for pid in $(sed -n "s/.*started the helper of .* (pid \([0-9]*\),.*/\1/p" "$CJC_LOG"); do
+			kill -KILL "$pid"
+		done' "$OUTSIDER" "$1" "$CJC" "$NVCC" "$ARCH"
+	assertEquals "$1: root's compiles succeed" 0 $?
+	assertTrue "$1: the outputs" "[ -s k3.cubin ]"
+	assertEquals "$1: the trouble said once: $(cat err.txt)" 1 "$(grep -c 'cannot connect' err.txt)"
+	local said="run-time directory /tmp/cudajitcache-0 is a $1 of $OUTSIDER (uid $(id -u "$OUTSIDER")),"
+	said="$said not yours: using /tmp/cudajitcache-0-[A-Za-z0-9]\{6\} instead"
+	assertEquals "$1: the log names the path, its owner and the private one, once: $(cat "$CJC_LOG")" \
+		1 "$(grep -c "$said" "$CJC_LOG")"
+	assertEquals "$1: the later compiles asked the helper" 2 "$(grep -c 'asking the helper' "$CJC_LOG")"
+	assertEquals "$1: nothing of root's in her directory" "" "$(cat planted)"
+}
+
+# Without XDG_RUNTIME_DIR, the run-time directory is a fixed name in /tmp,
+# which another user can make first, as a directory or a link: it is not
+# used, and a private one is, made where nobody can name it first and found
+# again by the next compile; so what is said once is said once, and the
+# helper serves.
+testAnotherUsersRunDirectoryIsSaidAndSidestepped() {
+	fresh_tmp_ready || return
+	run_dir_taken directory
+	rm -f "$CJC_LOG" err.txt planted
+	run_dir_taken link
+}
+
+# Memos of what was said once (src/tool/once.h) that no compile renewed
+# for an hour are removed when a new one is made; the helpers' files
+# beside them stay.
+testOldMemosAreRemoved() {
+	local run=$XDG_RUNTIME_DIR/cudajitcache
+	mkdir -m 700 "$run" && touch -d '2 hours ago' "$run/said.0123456789abcdef.1" "$run/key.old" &&
+		touch "$run/said.fedcba9876543210.2" || fail "the memos"
+	CJC_DIR=/dev/null/x "$CJC" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH 2>err.txt || fail "the build"
+	assertTrue "said: $(cat err.txt)" "grep -q 'is unusable' err.txt"
+	assertFalse "the old memo is gone" "[ -e '$run/said.0123456789abcdef.1' ]"
+	assertTrue "a fresh one stays" "[ -e '$run/said.fedcba9876543210.2' ]"
+	assertTrue "what is not a memo stays" "[ -e '$run/key.old' ]"
+	assertEquals "and the new memo is made: $(ls "$run")" 3 "$(ls "$run" | wc -l)"
 }
 
 . "$SHUNIT2"

@@ -3,6 +3,7 @@
  */
 #include "once.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "base/fs.h"
 #include "base/hash.h"
+#include "base/log.h"
 
 /* The memo's name: the message's hash (a fixed length, any characters)
  * and the session. */
@@ -37,14 +39,46 @@ static bool renew(int fd)
 	return say;
 }
 
+/* Removes the memos (said.*) no compile renewed for CJC_ONCE_KEEP_S. */
+static void forget_old(int dir)
+{
+	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	struct stat st;
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, "said.", 5) &&
+		    !fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    time(NULL) - st.st_mtime >= CJC_ONCE_KEEP_S)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+}
+
+/* The run-time directory (fs.h), and what the log is to know of it. */
+static int memo_dir(void)
+{
+	struct cjc_buf news = CJC_BUF_INIT;
+	int dir = cjc_user_run_dir_told(&news);
+	if (news.len)
+		cjc_log("%s", news.data);
+	cjc_buf_release(&news);
+	return dir;
+}
+
 bool cjc_say_once(const char *message)
 {
 	char name[64];
-	int dir = cjc_user_run_dir();
+	int dir = memo_dir();
 	if (dir < 0)
 		return true;
 	memo_name(message, name, sizeof name);
 	int fd = cjc_open_regular(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+	struct stat st;
+	if (fd >= 0 && !fstat(fd, &st) && st.st_size == 0)
+		forget_old(dir); /* a new memo: once per message and build */
 	close(dir);
 	if (fd < 0)
 		return true;

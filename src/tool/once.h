@@ -10,7 +10,9 @@
  * message in the user's own run-time directory (cjc_user_run_dir(), fs.h),
  * locked while it is read and renewed, so that of two compiles meeting it
  * at once only one says it; where there is no such directory, every
- * compile says it.
+ * compile says it.  A memo no compile renewed for CJC_ONCE_KEEP_S is
+ * removed when a new one is made (that is, at most once per message and
+ * build), so they are bounded by the messages said in that time.
  */
 #ifndef CJC_ONCE_H
 #define CJC_ONCE_H
@@ -19,6 +21,9 @@
 
 /* Seconds a memo lasts without a compile that renews it. */
 #define CJC_ONCE_QUIET_S 60
+/* Seconds a memo is kept without a compile that renews it (long past its
+ * quiet minute: removing it then changes nothing that is said). */
+#define CJC_ONCE_KEEP_S 3600
 
 /* Whether message is to be said now (and then it is remembered as said). */
 bool cjc_say_once(const char *message);

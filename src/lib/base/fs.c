@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -718,25 +719,170 @@ int cjc_open_dir_safe(const char *path, bool make, mode_t last_mode, struct cjc_
 	return rc ? -1 : w.fd;
 }
 
-static char *user_run_path(void)
+/* $XDG_RUNTIME_DIR/cudajitcache when XDG_RUNTIME_DIR is this user's; else NULL. */
+static char *session_run_path(void)
 {
 	const char *run = getenv("XDG_RUNTIME_DIR");
 	struct stat st;
 	if (run && run[0] == '/' && !stat(run, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
 		return cjc_path_join(run, "cudajitcache");
-	return cjc_xasprintf("/tmp/cudajitcache-%u", (unsigned)geteuid());
+	return NULL;
+}
+
+/* What the name at path is, when it is not a run-time directory of ours. */
+static void say_not_private(const char *path, const struct stat *st, struct cjc_buf *why)
+{
+	const char *kind = S_ISDIR(st->st_mode) ? "a directory" : "a file";
+	if (S_ISLNK(st->st_mode))
+		kind = "a link";
+	char buf[1024];
+	struct passwd pw, *owner = NULL;
+	if (st->st_uid == geteuid() && S_ISDIR(st->st_mode)) {
+		cjc_buf_addf(why, "%s is open to others (mode %04o)", path,
+			     (unsigned)(st->st_mode & 07777));
+		return;
+	}
+	if (st->st_uid == geteuid()) {
+		cjc_buf_addf(why, "%s is %s of yours, not a directory", path, kind);
+		return;
+	}
+	(void)getpwuid_r(st->st_uid, &pw, buf, sizeof buf, &owner);
+	cjc_buf_addf(why, "%s is %s of %s (uid %u), not yours", path, kind,
+		     owner ? owner->pw_name : "another user", (unsigned)st->st_uid);
+}
+
+/* The directory at path (O_PATH) when it is this user's, not a link, and
+ * closed to group and others; else -1, and why. */
+static int open_private_dir(const char *path, struct cjc_buf *why)
+{
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
+		cjc_buf_addf(why, "%s cannot be made: %s", path, strerror(errno));
+	} else if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		say_not_private(path, &st, why);
+	} else {
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Whether path is a name record_new_run_dir makes (mkdtemp's). */
+static bool made_run_dir_name(const char *path)
+{
+	char prefix[64];
+	int n = snprintf(prefix, sizeof prefix, "/tmp/cudajitcache-%u-", (unsigned)geteuid());
+	static const char mkdtemp_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					    "abcdefghijklmnopqrstuvwxyz0123456789";
+	return !strncmp(path, prefix, (size_t)n) && strlen(path + n) == 6 &&
+	       strspn(path + n, mkdtemp_chars) == 6;
+}
+
+/* The private directory the record names, or -1. */
+static int recorded_run_dir(int records, const char *record)
+{
+	struct cjc_buf path = CJC_BUF_INIT, why = CJC_BUF_INIT;
+	struct stat st;
+	int fd = -1, rec = cjc_open_regular_stat(records, record, O_RDONLY | O_NOFOLLOW, &st);
+	if (rec >= 0 && !cjc_stat_trusted(&st))
+		close(rec), rec = -1;
+	if (rec >= 0 && !cjc_read_regular_and_close(rec, 256, &path) && path.len &&
+	    made_run_dir_name(path.data))
+		fd = open_private_dir(path.data, &why);
+	cjc_buf_release(&path);
+	cjc_buf_release(&why);
+	return fd;
+}
+
+/* A new private directory, recorded; or -1, and why. */
+static int record_new_run_dir(int records, const char *record, struct cjc_buf *made,
+			      struct cjc_buf *why)
+{
+	cjc_buf_addf(made, "/tmp/cudajitcache-%u-XXXXXX", (unsigned)geteuid());
+	if (!mkdtemp(made->data)) {
+		cjc_buf_addf(why, "cannot make %s: %s", made->data, strerror(errno));
+		return -1;
+	}
+	int fd = open_private_dir(made->data, why);
+	if (fd >= 0 && cjc_replace_file_at(records, record, made->data, made->len, 0600)) {
+		cjc_buf_addf(why, "cannot record %s: %s", made->data, strerror(errno));
+		close(fd);
+		(void)rmdir(made->data);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Where the records are: the cache directory of the passwd's home (not
+ * $HOME: the helper has none, and `sudo -E` brings another user's), its
+ * path in *cache; or -1, and why. */
+static int open_run_records(char **cache, struct cjc_buf *why)
+{
+	char buf[4096];
+	struct passwd pw, *me = NULL;
+	(void)getpwuid_r(geteuid(), &pw, buf, sizeof buf, &me);
+	*cache = NULL;
+	if (!me || me->pw_dir[0] != '/' || !cjc_is_dir(me->pw_dir)) {
+		cjc_buf_adds(why, "this user has no home directory to record one in");
+		return -1;
+	}
+	*cache = cjc_path_join(me->pw_dir, ".cache");
+	int fd = cjc_open_dir_safe(*cache, true, 0700, why);
+	if (fd < 0 && !why->len)
+		cjc_buf_addf(why, "cannot make %s: %s", *cache, strerror(errno));
+	return fd;
+}
+
+/* The directory used instead of the usual one, which is not private (why
+ * says how): the one recorded for this host, else a new one.  news says
+ * when a new one is made, or none can be. */
+static int private_run_dir(const char *why, struct cjc_buf *news)
+{
+	struct cjc_buf trouble = CJC_BUF_INIT, made = CJC_BUF_INIT;
+	char *cache, *record = cjc_xasprintf("cudajitcache-run.%s", cjc_hostname());
+	int fd = -1, records = open_run_records(&cache, &trouble);
+	int lock = records < 0 ? -1 : openat(records, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock >= 0)
+		(void)cjc_lock_bounded(lock, LOCK_EX); /* two at once: a record lost, nothing worse */
+	if (records >= 0 && (fd = recorded_run_dir(records, record)) < 0)
+		fd = record_new_run_dir(records, record, &made, &trouble);
+	if (fd >= 0 && made.len)
+		cjc_buf_addf(news, "run-time directory %s: using %s instead (recorded in %s/%s)",
+			     why, made.data, cache, record);
+	else if (fd < 0)
+		cjc_buf_addf(news, "run-time directory %s, and no private one is used instead: %s",
+			     why, trouble.data);
+	if (lock >= 0)
+		close(lock);
+	if (records >= 0)
+		close(records);
+	free(cache);
+	free(record);
+	cjc_buf_release(&trouble);
+	cjc_buf_release(&made);
+	return fd;
+}
+
+int cjc_user_run_dir_told(struct cjc_buf *news)
+{
+	char *session = session_run_path();
+	char *dir = session ? session : cjc_xasprintf("/tmp/cudajitcache-%u", (unsigned)geteuid());
+	struct cjc_buf why = CJC_BUF_INIT, ignored = CJC_BUF_INIT;
+	(void)mkdir(dir, 0700);
+	int fd = open_private_dir(dir, &why);
+	if (fd < 0 && session) /* not a name anyone else can take: as it is */
+		cjc_buf_addf(news ? news : &ignored, "run-time directory %s; none is used", why.data);
+	else if (fd < 0)
+		fd = private_run_dir(why.data, news ? news : &ignored);
+	free(dir);
+	cjc_buf_release(&why);
+	cjc_buf_release(&ignored);
+	return fd;
 }
 
 int cjc_user_run_dir(void)
 {
-	char *dir = user_run_path();
-	(void)mkdir(dir, 0700);
-	int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	free(dir);
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return cjc_user_run_dir_told(NULL);
 }

@@ -134,8 +134,23 @@ char *cjc_find_program(const char *name);
  * user's (not one a `sudo -E` or `su` brought from another user), else
  * /tmp/cudajitcache-<uid>; made 0700, and believed only when it is this
  * user's, not a link, and closed to group and others.  The HTTP helpers'
- * sockets (remote/helper.h) and the tool's once-per-build memos live there. */
+ * sockets (remote/helper.h) and the tool's once-per-build memos live there.
+ * Where /tmp/cudajitcache-<uid> is not such a directory (another user
+ * made it first, or a link), a private one is used instead: /tmp/cudajitcache-<uid>-XXXXXX
+ * (mkdtemp's, so nobody can make it first), its name recorded for this
+ * host (cjc_hostname()) in the home's cache directory, the passwd's home
+ * (not $HOME: the helper has none), as ~/.cache/cudajitcache-run.<host>,
+ * so that every later call of this user, the helper's too, finds the
+ * same; a record names only such a directory, and it too must be private.
+ * (A $XDG_RUNTIME_DIR/cudajitcache that is not private is not used, and
+ * nothing instead: nobody else can make a name in a directory of yours
+ * unless you let them.) */
 int cjc_user_run_dir(void);
+/* The same; news (may be NULL) gets a line when the usual directory is not
+ * private and this call made another instead (so it is said once: later
+ * calls find it and say nothing), or none is used (said by every call),
+ * naming the path, its owner and what is used instead. */
+int cjc_user_run_dir_told(struct cjc_buf *news);
 
 void cjc_tempfile_add(const char *path);
 void cjc_tempfile_remove(const char *path);

@@ -391,8 +391,12 @@ static int greeted_by(const struct cjc_remote_url *u, int dir, const char *name)
 /* A connection to the store's helper (greeted_by), or -1. */
 static int reach_helper(const struct cjc_remote_url *given)
 {
-	int dir = cjc_user_run_dir(), fd = -1;
+	struct cjc_buf news = CJC_BUF_INIT;
+	int dir = cjc_user_run_dir_told(&news), fd = -1;
 	unsigned char key[KEY_LEN];
+	if (news.len)
+		cjc_log("%s", news.data);
+	cjc_buf_release(&news);
 	if (dir < 0)
 		return -1;
 	if (!helper_key(dir, key)) {
