@@ -250,4 +250,89 @@ symbols: src/tool/gone_a.c src/tool/gone_b.c"
 	assertEquals "three breaks, nothing else" 3 "$(echo "$out" | wc -l)"
 }
 
+# The habits' check (scripts/check-format, HACKING.md "Formatting and
+# commits") in a repository of its own: old.c, badly formatted before the
+# rule came, then the rule (this project's .clang-format).
+format_repo() {
+	mkdir repo
+	printf 'int  old(void) { return 0; }\n' >repo/old.c
+	commit_all "Old code, before the rule"
+	cp "$CJC_SOURCE_DIR/.clang-format" repo/
+	commit_all "Add the rule"
+}
+
+# in_repo CMD...: runs CMD in ./repo, with git's user settings left out.
+in_repo() {
+	(cd repo && GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=test \
+		GIT_AUTHOR_EMAIL=test@example.com GIT_COMMITTER_NAME=test \
+		GIT_COMMITTER_EMAIL=test@example.com "$@")
+}
+
+# commit_all SUBJECT: commits every file of ./repo (the first call makes it).
+commit_all() {
+	[ -d repo/.git ] || in_repo git init -q -b main
+	in_repo git add -A && in_repo git commit -q -m "$1"
+}
+
+check_format() { in_repo "$CJC_SOURCE_DIR/scripts/check-format" "$@"; }
+
+# A formatted change under a subject of 72 characters (one of them not
+# ASCII) passes, though old.c, untouched, is still badly formatted.
+testTheFormatCheckPassesACleanChange() {
+	local out subject
+	format_repo
+	printf 'int new_one(void)\n{\n\treturn 1;\n}\n' >repo/new.c
+	subject="A clean change → $(printf '%*s' 55 '' | tr ' ' x)"
+	assertEquals "the subject's characters" 72 "$(LC_ALL=C.UTF-8 && echo ${#subject})"
+	commit_all "$subject"
+	out=$(check_format 2>&1)
+	assertTrue "the check passes: $out" $?
+	assertNotContains "$out" "check-format:"
+}
+
+# A badly formatted line and a subject of 73 characters are each caught,
+# and old.c's first line, in a file the change touched, is not.
+testTheFormatCheckCatchesABadChange() {
+	local out
+	format_repo
+	printf 'int  bad(int x){return x;}\n' >repo/new.c
+	printf 'int added;\n' >>repo/old.c
+	commit_all "A bad change $(printf '%*s' 60 '' | tr ' ' x)"
+	out=$(check_format 2>&1)
+	assertFalse "the check fails" $?
+	assertContains "$out" "clang-format would change lines changed since"
+	assertContains "$out" "-int  bad(int x){return x;}"
+	assertNotContains "the untouched line" "$out" "int  old(void)"
+	assertContains "$out" "subjects longer than 72 characters:"
+	assertContains "$out" "(73 characters): A bad change xxx"
+}
+
+# The base is where the rule entered main's first-parent history: a branch
+# merged before the rule is not checked, one merged after it is.
+testTheFormatCheckStartsWhereTheRuleCameIn() {
+	local out
+	mkdir repo
+	printf 'int a;\n' >repo/a.c
+	commit_all "One"
+	in_repo git checkout -q -b before
+	printf 'int  before;\n' >repo/before.c
+	commit_all "Before the rule"
+	in_repo git checkout -q -b after main
+	printf 'int  after;\n' >repo/after.c
+	commit_all "After the rule"
+	in_repo git checkout -q -b rule main
+	cp "$CJC_SOURCE_DIR/.clang-format" repo/
+	commit_all "Add the rule"
+	in_repo git checkout -q main
+	in_repo git merge -q --no-ff -m "Merge before" before
+	in_repo git merge -q --no-ff -m "Merge rule" rule
+	out=$(check_format 2>&1)
+	assertTrue "the check passes with the rule merged: $out" $?
+	in_repo git merge -q --no-ff -m "Merge after" after
+	out=$(check_format 2>&1)
+	assertFalse "the check fails with a later merge" $?
+	assertContains "$out" "-int  after;"
+	assertNotContains "$out" "before"
+}
+
 . "$SHUNIT2"
