@@ -12,7 +12,7 @@
 for tool in redis-server redis-cli nginx openssl curl; do
 	command -v $tool >/dev/null || { echo "$tool not found: skipping" >&2; exit 125; }
 done
-[ -x "$S3RVER" ] || { echo "s3rver not found (scripts/install-deps): skipping" >&2; exit 125; }
+[ -x "$S3RVER" ] || { echo "s3rver not found (scripts/install-deps --tests): skipping" >&2; exit 125; }
 
 # libcurl's connect timeout covers the TLS handshake, which under ASan on a
 # busy machine can outlast the 100 ms default: the https cases wait longer.

@@ -487,7 +487,7 @@ _start_s3_on() {
 start_s3() {
 	[ $# = 1 ] || { _servers_say "usage: start_s3 DIR"; return 1; }
 	if [ ! -x "$S3RVER" ]; then
-		_servers_say "s3rver not found at $S3RVER: run scripts/install-deps"
+		_servers_say "s3rver not found at $S3RVER: run scripts/install-deps --tests"
 		return 1
 	fi
 	_servers_start s3 "$1"
