@@ -37,7 +37,7 @@ static int take_slot(const struct cjc_store *s)
 		char name[64];
 		snprintf(name, sizeof name, "slot-%u-%d", (unsigned)getuid(), i);
 		int fd = cjc_store_own_file(s, "verify", name);
-		if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB))
+		if (fd >= 0 && !cjc_lock_bounded(fd, LOCK_EX))
 			return fd;
 		if (fd >= 0)
 			close(fd);

@@ -70,8 +70,7 @@ static enum cjc_lookup_status delivered(const struct cjc_lookup_request *q,
 					const struct cjc_entry *e,
 					const struct cjc_manifest_record *rec, struct cjc_buf *why)
 {
-	if (q->trusted_keys && *q->trusted_keys &&
-	    cjc_sign_check_local_entry(e, q->trusted_keys, why))
+	if (cjc_sign_check_local_entry(e, q->trusted_keys, why))
 		return CJC_LOOKUP_UNTRUSTED;
 	int rc = q->deliver(q->ctx, e, rec, why);
 	if (!rc)

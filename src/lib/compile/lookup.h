@@ -68,7 +68,7 @@ enum cjc_lookup_status {
 struct cjc_lookup_request {
 	struct cjc_store *store;      /* searched, and where remote entries are published */
 	const char *direct_key;
-	const char *trusted_keys;     /* config.h; NULL or "": every entry may be served */
+	const char *trusted_keys;     /* config.h; NULL: every entry may be served */
 	bool touch;                   /* mark a served entry used (not when the store is read-only) */
 	struct cjc_remotes *remotes;  /* for cjc_lookup_remote; NULL: none */
 	bool remote_only;             /* a remote entry is served from its staging, never published */
