@@ -851,11 +851,20 @@ testSecretsAppearNowhere() {
 	on A "$CJC" config >"$CASE/config.txt"
 	on A "$CJC" config --json >>"$CASE/config.txt"
 	on A "$CJC" stats >>"$CASE/config.txt"
-	local secret
+	on A "$CJC" stats --format=openmetrics >>"$CASE/config.txt"
+	on A "$CJC" report >>"$CASE/config.txt" && on A "$CJC" report --markdown >>"$CASE/config.txt" ||
+		fail "the report"
+	local pid secret
+	pid=$(helper_pids | head -1) # the nginx store's, started by A
+	assertTrue "a helper served the bearer store" "[ -r /proc/$pid/environ ]"
+	cat /proc/$pid/environ /proc/$pid/cmdline >"$CASE/helper.txt"
 	for secret in "$REDIS_PASSWORD" "$NGINX_TOKEN" "$(sed -n 2p "$SUITE_DIR/sign.pem")"; do
 		assertFalse "a secret in the store or output" \
-			"grep -rqF -- '$secret' '$CASE/A' '$CASE/B' '$CASE/config.txt' '$CASE/A.err' '$CASE/B.err' '$CJC_LOG'"
+			"grep -rqF -- '$secret' '$CASE/A' '$CASE/B' '$CASE/config.txt' '$CASE/A.err' '$CASE/B.err' '$CJC_LOG' '$CASE/helper.txt'"
 	done
+	assertTrue "the store holds a journal and metadata (searched)" \
+		"ls '$CASE'/A/v1/*/journal-* '$CASE'/A/v1/*/entries/*/*/metadata.json >/dev/null"
+	stop_helpers
 	unset CJC_DEBUG
 }
 

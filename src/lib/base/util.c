@@ -121,6 +121,20 @@ void cjc_buf_release(struct cjc_buf *b)
 	b->len = b->cap = 0;
 }
 
+void cjc_free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+void cjc_buf_release_secret(struct cjc_buf *b)
+{
+	if (b->data)
+		explicit_bzero(b->data, b->cap);
+	cjc_buf_release(b);
+}
+
 char *cjc_buf_detach(struct cjc_buf *b)
 {
 	cjc_buf_grow(b, 0);

@@ -43,6 +43,11 @@ void cjc_buf_addf(struct cjc_buf *b, const char *fmt, ...) __attribute__((format
 void cjc_buf_reset(struct cjc_buf *b);
 void cjc_buf_release(struct cjc_buf *b);
 char *cjc_buf_detach(struct cjc_buf *b);
+/* For secrets (a password, a token, a text that holds one): the bytes are
+ * wiped (explicit_bzero, which the compiler keeps) before they are freed,
+ * so that no freed copy lingers in the heap or a core; NULL is nothing. */
+void cjc_free_secret(char *s);
+void cjc_buf_release_secret(struct cjc_buf *b);
 /* Little-endian fixed-width integers, for the binary files; strings there
  * are a u32 length, then the bytes (no NUL). */
 void cjc_buf_add_u32(struct cjc_buf *b, uint32_t v);

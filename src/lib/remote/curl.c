@@ -71,22 +71,20 @@ char *cjc_curl_read_secret(const char *file, const char *attribute, struct cjc_b
 	while (n && (data.data[n - 1] == '\n' || data.data[n - 1] == '\r' || data.data[n - 1] == ' '))
 		n--;
 	char *s = cjc_xstrndup(data.data ? data.data : "", n);
-	if (data.data)
-		explicit_bzero(data.data, data.len);
-	cjc_buf_release(&data);
+	cjc_buf_release_secret(&data);
 	if (!*s || strchr(s, '\n')) {
 		cjc_buf_addf(why, "setting: %s %s is not one line", attribute, file);
-		free(s);
+		cjc_free_secret(s);
 		return NULL;
 	}
 	return s;
 }
 
-void cjc_curl_free_secret(char *s)
+void cjc_curl_free_headers(struct curl_slist *headers)
 {
-	if (s)
-		explicit_bzero(s, strlen(s));
-	free(s);
+	for (struct curl_slist *h = headers; h; h = h->next)
+		explicit_bzero(h->data, strlen(h->data));
+	cjc_curl.slist_free_all(headers);
 }
 
 int cjc_curl_timed_out(const char *error, struct cjc_buf *why)

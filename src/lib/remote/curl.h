@@ -44,15 +44,15 @@ const char *cjc_curl_load(void);
 
 /* A store's secret file (bearer-token-file, credentials-file: attribute
  * names it in messages): its one line, trailing blanks dropped, read up to
- * 8 KiB; malloc'd, or NULL with why naming the file, never what it holds. */
+ * 8 KiB; malloc'd (free it with cjc_free_secret), or NULL with why naming
+ * the file, never what it holds. */
 struct cjc_buf;
 char *cjc_curl_read_secret(const char *file, const char *attribute, struct cjc_buf *why);
 /* A request libcurl ended at its deadline (CURLE_OPERATION_TIMEDOUT):
  * CJC_REMOTE_TIMEOUT, with errno ETIMEDOUT and why saying so with
  * libcurl's message (error, its error buffer). */
 int cjc_curl_timed_out(const char *error, struct cjc_buf *why);
-/* Frees a secret (a password, a token, a header that carries one), its
- * bytes wiped first; NULL is nothing. */
-void cjc_curl_free_secret(char *s);
+/* curl_slist_free_all, each header wiped first (one may carry a token). */
+void cjc_curl_free_headers(struct curl_slist *headers);
 
 #endif

@@ -130,7 +130,7 @@ static void add_contents(struct cjc_hash *h, const char *path)
 	if (!cjc_read_regular_and_close(fd, 8192, &text))
 		cjc_hash_update(h, text.data, text.len);
 	add_field(h, text.len ? "" : "(none)");
-	cjc_buf_release(&text);
+	cjc_buf_release_secret(&text);
 }
 
 void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, char *name)
@@ -163,6 +163,15 @@ void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, c
 	cjc_hash_final_hex(&h, name);
 }
 
+/* The settings' URL (credentials included) wiped in place: jansson frees
+ * its strings without wiping them. */
+static void wipe_url(json_t *doc)
+{
+	json_t *url = json_object_get(doc, "url");
+	if (json_is_string(url))
+		explicit_bzero((char *)json_string_value(url), json_string_length(url));
+}
+
 void cjc_helper_encode_settings(const struct cjc_remote_url *u, const char *name,
 				struct cjc_buf *out)
 {
@@ -174,7 +183,8 @@ void cjc_helper_encode_settings(const struct cjc_remote_url *u, const char *name
 	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	if (text)
 		cjc_buf_adds(out, text);
-	free(text);
+	cjc_free_secret(text);
+	wipe_url(doc);
 	json_decref(doc);
 }
 
@@ -202,6 +212,7 @@ int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_u
 		u->helper_idle_ms = (long)idle_ms;
 		u->helper = true;
 	}
+	wipe_url(doc);
 	json_decref(doc);
 	return rc;
 }
@@ -329,7 +340,7 @@ static void start_helper(const struct cjc_remote_url *u, int dir, const char *na
 	cjc_helper_encode_settings(u, name, &settings);
 	if (started || !settings.len || !lock_free(dir, name) ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p)) {
-		cjc_buf_release(&settings);
+		cjc_buf_release_secret(&settings);
 		return;
 	}
 	started = true;
@@ -339,7 +350,7 @@ static void start_helper(const struct cjc_remote_url *u, int dir, const char *na
 	if (!rc && send_all(p[1], settings.data, settings.len, cjc_now_ms() + 1000))
 		rc = errno;
 	close(p[1]);
-	cjc_buf_release(&settings);
+	cjc_buf_release_secret(&settings);
 	if (rc)
 		cjc_log("cannot start the helper of %s: %s", u->shown, strerror(rc));
 	else

@@ -45,7 +45,7 @@ void oci_auth_free(struct oci_auth *a)
 	free(a->realm);
 	free(a->service);
 	for (int s = 0; s < OCI_NSCOPES; s++)
-		cjc_curl_free_secret(a->tokens[s].value);
+		cjc_free_secret(a->tokens[s].value);
 	free(a);
 }
 
@@ -58,14 +58,14 @@ int oci_read_credentials(struct cjc_remote_backend *b, const char *file, struct 
 	char *colon = strchr(line, ':');
 	if (!colon || colon == line) {
 		cjc_buf_addf(why, "setting: credentials-file %s is not USER:SECRET", file);
-		free(line);
+		cjc_free_secret(line);
 		return -1;
 	}
 	free(b->user);
-	cjc_curl_free_secret(b->password);
+	cjc_free_secret(b->password);
 	b->user = cjc_xstrndup(line, (size_t)(colon - line));
 	b->password = cjc_xstrdup(colon + 1);
-	cjc_curl_free_secret(line);
+	cjc_free_secret(line);
 	return 0;
 }
 
@@ -139,7 +139,7 @@ void oci_authorize(struct cjc_remote_backend *b, CURL *c, const struct oci_reque
 	if (token) { /* libcurl copies it */
 		cjc_curl.easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
 		cjc_curl.easy_setopt(c, CURLOPT_XOAUTH2_BEARER, token);
-		cjc_curl_free_secret(token);
+		cjc_free_secret(token);
 	} else if (asked_basic(b)) {
 		send_basic(b, c);
 	}
@@ -185,6 +185,18 @@ static void add_escaped(struct cjc_buf *out, const char *s)
 			cjc_buf_add(out, s, 1);
 		else
 			cjc_buf_addf(out, "%%%02X", (unsigned char)*s);
+}
+
+/* The token server's answer's tokens wiped in place (jansson frees its
+ * strings without wiping them). */
+static void wipe_tokens(json_t *doc)
+{
+	const char *names[] = { "token", "access_token" };
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		json_t *t = json_object_get(doc, names[i]);
+		if (json_is_string(t))
+			explicit_bzero((char *)json_string_value(t), json_string_length(t));
+	}
 }
 
 /* Fetches a token of scope s from the realm the registry named (with the
@@ -242,20 +254,19 @@ static int fetch_token(struct cjc_remote_backend *b, enum oci_scope s, const cha
 			secs = 86400;
 		pthread_mutex_lock(&auth_lock);
 		struct token *k = &b->auth->tokens[s];
-		free(k->value);
+		cjc_free_secret(k->value);
 		k->value = cjc_xstrdup(json_string_value(t));
 		/* a little before it ends, so that it does not end in flight */
 		k->expires_ms = cjc_now_ms() + secs * 1000 - (secs > 20 ? 10000 : secs * 250);
 		pthread_mutex_unlock(&auth_lock);
 	}
+	wipe_tokens(doc);
 	json_decref(doc);
 	free(r.challenge);
 	free(r.location);
 	cjc_buf_release(&r.error);
 	cjc_buf_release(&url);
-	if (body.data)
-		explicit_bzero(body.data, body.len);
-	cjc_buf_release(&body);
+	cjc_buf_release_secret(&body);
 	return rc;
 }
 
@@ -313,7 +324,7 @@ static int perform(struct cjc_remote_backend *b, const struct oci_request *rq, s
 	pthread_mutex_unlock(&auth_lock);
 	char *token = named && !b->bearer ? token_for(b, rq->scope) : NULL;
 	bool fetch = named && !b->bearer && !token && oci_on_registry(b, rq->url);
-	cjc_curl_free_secret(token);
+	cjc_free_secret(token);
 	if (fetch) {
 		char *scope = cjc_xasprintf("repository:%s:%s", b->repo, scope_actions[rq->scope]);
 		rc = fetch_token(b, rq->scope, scope, why);

@@ -112,7 +112,7 @@ void cjc_remote_close(struct cjc_remotes *r)
 			struct remote_server *sv = &g->servers[k];
 			if (sv->b)
 				sv->ops->close(sv->b);
-			free(sv->u.url);
+			cjc_free_secret(sv->u.url);
 			free(sv->u.shown);
 			free(sv->u.bearer_token_file);
 			free(sv->u.credentials_file);

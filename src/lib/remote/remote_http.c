@@ -54,11 +54,11 @@ static void backend_free(struct cjc_remote_backend *b)
 		cjc_curl.easy_cleanup(b->curl);
 	free(b->base);
 	free(b->user);
-	cjc_curl_free_secret(b->password);
-	cjc_curl_free_secret(b->bearer);
+	cjc_free_secret(b->password);
+	cjc_free_secret(b->bearer);
 	free(b->ca_file);
 	free(b->sigv4);
-	cjc_curl_free_secret(b->token_header);
+	cjc_free_secret(b->token_header);
 	free(b);
 }
 
@@ -229,7 +229,7 @@ static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, con
 {
 	long left = cjc_remote_time_left(b->u);
 	if (left <= 0) {
-		cjc_curl.slist_free_all(headers);
+		cjc_curl_free_headers(headers);
 		cjc_buf_adds(why, "timed out: the operation-timeout is spent");
 		errno = ETIMEDOUT;
 		return CJC_REMOTE_TIMEOUT;
@@ -239,7 +239,7 @@ static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, con
 	if (headers)
 		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPHEADER, headers);
 	CURLcode code = cjc_curl.easy_perform(b->curl);
-	cjc_curl.slist_free_all(headers);
+	cjc_curl_free_headers(headers);
 	long status = 0;
 	cjc_curl.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (body && (body->too_large || code == CURLE_FILESIZE_EXCEEDED)) {

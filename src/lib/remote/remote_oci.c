@@ -78,8 +78,8 @@ static void backend_free(struct cjc_remote_backend *b)
 	free(b->origin);
 	free(b->repo);
 	free(b->user);
-	cjc_curl_free_secret(b->password);
-	cjc_curl_free_secret(b->bearer);
+	cjc_free_secret(b->password);
+	cjc_free_secret(b->bearer);
 	free(b->ca_file);
 	if (b->own)
 		oci_auth_free(b->own);

@@ -91,7 +91,7 @@ static void url_release(struct redis_url *u)
 	free(u->host);
 	free(u->socket);
 	free(u->user);
-	free(u->password);
+	cjc_free_secret(u->password);
 }
 
 /* [[USER]:PASSWORD@] at p, up to the last '@' before end (a password may

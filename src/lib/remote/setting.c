@@ -158,7 +158,7 @@ static int parse_shards(const char *text, struct cjc_strvec *names, double *weig
 
 void remote_spec_release(struct remote_spec *sp)
 {
-	free(sp->u.url);
+	cjc_free_secret(sp->u.url);
 	free(sp->shown);
 	free(sp->u.bearer_token_file);
 	free(sp->u.credentials_file);
