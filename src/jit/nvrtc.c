@@ -215,7 +215,7 @@ static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
  * file this path does not observe, or the output would depend on the
  * clock (NVRTC ignores SOURCE_DATE_EPOCH). */
 static const char *uncacheable_request(const struct cjc_jit_request *req,
-				       const struct cjc_strvec *options)
+				       const struct cjc_strvec *options, const struct cjc_env *env)
 {
 	static const char *const opts[] = { "-I", "--include-path", "-include", "--pre-include" };
 	for (size_t i = 0; i < req->noptions; i++)
@@ -235,7 +235,7 @@ static const char *uncacheable_request(const struct cjc_jit_request *req,
 	if (cjc_rules_time_macro_words(options->v, options->n, false))
 		return "an option names __DATE__, __TIME__ or __TIMESTAMP__ (NVRTC ignores "
 		       "SOURCE_DATE_EPOCH)";
-	return cjc_key_env_uncacheable(true);
+	return cjc_key_env_uncacheable_in(env, true);
 }
 
 /* NVRTC's options: the arch, the settings', the request's. */
@@ -278,6 +278,7 @@ struct nvrtc_job {
 	struct cjc_remotes *remotes;  /* after a local miss (jit_remote_open) */
 	int64_t duration_ms;
 	struct cjc_buf data, log;
+	struct cjc_env env; /* read once: the rules' and the key's */
 };
 
 static void entry_key(struct nvrtc_job *r)
@@ -298,6 +299,7 @@ static void entry_key(struct nvrtc_job *r)
 		.nargs = args.n,
 		.cwd = "",
 		.as = "", /* NVRTC runs no assembler: no PATH search */
+		.env = &r->env,
 	};
 	memcpy(in.source_sha, r->j->code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, r->direct);
@@ -460,7 +462,8 @@ int jit_nvrtc_compile(struct jit_job *j)
 	if (!r.n)
 		return -1;
 	build_options(j, &r.options);
-	const char *uncached = uncacheable_request(j->req, &r.options);
+	cjc_env_read(&r.env);
+	const char *uncached = uncacheable_request(j->req, &r.options, &r.env);
 	jit_lock(h);
 	bool stale = r.n->stale;
 	jit_unlock(h);

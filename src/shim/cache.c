@@ -105,6 +105,7 @@ struct shim_job {
 	struct cjc_remotes *remotes;
 	struct cjc_manifest_record rec;
 	int64_t duration_ms;
+	struct cjc_env env; /* read once: the rules' and the key's */
 };
 
 /* Whether text names a time macro (rules.h: NVRTC ignores SOURCE_DATE_EPOCH). */
@@ -139,7 +140,7 @@ static const char *unkeyable_request(const struct shim_job *s)
 	for (size_t i = 0; i < s->p->headers.n; i++)
 		if (names_clock(s->p->headers.v[i]))
 			return "a header names __DATE__, __TIME__ or __TIMESTAMP__";
-	const char *environment = cjc_key_env_uncacheable(true);
+	const char *environment = cjc_key_env_uncacheable_in(&s->env, true);
 	if (environment)
 		return environment;
 	if (!shim_watch_available() &&
@@ -182,6 +183,7 @@ static void direct_key(struct shim_job *s)
 		.nargs = s->words.n,
 		.cwd = "",
 		.as = "", /* NVRTC runs no assembler: no PATH search */
+		.env = &s->env,
 	};
 	memcpy(in.source_sha, s->j.code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, s->direct);
@@ -444,6 +446,7 @@ nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int
 		return shim_compile_uncached(n, p->real, noptions, options);
 	struct shim_job s = { .n = n, .p = p, .noptions = noptions, .options = options };
 	job_start(&s);
+	cjc_env_read(&s.env);
 	const char *reason = unkeyable_request(&s);
 	nvrtcResult rc;
 	if (reason) {

@@ -165,9 +165,14 @@ const char *cjc_key_env_uncacheable(bool nvrtc)
 {
 	struct cjc_env e;
 	cjc_env_read(&e);
+	return cjc_key_env_uncacheable_in(&e, nvrtc);
+}
+
+const char *cjc_key_env_uncacheable_in(const struct cjc_env *e, bool nvrtc)
+{
 	for (size_t i = 0; i < cjc_env_count; i++) {
 		const struct cjc_env_var *v = &cjc_env_vars[i];
-		const char *value = e.value[i];
+		const char *value = e->value[i];
 		if (!value || (nvrtc && !v->nvrtc))
 			continue;
 		if (v->rule == CJC_ENV_UNCACHEABLE ||
@@ -224,10 +229,12 @@ void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
 	for (size_t i = 0; i < in->nargs; i++)
 		cjc_hash_str(&h, in->args[i]);
 	cjc_hash_str(&h, "env");
-	struct cjc_env e;
-	cjc_env_read(&e);
+	struct cjc_env read;
+	const struct cjc_env *e = in->env;
+	if (!e)
+		cjc_env_read(&read), e = &read;
 	for (size_t i = 0; i < cjc_env_count; i++) {
-		const char *v = e.value[i];
+		const char *v = e->value[i];
 		if (v && cjc_env_vars[i].rule == CJC_ENV_KEYED) {
 			cjc_hash_str(&h, cjc_env_vars[i].name);
 			cjc_hash_str(&h, v);

@@ -82,6 +82,8 @@ void cjc_key_environment(struct cjc_strvec *env);
  * gcc's program search is not keyed"), or NULL; a static string.  nvrtc:
  * an NVRTC compile's, by the variables NVRTC reads alone. */
 const char *cjc_key_env_uncacheable(bool nvrtc);
+/* The same over an environment already read (cjc_env_read). */
+const char *cjc_key_env_uncacheable_in(const struct cjc_env *e, bool nvrtc);
 /* The words of a flags variable (INCLUDES, ...) as nvcc splits them: blanks
  * separate, double and single quotes group; -1 when the value holds a
  * character whose meaning there we do not know ($, `, \). */
@@ -96,6 +98,7 @@ struct cjc_key_input {
 	size_t nargs;
 	const char *cwd; /* "" when the output does not record it (place.h keys_cwd) */
 	const char *as;  /* where PATH finds `as`, "" for nowhere; NULL: looked up here */
+	const struct cjc_env *env; /* the environment as read (cjc_env_read); NULL: read here */
 };
 
 /* The KEYED variables (cjc_env_vars) that are set are read with getenv(),

@@ -958,10 +958,12 @@ static void check_stage_variables(struct cjc_compile *c)
  * keyed as text (key.c), so what they name must not depend on anything else. */
 static void check_flag_variables(struct cjc_compile *c)
 {
-	const char *environment = cjc_key_env_uncacheable(false), *name;
+	struct cjc_env e;
+	cjc_env_read(&e);
+	const char *environment = cjc_key_env_uncacheable_in(&e, false), *name;
 	if (environment)
 		uncacheable(c, environment);
-	if (cjc_rules_time_macro_env(cjc_rules_epoch(), &name))
+	if (cjc_rules_time_macro_env(&e, cjc_rules_epoch(), &name))
 		uncacheable(c, CJC_RULES_TIME_MACRO_OPTION);
 	check_include_variables(c);
 	check_stage_variables(c);

@@ -53,18 +53,28 @@ void cjc_rules_join_splices(const char *text, size_t len, struct cjc_buf *out)
 		cjc_buf_add(out, t, n);
 }
 
-const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
+/* The first time macro of t (one pass over its "__"s). */
+static const char *clock_macro(const char *t, size_t n, bool epoch)
 {
 	static const char *const macros[] = { "__TIMESTAMP__", "__DATE__", "__TIME__" };
+	const char *end = t + n;
+	for (const char *p = t; p < end && (p = memmem(p, (size_t)(end - p), "__", 2)); p++)
+		for (size_t i = 0; i < (epoch ? 1 : sizeof macros / sizeof *macros); i++) {
+			size_t m = strlen(macros[i]);
+			if ((size_t)(end - p) >= m && !memcmp(p, macros[i], m))
+				return macros[i];
+		}
+	return NULL;
+}
+
+const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
+{
 	if (!text)
 		return NULL;
 	struct cjc_buf joined = CJC_BUF_INIT;
 	size_t n;
 	const char *t = join_splices(text, len, &joined, &n);
-	const char *found = NULL;
-	for (size_t i = 0; !found && i < (epoch ? 1 : sizeof macros / sizeof *macros); i++)
-		if (memmem(t, n, macros[i], strlen(macros[i])))
-			found = macros[i];
+	const char *found = clock_macro(t, n, epoch);
 	cjc_buf_release(&joined);
 	return found;
 }
@@ -78,12 +88,10 @@ const char *cjc_rules_time_macro_words(char *const *words, size_t n, bool epoch)
 	return found;
 }
 
-const char *cjc_rules_time_macro_env(bool epoch, const char **name)
+const char *cjc_rules_time_macro_env(const struct cjc_env *e, bool epoch, const char **name)
 {
-	struct cjc_env e;
-	cjc_env_read(&e);
 	for (size_t i = 0; i < cjc_env_count; i++) {
-		const char *v = e.value[i];
+		const char *v = e->value[i];
 		const char *found = v && cjc_env_vars[i].rule == CJC_ENV_KEYED
 			? cjc_rules_time_macro(v, strlen(v), epoch) : NULL;
 		if (found) {
@@ -121,6 +129,8 @@ static bool part_starts(const char *word, const char *const *prefixes, size_t n)
 bool cjc_rules_stage_options_file(const char *word)
 {
 	static const char *const files[] = { "-optf", "--optf", "-options-file", "--options-file" };
+	if (!word || (!strstr(word, "optf") && !strstr(word, "options-file")))
+		return false; /* the common case, without a copy */
 	return part_starts(word, files, sizeof files / sizeof *files);
 }
 

@@ -74,9 +74,11 @@ const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch);
 /* The same over n words (NULL words are skipped). */
 const char *cjc_rules_time_macro_words(char *const *words, size_t n, bool epoch);
 
-/* The same over the values of the keyed variables (key.h) that are set:
- * nvcc hands them to itself or its stages as options.  *name: the variable. */
-const char *cjc_rules_time_macro_env(bool epoch, const char **name);
+/* The same over the values of the keyed variables (key.h) set in e (as
+ * cjc_env_read has it): nvcc hands them to itself or its stages as
+ * options.  *name: the variable. */
+struct cjc_env;
+const char *cjc_rules_time_macro_env(const struct cjc_env *e, bool epoch, const char **name);
 
 /* Whether text could make the preprocessor read a file (above). */
 bool cjc_rules_may_include(const char *text, size_t len);
