@@ -156,7 +156,7 @@ static int prepare(struct nvcc_job *n)
 			     s->flag[JIT_DUMP_SASS] && n->c.kind != CJC_KIND_PTX, false,
 			     n->tools.nvcc.realpath);
 	cjc_diagnostics_add_key(&n->diag, &n->c);
-	cjc_key_environment(&n->env);
+	cjc_key_environment(&n->c.env, &n->env);
 	jit_key_request(n->j, &n->c.key_args);
 	struct cjc_key_input in = {
 		.kind = cjc_kind_name(n->c.kind),
@@ -166,6 +166,7 @@ static int prepare(struct nvcc_job *n)
 		.nargs = n->c.key_args.n,
 		.cwd = n->c.place.keys_cwd ? n->cwd : "",
 		.as = n->tools.as,
+		.env = &n->c.env,
 	};
 	memcpy(in.source_sha, n->j->code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, n->direct_key);

@@ -185,6 +185,7 @@ static int compute_direct_key(struct job *j, struct cjc_buf *why)
 		.args = j->c.key_args.v,
 		.nargs = j->c.key_args.n,
 		.cwd = j->c.place.keys_cwd ? j->cwd : "",
+		.env = &j->c.env,
 	};
 	uint64_t size;
 	if (cjc_filehash_get(j->c.source, &size, in.source_sha)) {
@@ -840,7 +841,7 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		record_start(j, "uncacheable", j->c.uncacheable);
 		return -1;
 	}
-	cjc_key_environment(&j->env);
+	cjc_key_environment(&j->c.env, &j->env);
 	load_hash_cache(j);
 	int rc = identify_compilers(j, why);
 	if (!rc && j->shared_cache)

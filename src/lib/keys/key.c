@@ -272,12 +272,10 @@ void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec
 	cjc_hash_final_hex(&h, out);
 }
 
-void cjc_key_environment(struct cjc_strvec *env)
+void cjc_key_environment(const struct cjc_env *e, struct cjc_strvec *env)
 {
-	struct cjc_env e;
-	cjc_env_read(&e);
 	for (size_t i = 0; i < cjc_env_count; i++) {
-		const char *v = e.value[i];
+		const char *v = e->value[i];
 		if (v && cjc_env_vars[i].rule == CJC_ENV_KEYED) {
 			char *kv = cjc_xasprintf("%s=%s", cjc_env_vars[i].name, v);
 			cjc_strvec_push(env, kv);

@@ -76,8 +76,8 @@ void cjc_env_read(struct cjc_env *e);
 /* Whether a variable's value may hold a secret: metadata and the journal
  * record it by SHA-256 only (metadata.h). */
 bool cjc_key_env_private(const char *name);
-/* Those KEYED variables that are set, as NAME=value, pushed onto env. */
-void cjc_key_environment(struct cjc_strvec *env);
+/* Those KEYED variables that are set in e, as NAME=value, pushed onto env. */
+void cjc_key_environment(const struct cjc_env *e, struct cjc_strvec *env);
 /* Why the environment makes a compile uncacheable ("COMPILER_PATH is set:
  * gcc's program search is not keyed"), or NULL; a static string.  nvrtc:
  * an NVRTC compile's, by the variables NVRTC reads alone. */

@@ -958,12 +958,10 @@ static void check_stage_variables(struct cjc_compile *c)
  * keyed as text (key.c), so what they name must not depend on anything else. */
 static void check_flag_variables(struct cjc_compile *c)
 {
-	struct cjc_env e;
-	cjc_env_read(&e);
-	const char *environment = cjc_key_env_uncacheable_in(&e, false), *name;
+	const char *environment = cjc_key_env_uncacheable_in(&c->env, false), *name;
 	if (environment)
 		uncacheable(c, environment);
-	if (cjc_rules_time_macro_env(&e, cjc_rules_epoch(), &name))
+	if (cjc_rules_time_macro_env(&c->env, cjc_rules_epoch(), &name))
 		uncacheable(c, CJC_RULES_TIME_MACRO_OPTION);
 	check_include_variables(c);
 	check_stage_variables(c);
@@ -985,6 +983,7 @@ void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *wher
 		       struct cjc_compile *c)
 {
 	memset(c, 0, sizeof *c);
+	cjc_env_read(&c->env);
 	if (where)
 		c->place = (struct cjc_place){ .cwd = where->cwd, .base_dir = where->base_dir,
 					       .share_dirs = where->share_dirs };

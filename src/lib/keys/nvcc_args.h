@@ -35,6 +35,7 @@
 
 #include "base/util.h"
 #include "keys/includescan.h"
+#include "keys/key.h"
 #include "keys/place.h"
 
 enum cjc_kind { CJC_KIND_NONE, CJC_KIND_OBJECT, CJC_KIND_RDC_OBJECT, CJC_KIND_CUBIN, CJC_KIND_FATBIN, CJC_KIND_PTX };
@@ -64,6 +65,7 @@ struct cjc_compile {
 	struct cjc_search_path search;
 	json_t *options;   /* for metadata.json */
 	json_t *options_files; /* for metadata.json: [{"path", "sha256", "private"}], or NULL */
+	struct cjc_env env; /* the environment as parsed (key.h): the key's, read once */
 };
 
 /* An options file is read only when it is a regular file of at most this

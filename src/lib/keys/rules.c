@@ -26,12 +26,23 @@ static size_t splice_at(const char *p, const char *end)
 	return q < end && *q == '\n' ? (size_t)(q + 1 - p) : 0;
 }
 
+/* Whether text holds the trigraph ??/ (a backslash): a '?' is rarer than
+ * memmem's setup is cheap. */
+static bool has_trigraph_slash(const char *text, size_t len)
+{
+	const char *end = text + len;
+	for (const char *p = text; (p = memchr(p, '?', (size_t)(end - p))); p++)
+		if (end - p >= 3 && p[1] == '?' && p[2] == '/')
+			return true;
+	return false;
+}
+
 /* text with its line splices removed, in *joined when there are any;
  * returns the text to search and sets *n to its length. */
 static const char *join_splices(const char *text, size_t len, struct cjc_buf *joined, size_t *n)
 {
 	*n = len;
-	if (!memchr(text, '\\', len) && !memmem(text, len, "?\?/", 3))
+	if (!memchr(text, '\\', len) && !has_trigraph_slash(text, len))
 		return text;
 	const char *p = text, *end = text + len;
 	while (p < end) {
@@ -58,18 +69,22 @@ static const char *clock_macro(const char *t, size_t n, bool epoch)
 {
 	static const char *const macros[] = { "__TIMESTAMP__", "__DATE__", "__TIME__" };
 	const char *end = t + n;
-	for (const char *p = t; p < end && (p = memmem(p, (size_t)(end - p), "__", 2)); p++)
+	for (const char *p = t; (p = memchr(p, '_', (size_t)(end - p))); p++) {
+		if (end - p < 3 || p[1] != '_' || (p[2] != 'T' && p[2] != 'D'))
+			continue;
 		for (size_t i = 0; i < (epoch ? 1 : sizeof macros / sizeof *macros); i++) {
 			size_t m = strlen(macros[i]);
 			if ((size_t)(end - p) >= m && !memcmp(p, macros[i], m))
 				return macros[i];
 		}
+	}
 	return NULL;
 }
 
 const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
 {
-	if (!text)
+	/* Every macro has a '_', and joining splices only takes bytes out. */
+	if (!text || !memchr(text, '_', len))
 		return NULL;
 	struct cjc_buf joined = CJC_BUF_INIT;
 	size_t n;
