@@ -425,26 +425,32 @@ names_compile() {
 # The request's name (nvcc sees <private directory>/src/<name>) is keyed
 # only where it can reach the output (docs/jit.md): the same code and
 # options under two names compile once, even where a header writes
-# __FILE__ for itself; with -lineinfo, __FILE__ through a header's macro,
-# or assert(), each name compiles its own entry, which names it.
+# __FILE__ for itself, or defines a macro that does under a condition that
+# does not hold (as GCC 13's libstdc++ does for __glibcxx_assert, under
+# _GLIBCXX_ASSERTIONS); with -lineinfo, __FILE__ through a header's macro,
+# that condition holding, or assert(), each name compiles its own entry,
+# which names it.
 testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 	local said kernel
 	mkdir -p inc
 	echo '__device__ const char *header_file = __FILE__;' >inc/own.h
 	echo '#define WHERE __FILE__' >inc/where.h
+	printf '#ifdef GUARD_ON\n#define WHERE_IF_ON __FILE__\n#else\n#define WHERE_IF_ON "off"\n#endif\n' >inc/guarded.h
+	printf '#include "guarded.h"\nextern "C" __global__ void one(const char **p) { *p = WHERE_IF_ON; }\n' >guarded.cu
 	printf '#include "own.h"\nextern "C" __global__ void one(const char **p) { *p = header_file; }\n' >own.cu
 	printf '#include "where.h"\nextern "C" __global__ void one(const char **p) { *p = WHERE; }\n' >where.cu
 	printf '#include <cassert>\nextern "C" __global__ void one(int *p) { assert(p); *p = 1; }\n' >assert.cu
 	printf 'extern "C" __global__ void one(float *a) { a[threadIdx.x] = 1.0f; }\n' >one.cu
-	for kernel in one.cu own.cu; do
+	for kernel in one.cu guarded.cu own.cu; do
 		said=($(names_compile $kernel -I"$PWD/inc"))
 		assertEquals "$kernel: one compile for both names" "miss hit hit" "${said[0]} ${said[2]} ${said[4]}"
 		assertEquals "$kernel: one entry" "${said[1]}" "${said[3]}"
 		assertTrue "$kernel: the same bytes" "cmp -s a.cubin b.cubin"
 	done
 	assertTrue "own.h names itself" "strings a.cubin | grep -q 'inc/own.h'"
-	expect_nvcc_runs 2
-	for kernel in "where.cu -I$PWD/inc" assert.cu "one.cu -lineinfo"; do
+	expect_nvcc_runs 3
+	assertEquals "guarded.cu's macro was asked of the preprocessor" 1 "$(nvcc_preprocesses)"
+	for kernel in "where.cu -I$PWD/inc" assert.cu "one.cu -lineinfo" "guarded.cu -I$PWD/inc -DGUARD_ON"; do
 		said=($(names_compile $kernel))
 		assertEquals "$kernel: a compile for each name" "miss miss hit" "${said[0]} ${said[2]} ${said[4]}"
 		assertNotEquals "$kernel: two entries" "${said[1]}" "${said[3]}"
@@ -453,7 +459,7 @@ testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 		assertTrue "$kernel: b.cu's names b.cu" "strings b.cubin | grep -q '\\<b\\.cu'"
 		assertFalse "$kernel: and not a.cu" "strings b.cubin | grep -q '\\<a\\.cu'"
 	done
-	expect_nvcc_runs 8
+	expect_nvcc_runs 11
 }
 
 # damage HOW: in a copy of a store that holds the kernel's entry (compiled

@@ -65,7 +65,7 @@ struct cjc_compile {
 	struct cjc_search_path search;
 	json_t *options;   /* for metadata.json */
 	json_t *options_files; /* for metadata.json: [{"path", "sha256", "private"}], or NULL */
-	struct cjc_env env; /* the environment as parsed (key.h): the key's, read once */
+	struct cjc_env env;    /* the environment as parsed (key.h): the key's, read once */
 };
 
 /* An options file is read only when it is a regular file of at most this
