@@ -51,6 +51,9 @@ int cjc_store_clean(const struct cjc_store *s, struct cjc_clean_report *r)
 		if (cjc_store_make_dirs(s, parts[i]) && !rc)
 			rc = -1, e = errno;
 	}
+	/* a marker of an entry removed marks nothing; made again when one is */
+	if (remove_aside(s, "unsound") && !rc)
+		rc = -1, e = errno;
 	if (r->failed && !rc)
 		rc = -1, e = EACCES;
 	errno = e;

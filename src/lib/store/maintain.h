@@ -29,7 +29,8 @@ struct cjc_clean_report {
 	uint64_t failed;  /* entries that could not be removed */
 };
 
-/* Removes every entry, every manifest and every hash cache. */
+/* Removes every entry, every manifest, every hash cache and every unsound
+ * marker (below). */
 int cjc_store_clean(const struct cjc_store *s, struct cjc_clean_report *r);
 /* Moves the bad entry of a key to quarantine/<key>.<host>.<pid>.<random>;
  * *dest (malloc'd, a path to show) says where. */
