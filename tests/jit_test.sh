@@ -650,6 +650,21 @@ testSettingsResolveDeepJitsWay() {
 	assertContains "$(cat err)" "LIB_JIT_COMPILER=clang: expected nvcc or nvrtc"
 }
 
+# A value with a control character is refused, as cjc refuses it in any
+# setting: the JIT never fails the program over it, so it is ignored (the
+# next source decides) and said, escaped, on stderr and in the log.
+testAControlCharacterInASettingIsIgnoredAndSaid() {
+	local v
+	v=$(LIB_JIT_CACHE_DIR=$'/x\e[31m' CJC_JIT_CACHE_DIR=/y "$CJC_JIT_CLI" --prefix LIB \
+		--setting CACHE_DIR 2>err) || fail "the open failed: $(cat err)"
+	assertEquals "the next source decides" /y "$v"
+	assertContains "$(cat err)" "LIB_JIT_CACHE_DIR='/x\x1b[31m' is ignored"
+	assertFalse "nothing raw on stderr" "grep -q $'\e' err"
+	v=$(CJC_JIT_DEBUG=$'1\n' "$CJC_JIT_CLI" --setting DEBUG 2>err) || fail "the open failed"
+	assertEquals "the default decides" 0 "$v"
+	assertTrue "said in the log" "grep -qF \"CJC_JIT_DEBUG='1\\\\x0a' is ignored\" '$CJC_LOG'"
+}
+
 testNvrtcCachesCodeWithoutIncludes() {
 	have_nvrtc || startSkipping
 	cat >plain.cu <<'SRC'

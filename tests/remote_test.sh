@@ -868,6 +868,58 @@ testSecretsAppearNowhere() {
 	unset CJC_DEBUG
 }
 
+# copies_in_memory PID TEXT: how many copies of TEXT the memory of process
+# PID holds (read from /proc/PID/mem, as root: what a core dump of it would
+# hold), each shown on stderr with what is around it.
+copies_in_memory() {
+	python3 - "$@" <<'PY'
+import re, sys
+pid, text, n = sys.argv[1], sys.argv[2].encode(), 0
+with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+    for f in (line.split() for line in maps):
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        try:
+            mem.seek(lo)
+            data = mem.read(hi - lo) if f[1][0] == "r" else b""
+        except (OSError, OverflowError):  # [vvar], [vsyscall]
+            continue
+        for m in re.finditer(re.escape(text), data):
+            n += 1
+            print(f[-1], data[max(0, m.start() - 48):m.end() + 8], file=sys.stderr)
+print(n)
+PY
+}
+
+# Issue 53: a bearer token leaves no copy in cjc's memory once the compile
+# that sent an entry with it (A, a miss) or fetched one with it (B, a hit)
+# is done: read as the process exits, after its own exit handlers
+# (faultinject.c's exit:STOP).  What is searched is the token's second
+# half, which a block freed unwiped keeps (malloc writes its own pointers
+# over the first 16 bytes).  libcurl's copies (in the requests it built)
+# count too: its frees wipe (curl.h).  The path of the token's file, in
+# CJC_REMOTE, is found: the search sees the memory.
+testABearerTokenLeavesNoCopyInMemory() {
+	[ "$(id -u)" = 0 ] || startSkipping # another process's memory (Yama): root reads it, as CI runs
+	export CJC_REMOTE="$NGINX_BEARER_URL|bearer-token-file=$NGINX_TOKEN_FILE|no-helper"
+	local m pid reached copies stops=$CASE/stops
+	for m in A B; do
+		rm -f "$stops" && mkfifo "$stops" || fail "the pipe"
+		CJC_FAULT=exit:STOP CJC_FAULT_DIR=$CASE/$m CJC_FAULT_STOPPED=3 LD_PRELOAD=$CJC_FAULTINJECT \
+			env -u NGINX_TOKEN CJC_DIR="$CASE/$m" "$CJC" "$NVCC" --cubin k.cu -o "$CASE/$m.cubin" \
+			-arch=$ARCH 3>"$stops" 2>"$CASE/$m.err" &
+		pid=$!
+		read -r -t 600 reached <"$stops"
+		assertEquals "$m stopped as it exits" "exit 0" "$reached"
+		copies=$(copies_in_memory "$pid" "${NGINX_TOKEN:16}" 2>"$CASE/$m.copies")
+		assertEquals "$m: no copy of the token: $(cat "$CASE/$m.copies")" 0 "$copies"
+		assertNotEquals "$m: the file's path is seen" 0 \
+			"$(copies_in_memory "$pid" "$NGINX_TOKEN_FILE" 2>/dev/null)"
+		kill -KILL "$pid"
+		wait "$pid" 2>/dev/null
+	done
+	assertEquals "B was served from the server" 1 "$(remote_stat B remote_hits)"
+}
+
 testRemoteCheckSaysWhatWorks() {
 	export CJC_REMOTE="$REDIS_URL $(with_user "$NGINX_HTTPS_AUTH_URL")|ca-file=$NGINX_CA$TLS_TIME"
 	local out

@@ -327,6 +327,37 @@ testACleanUnderAPrivateUmaskLocksNoMemberOut() {
 		"$(stat -c '%a %G' "$(ns)"/entries/* | sort -u)"
 }
 
+# mark_unsound: marks the store's one entry as verify_rate does (an empty
+# file unsound/<kk>/<key>, docs/key.md) and prints its key.
+mark_unsound() {
+	local key
+	key=$(basename "$(dirname "$(find "$(ns)/entries" -name metadata.json)")")
+	mkdir -p "$(ns)/unsound/${key:0:2}" && : >"$(ns)/unsound/${key:0:2}/$key" || fail "the marker"
+	echo "$key"
+}
+
+# An entry that did not reproduce is never served again: a member who
+# moves unsound/, or its shard, aside and links a directory of hers
+# without the marker in its place makes it no hit (the marker was looked
+# up through the links on the way); it is a miss each time.
+testAMembersLinksOnTheWayToAnUnsoundMarkerServeNothing() {
+	group_store
+	mkdir -m 755 "$TEST_DIR/hers" && chown "$MEMBER" "$TEST_DIR/hers" || fail "hers"
+	"$CJC" "$NVCC" --cubin k.cu -o a.cubin -arch=$ARCH -DV=1 || fail "root's compile"
+	local key
+	key=$(mark_unsound)
+	as "$MEMBER" sh -c 'mkdir "$1/$2" && cd "$3" && mv unsound unsound.away && ln -s "$1" unsound' \
+		sh "$TEST_DIR/hers" "${key:0:2}" "$(ns)" || fail "her link at unsound/"
+	"$CJC" "$NVCC" --cubin k.cu -o b.cubin -arch=$ARCH -DV=1 || fail "root's compile through her link"
+	as "$MEMBER" sh -c 'cd "$1" && rm unsound && mv unsound.away unsound && cd unsound &&
+		mv "$2" "$2.away" && ln -s "$3/$2" "$2"' sh "$(ns)" "${key:0:2}" "$TEST_DIR/hers" ||
+		fail "her link at unsound/<kk>/"
+	"$CJC" "$NVCC" --cubin k.cu -o c.cubin -arch=$ARCH -DV=1 || fail "root's compile through her link"
+	expect_stat hits 0
+	expect_stat misses 3
+	expect_why c.cubin "did not reproduce"
+}
+
 # --- 5. nobody waits on anyone ---------------------------------------------
 
 testAnOutsidersLockOnTheCountersHangsNoCompile() {

@@ -626,7 +626,8 @@ wait_for_stat() {
 # -DX=$WRAPPED_X.  With X=2 the key is X=1's, so X=1's cubin is served (a
 # wrong hit no table can see); the sampled verification compiles again,
 # finds the difference, counts it and records it for `cjc why`, and the
-# entry is never served again: the next compile runs nvcc.  A compile that
+# entry is never served again: the next compile runs nvcc, until `cjc
+# clean` removes the entry and its marker.  A compile that
 # reproduces is counted verified; a -G one is not sampled.
 testVerifyRateCatchesAnInputNoRuleKnows() {
 	mkdir -p wrap
@@ -642,6 +643,11 @@ testVerifyRateCatchesAnInputNoRuleKnows() {
 	"$REAL_NVCC" -DX=2 --cubin -arch=$ARCH x.cu -o d.cubin || fail "nvcc"
 	assertTrue "never served again: nvcc's cubin for X=2" "cmp -s c.cubin d.cubin"
 	expect_why c.cubin "did not reproduce"
+	"$CJC" clean >/dev/null || fail "cjc clean"
+	assertFalse "clean removes the marker with its entry" "ls -d '$CJC_DIR'/v1/*/unsound 2>/dev/null"
+	WRAPPED_X=2 "$CJC" wrap/nvcc --cubin -arch=$ARCH x.cu -o c.cubin || fail "after the clean"
+	WRAPPED_X=2 "$CJC" wrap/nvcc --cubin -arch=$ARCH x.cu -o c.cubin || fail "after the clean"
+	expect_why c.cubin "hit"
 	compile e.cubin
 	CJC_VERIFY_RATE=100% compile f.cubin
 	wait_for_stat verified 1

@@ -81,7 +81,8 @@ int jit_settings_load(struct jit_settings *s, const char *prefix, const struct c
 void jit_settings_release(struct jit_settings *s);
 int jit_setting_find(const char *name);
 /* The PREFIX_JIT_* and CJC_JIT_* variables in the environment that are not
- * settings (a misspelt PREFIX_JIT_DUMP_PXT), each with a line saying so. */
+ * settings (a misspelt PREFIX_JIT_DUMP_PXT), or whose value holds a control
+ * character, each with a line saying so. */
 void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines);
 
 /* changes.c: the handle's change generation, or 0 when there is no

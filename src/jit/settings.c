@@ -6,7 +6,10 @@
  * included, wins over every weaker source.  Unprefixed JIT_* variables are
  * never read.  A malformed value fails cjc_jit_open with a message naming
  * the variable; a PREFIX_JIT_* or CJC_JIT_* variable that no row reads (a
- * misspelling) is named too, and ignored (jit_settings_unknown).  DUMP_ASM
+ * misspelling) is named too, and ignored (jit_settings_unknown), and so is
+ * a value with a control character (C0 or DEL), which cjc refuses in any
+ * setting (config.c): the next source decides, as if it were unset, since
+ * the JIT never fails a program over it.  DUMP_ASM
  * is DeepJIT's "both": it sets DUMP_PTX and DUMP_SASS.  docs/jit.md has the
  * table for users.
  */
@@ -156,6 +159,15 @@ static int take(struct jit_settings *s, int i, const char *text, const char *ori
 	return 0;
 }
 
+/* Whether a value holds a C0 control or DEL (escaped wherever it is shown). */
+static bool holds_control(const char *v)
+{
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return true;
+	return false;
+}
+
 static int load_row(struct jit_settings *s, int i, const char *prefix,
 		    const struct cjc_config *cfg, struct cjc_buf *err)
 {
@@ -167,7 +179,7 @@ static int load_row(struct jit_settings *s, int i, const char *prefix,
 	int rc = 1;
 	for (int k = 0; k < 2 && rc == 1; k++) {
 		const char *v = names[k] ? getenv(names[k]) : NULL;
-		if (v && *v) {
+		if (v && *v && !holds_control(v)) { /* else named by jit_settings_unknown */
 			rc = take(s, i, v, names[k], err);
 			s->origin[i] = rc ? NULL : k ? r->global ? r->global : "CJC_JIT_*" : "PREFIX_JIT_*";
 		}
@@ -234,6 +246,19 @@ static void known_names(const char *prefix, struct cjc_strvec *known)
 			 sizeof other_globals / sizeof *other_globals);
 }
 
+/* A setting's value that holds a control character, said with the
+ * characters escaped. */
+static void refused_value(const char *name, const char *value, struct cjc_strvec *lines)
+{
+	char *shown = cjc_printable(value);
+	char *line = cjc_xasprintf("%s='%s' is ignored: a setting's value holds no control "
+				   "characters (shown as \\xNN)",
+				   name, shown);
+	cjc_strvec_push(lines, line);
+	free(line);
+	free(shown);
+}
+
 void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines)
 {
 	extern char **environ;
@@ -245,7 +270,10 @@ void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines)
 		if (!known.n)
 			known_names(prefix, &known);
 		char *name = cjc_xstrndup(*e, strcspn(*e, "="));
-		if (!cjc_strvec_contains(&known, name)) {
+		bool setting = cjc_strvec_contains(&known, name);
+		if (setting && holds_control(*e + strlen(name) + 1))
+			refused_value(name, *e + strlen(name) + 1, lines);
+		else if (!setting) {
 			const char *near = cjc_did_you_mean(name, (const char *const *)known.v, known.n);
 			char *line = cjc_xasprintf("%s is not a setting of the JIT library, and is "
 						   "ignored%s%s%s", name, near ? " (did you mean " : "",

@@ -211,7 +211,7 @@ static int read_settings(void)
 	int rc = cjc_read_fd(0, &text) || text.len > SETTINGS_MAX ? -1 : 0; /* the parent's pipe */
 	if (!rc)
 		rc = cjc_helper_decode_settings(text.data, text.len, &settings, name);
-	cjc_buf_release(&text);
+	cjc_buf_release_secret(&text); /* the store's URL, its password with it */
 	int null = open("/dev/null", O_RDONLY);
 	if (null >= 0 && null != 0)
 		dup2(null, 0), close(null);

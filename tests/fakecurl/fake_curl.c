@@ -28,7 +28,7 @@ struct version_info *curl_version_info(int age)
 #define STUB(name) \
 	void name(void); \
 	void name(void) {}
-STUB(curl_global_init)
+STUB(curl_global_init_mem)
 STUB(curl_easy_init)
 STUB(curl_easy_setopt)
 STUB(curl_easy_perform)

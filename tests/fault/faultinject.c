@@ -6,7 +6,10 @@
  *
  *   CJC_FAULT=OP:ERR[:N]   OP: fsync, rename (rename and renameat), write
  *                          (write and pwrite), mkdir (mkdir and mkdirat),
- *                          or read (of an entry's output.* only); ERR: EIO,
+ *                          read (of an entry's output.* only), or exit
+ *                          (with STOP only: as the process exits, once
+ *                          its own exit handlers have run, so that a test
+ *                          can read what its memory keeps); ERR: EIO,
  *                          ENOSPC, EOF (read returns 0, as from a file cut
  *                          short), or STOP (below); N: only the Nth matching
  *                          call (default: every one)
@@ -122,6 +125,14 @@ static void stop(const char *name, const char *rel)
 		(void)!REAL(write)(stopped_fd, line, (size_t)n);
 	for (;;)
 		pause();
+}
+
+/* exit:STOP: run when the process exits, after cjc's own atexit handlers
+ * (the loader's destructors run last). */
+__attribute__((destructor)) static void stop_at_exit(void)
+{
+	if (op[0] && !strcmp(op, "exit") && err == STOP)
+		stop("exit", "");
 }
 
 /* Whether the fault is for calls of `name` (then the wrappers find the path). */

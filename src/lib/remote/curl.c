@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,17 +25,48 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #define FN(field, name) CJC_DL_SYMBOL(struct cjc_curl_api, field, name)
 static const struct cjc_dl_symbol symbols[] = {
-	FN(global_init, "curl_global_init"), FN(easy_init, "curl_easy_init"),
-	FN(easy_setopt, "curl_easy_setopt"), FN(easy_perform, "curl_easy_perform"),
-	FN(easy_getinfo, "curl_easy_getinfo"), FN(easy_reset, "curl_easy_reset"),
-	FN(easy_cleanup, "curl_easy_cleanup"), FN(easy_strerror, "curl_easy_strerror"),
-	FN(slist_append, "curl_slist_append"), FN(slist_free_all, "curl_slist_free_all"),
-	FN(multi_init, "curl_multi_init"), FN(multi_add_handle, "curl_multi_add_handle"),
+	FN(global_init_mem, "curl_global_init_mem"),
+	FN(easy_init, "curl_easy_init"),
+	FN(easy_setopt, "curl_easy_setopt"),
+	FN(easy_perform, "curl_easy_perform"),
+	FN(easy_getinfo, "curl_easy_getinfo"),
+	FN(easy_reset, "curl_easy_reset"),
+	FN(easy_cleanup, "curl_easy_cleanup"),
+	FN(easy_strerror, "curl_easy_strerror"),
+	FN(slist_append, "curl_slist_append"),
+	FN(slist_free_all, "curl_slist_free_all"),
+	FN(multi_init, "curl_multi_init"),
+	FN(multi_add_handle, "curl_multi_add_handle"),
 	FN(multi_remove_handle, "curl_multi_remove_handle"),
-	FN(multi_perform, "curl_multi_perform"), FN(multi_poll, "curl_multi_poll"),
-	FN(multi_info_read, "curl_multi_info_read"), FN(multi_cleanup, "curl_multi_cleanup"),
-	FN(multi_setopt, "curl_multi_setopt"), FN(version_info, "curl_version_info"),
+	FN(multi_perform, "curl_multi_perform"),
+	FN(multi_poll, "curl_multi_poll"),
+	FN(multi_info_read, "curl_multi_info_read"),
+	FN(multi_cleanup, "curl_multi_cleanup"),
+	FN(multi_setopt, "curl_multi_setopt"),
+	FN(version_info, "curl_version_info"),
 };
+
+/* libcurl's memory, wiped before it is freed (curl.h): a request it built
+ * holds the password or token it was given, and a core dump would hold
+ * whatever was freed unwiped. */
+static void wiping_free(void *p)
+{
+	if (p)
+		explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+/* Moves by hand, so that the block left behind is wiped too. */
+static void *wiping_realloc(void *p, size_t n)
+{
+	void *q = malloc(n ? n : 1);
+	if (q && p) {
+		size_t had = malloc_usable_size(p);
+		memcpy(q, p, had < n ? had : n);
+		wiping_free(p);
+	}
+	return q;
+}
 
 static void load(void)
 {
@@ -51,7 +83,8 @@ static void load(void)
 		load_error = CJC_CURL_SONAME " is older than 7.85.0 (install a newer libcurl4)";
 		return;
 	}
-	cjc_curl.global_init(CURL_GLOBAL_DEFAULT);
+	cjc_curl.global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wiping_free, wiping_realloc, strdup,
+				 calloc);
 }
 
 const char *cjc_curl_load(void)

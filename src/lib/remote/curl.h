@@ -3,7 +3,9 @@
  * remote_oci.c): loaded at run time, once per process, only when a store
  * needs it (remote_http.c says why: the thirty libraries it brings cost
  * more than a whole remote hit); the secret files both read, and a
- * timeout as both say it.
+ * timeout as both say it.  What libcurl frees is wiped first: it copies
+ * the secrets it is given (a URL's password, a bearer token's header) into
+ * the requests it builds, which would linger in freed memory.
  */
 #ifndef CJC_REMOTE_CURL_H
 #define CJC_REMOTE_CURL_H
@@ -13,7 +15,9 @@
 
 /* The libcurl functions used. */
 struct cjc_curl_api {
-	CURLcode (*global_init)(long flags);
+	CURLcode (*global_init_mem)(long flags, curl_malloc_callback m, curl_free_callback f,
+				    curl_realloc_callback r, curl_strdup_callback s,
+				    curl_calloc_callback c);
 	CURL *(*easy_init)(void);
 	CURLcode (*easy_setopt)(CURL *c, CURLoption option, ...);
 	CURLcode (*easy_perform)(CURL *c);

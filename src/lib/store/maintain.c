@@ -51,6 +51,9 @@ int cjc_store_clean(const struct cjc_store *s, struct cjc_clean_report *r)
 		if (cjc_store_make_dirs(s, parts[i]) && !rc)
 			rc = -1, e = errno;
 	}
+	/* a marker of an entry removed marks nothing; made again when one is */
+	if (remove_aside(s, "unsound") && !rc)
+		rc = -1, e = errno;
 	if (r->failed && !rc)
 		rc = -1, e = EACCES;
 	errno = e;
@@ -88,7 +91,12 @@ int cjc_store_mark_unsound(const struct cjc_store *s, const char *key)
 bool cjc_store_is_unsound(const struct cjc_store *s, const char *key)
 {
 	char *sub = unsound_name(key);
-	bool marked = !faccessat(s->fd, sub, F_OK, AT_SYMLINK_NOFOLLOW);
+	/* no link followed at any step (store.h): one openat2, which fails
+	 * with ENOENT for an unmarked key; anything else is a marker */
+	int fd = cjc_store_openat(s, sub, O_PATH, 0);
+	bool marked = fd >= 0 || errno != ENOENT;
+	if (fd >= 0)
+		close(fd);
 	free(sub);
 	return marked;
 }

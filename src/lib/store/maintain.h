@@ -29,7 +29,8 @@ struct cjc_clean_report {
 	uint64_t failed;  /* entries that could not be removed */
 };
 
-/* Removes every entry, every manifest and every hash cache. */
+/* Removes every entry, every manifest, every hash cache and every unsound
+ * marker (below). */
 int cjc_store_clean(const struct cjc_store *s, struct cjc_clean_report *r);
 /* Moves the bad entry of a key to quarantine/<key>.<host>.<pid>.<random>;
  * *dest (malloc'd, a path to show) says where. */
@@ -37,8 +38,13 @@ int cjc_store_quarantine(const struct cjc_store *s, const char *key, char **dest
 
 /* Entries that did not reproduce when they were compiled again (the
  * verify_rate setting): an empty file unsound/<kk>/<key> marks one, and a
- * marked key is never served again (compile/lookup.h).  A member of a
- * shared store who marks a key only makes it a miss. */
+ * marked key is never served again (compile/lookup.h).  The marker is
+ * looked up as every file of the store is, without following a link at
+ * any step (one openat2: the cost of a hit), and only nothing at its name
+ * is no marker: a link or a file a member planted on the way, or anything
+ * at the name, whoever's, marks the key, so a member of a shared store
+ * can only make it a miss.  What she can still do, as she can to any name
+ * of a group store: remove a marker (docs/trust.md). */
 int cjc_store_mark_unsound(const struct cjc_store *s, const char *key);
 bool cjc_store_is_unsound(const struct cjc_store *s, const char *key);
 
