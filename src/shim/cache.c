@@ -260,28 +260,13 @@ static int lookup(struct shim_job *s)
 
 /* ---- a miss ---- */
 
-/* The record of what the compile read: the source (as the JIT library's
- * NVRTC records name it, at a path where no file can be), each file found,
- * hashed now (its stamp held through the compile: compile/watch.c), and each name
- * not found. */
+/* The record of what the compile read (jit_deps_record), the source at a
+ * path where no file can be, as the JIT library's NVRTC records name it. */
 static int record_reads(struct shim_job *s, struct cjc_watch *w, struct cjc_buf *why)
 {
-	struct cjc_manifest_record *rec = &s->rec;
-	cjc_watch_settle(w);
-	if (w->unkeyable)
-		return cjc_buf_adds(why, w->unkeyable), -1;
-	rec->deps = cjc_xcalloc(w->found.n + 1, sizeof *rec->deps);
-	rec->deps[rec->ndeps++] = (struct cjc_dep){ cjc_xstrdup(s->j.source), strlen(s->p->source), { 0 } };
-	memcpy(rec->deps[0].sha, s->j.code_sha, CJC_DIGEST_LEN);
-	for (size_t i = 0; i < w->found.n; i++) {
-		struct cjc_dep *d = &rec->deps[rec->ndeps];
-		if (jit_deps_hash(s->j.h, w->found.v[i], JIT_ANY_SIZE, &d->size, d->sha))
-			return cjc_buf_addf(why, "cannot read %s: %s", w->found.v[i], strerror(errno)), -1;
-		d->path = cjc_xstrdup(w->found.v[i]);
-		rec->ndeps++;
-	}
-	cjc_strvec_pushv(&rec->absent, w->absent.v, w->absent.n);
-	cjc_key_entry(s->direct, rec, NULL, rec->entry_key);
+	if (jit_deps_record(&s->j, strlen(s->p->source), w, &s->rec, why))
+		return -1;
+	cjc_key_entry(s->direct, &s->rec, NULL, s->rec.entry_key);
 	return 0;
 }
 
