@@ -749,6 +749,26 @@ testNvrtcRelativeIncludeDirectoryIsTheWorkingDirectorys() {
 	assertEquals "a again: a hit" "hit ${first#miss }" "$(cd a && nvrtc kernel.cu -Iinc)"
 }
 
+# An NVRTC whose imports the library cannot rebind (one that holds open's
+# address in its data): its reads cannot be observed, so nothing is cached,
+# include or not, and the compile is NVRTC's.
+testNvrtcWhoseReadsCannotBeObservedIsNotCached() {
+	have_nvrtc || startSkipping
+	local real
+	real=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")/lib64/libnvrtc.so
+	[ -e "$real" ] || startSkipping
+	write_kernel
+	export CJC_JIT_NVRTC_LIBRARY=$CJC_FAKE_NVRTC FAKE_NVRTC_REAL=$real
+	assertEquals "not cached" "miss -" "$(nvrtc --out a.cubin kernel.cu -I"$PWD/inc")"
+	assertEquals "still not cached" "miss -" "$(nvrtc kernel.cu -I"$PWD/inc")"
+	unset CJC_JIT_NVRTC_LIBRARY
+	plain_nvrtc ref.cubin kernel.cu -I"$PWD/inc" || fail "plain NVRTC"
+	assertTrue "NVRTC's cubin" "cmp -s a.cubin ref.cubin"
+	assertEquals "no entry" 0 "$(entry_count)"
+	grep -q "not cached: the files NVRTC reads cannot be observed: .*a relocation of open of type" \
+		"$CJC_LOG" || fail "the log says why: $(cat "$CJC_LOG")"
+}
+
 # NVRTC ignores SOURCE_DATE_EPOCH: code that names a time macro (line
 # splices joined), a header it includes that does, or an option that does
 # is compiled every time, never served.  Whatever spelling of #include the
