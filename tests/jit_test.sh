@@ -689,40 +689,141 @@ SRC
 	expect_nvcc_runs 0
 }
 
-testNvrtcDoesNotCacheWhatIncludesFiles() {
-	have_nvrtc || startSkipping
-	write_kernel
-	assertEquals "not cached" "miss -" "$(CJC_JIT_COMPILER=nvrtc jit kernel.cu -I"$PWD/inc")"
-	assertEquals "still not cached" "miss -" "$(CJC_JIT_COMPILER=nvrtc jit kernel.cu -I"$PWD/inc")"
-	assertEquals "no entry" 0 "$(entry_count)"
-	grep -q 'not cached: an option names an include directory' "$CJC_LOG" || fail "the log says why"
+# nvrtc ARGS...: the JIT library's NVRTC path (its answer: "hit|miss KEY").
+nvrtc() {
+	CJC_JIT_COMPILER=nvrtc jit "$@"
 }
 
-# NVRTC ignores SOURCE_DATE_EPOCH and does not say which files it read:
-# code that names a time macro (line splices joined), an option that does,
-# and code that may include a file in any spelling the preprocessor takes
-# are compiled every time, never served.
-testNvrtcDoesNotCacheTheClockOrAnyInclude() {
+# plain_nvrtc OUT ARGS...: NVRTC's own cubin for the request, uncached.
+plain_nvrtc() {
+	local out=$1
+	shift
+	CJC_DISABLE=1 CJC_JIT_COMPILER=nvrtc jit --out "$out" "$@" >/dev/null
+}
+
+# NVRTC's reads are observed (compile/watch.h): a header found through -I
+# is keyed by its content, so code that includes one is cached, and an
+# edit is a miss that compiles what NVRTC compiles now.
+testNvrtcCachesWhatItIncludesByContent() {
 	have_nvrtc || startSkipping
-	local form i
+	write_kernel
+	local first second
+	first=$(nvrtc --out a.cubin kernel.cu -I"$PWD/inc") || fail "miss"
+	second=$(nvrtc --out b.cubin kernel.cu -I"$PWD/inc") || fail "hit"
+	assertEquals "miss ${first#miss }" "$first"
+	assertEquals "a hit" "hit ${first#miss }" "$second"
+	assertTrue "the same cubin" "cmp -s a.cubin b.cubin"
+	"$CJC" show "${first#miss }" --json | jq -e --arg h "$PWD/inc/tile.h" \
+		'[.inputs[].path] | index($h)' >/dev/null || fail "the entry names the header it read"
+	echo '#define FACTOR 3.0f' >inc/tile.h
+	local third
+	third=$(nvrtc --out c.cubin kernel.cu -I"$PWD/inc") || fail "after the edit"
+	assertEquals "the edited header: a miss" miss "${third%% *}"
+	assertNotEquals "another entry" "${first#miss }" "${third#miss }"
+	plain_nvrtc ref.cubin kernel.cu -I"$PWD/inc" || fail "plain NVRTC"
+	assertTrue "what NVRTC compiles now" "cmp -s c.cubin ref.cubin"
+	assertFalse "not the old cubin" "cmp -s c.cubin a.cubin"
+	assertEquals "then a hit" "hit ${third#miss }" "$(nvrtc kernel.cu -I"$PWD/inc")"
+	# one handle: the store, its memory, then an edit between two requests
+	assertEquals "the handle's memory checks the header" "hit hit miss " \
+		"$(nvrtc --between "echo '#define FACTOR 4.0f' >inc/tile.h" --warm 1 kernel.cu \
+			-I"$PWD/inc" | cut -d' ' -f1 | tr '\n' ' ')"
+	expect_nvcc_runs 0
+}
+
+# An include candidate NVRTC looked for and did not find is keyed as absent:
+# a header created there, earlier on the path, is a miss; one removed is
+# NVRTC's error, never the old output.
+testNvrtcKeysIncludeCandidatesItDidNotFind() {
+	have_nvrtc || startSkipping
+	write_kernel
+	mkdir -p early
+	local first
+	first=$(nvrtc kernel.cu -I"$PWD/early" -I"$PWD/inc") || fail "miss"
+	assertEquals "a hit" "hit ${first#miss }" "$(nvrtc kernel.cu -I"$PWD/early" -I"$PWD/inc")"
+	echo '#define FACTOR 5.0f' >early/tile.h
+	local shadowed
+	shadowed=$(nvrtc --out s.cubin kernel.cu -I"$PWD/early" -I"$PWD/inc") || fail "shadowed"
+	assertEquals "a header that shadows: a miss" miss "${shadowed%% *}"
+	plain_nvrtc ref.cubin kernel.cu -I"$PWD/early" -I"$PWD/inc" || fail "plain NVRTC"
+	assertTrue "what NVRTC compiles now" "cmp -s s.cubin ref.cubin"
+	rm early/tile.h inc/tile.h
+	nvrtc kernel.cu -I"$PWD/early" -I"$PWD/inc" >out 2>err && fail "served without its header: $(cat out)"
+	plain_nvrtc ref2.cubin kernel.cu -I"$PWD/early" -I"$PWD/inc" 2>/dev/null && fail "NVRTC compiled it"
+	assertContains "NVRTC's error" "$(cat err)" "tile.h"
+}
+
+# A relative include directory is the working directory's: the same
+# request from another directory with another header is not served the
+# first one's output.
+testNvrtcRelativeIncludeDirectoryIsTheWorkingDirectorys() {
+	have_nvrtc || startSkipping
+	write_kernel
+	mkdir -p a b && cp -r kernel.cu inc a/ && cp -r kernel.cu inc b/
+	echo '#define FACTOR 7.0f' >b/inc/tile.h
+	local first second
+	first=$(cd a && nvrtc kernel.cu -Iinc) || fail "a"
+	second=$(cd b && nvrtc --out b.cubin kernel.cu -Iinc) || fail "b"
+	assertEquals "another header: a miss" miss "${second%% *}"
+	(cd b && plain_nvrtc ref.cubin kernel.cu -Iinc) || fail "plain NVRTC"
+	assertTrue "b's own output" "cmp -s b/b.cubin b/ref.cubin"
+	assertEquals "a again: a hit" "hit ${first#miss }" "$(cd a && nvrtc kernel.cu -Iinc)"
+}
+
+# An NVRTC whose imports the library cannot rebind (one that holds open's
+# address in its data): its reads cannot be observed, so nothing is cached,
+# include or not, and the compile is NVRTC's.
+testNvrtcWhoseReadsCannotBeObservedIsNotCached() {
+	have_nvrtc || startSkipping
+	local real
+	real=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")/lib64/libnvrtc.so
+	[ -e "$real" ] || startSkipping
+	write_kernel
+	export CJC_JIT_NVRTC_LIBRARY=$CJC_FAKE_NVRTC FAKE_NVRTC_REAL=$real
+	assertEquals "not cached" "miss -" "$(nvrtc --out a.cubin kernel.cu -I"$PWD/inc")"
+	assertEquals "still not cached" "miss -" "$(nvrtc kernel.cu -I"$PWD/inc")"
+	unset CJC_JIT_NVRTC_LIBRARY
+	plain_nvrtc ref.cubin kernel.cu -I"$PWD/inc" || fail "plain NVRTC"
+	assertTrue "NVRTC's cubin" "cmp -s a.cubin ref.cubin"
+	assertEquals "no entry" 0 "$(entry_count)"
+	grep -q "not cached: the files NVRTC reads cannot be observed: .*a relocation of open of type" \
+		"$CJC_LOG" || fail "the log says why: $(cat "$CJC_LOG")"
+}
+
+# NVRTC ignores SOURCE_DATE_EPOCH: code that names a time macro (line
+# splices joined), a header it includes that does, or an option that does
+# is compiled every time, never served.  Whatever spelling of #include the
+# preprocessor takes, the header is observed and keyed.
+testNvrtcDoesNotCacheTheClockAndKeysEveryInclude() {
+	have_nvrtc || startSkipping
+	local form i first
 	mkdir -p forms
 	echo '#define V 1' >forms/v.h
 	for form in '#define W __TIME__' '#define W __TI\
-ME__' '/* c */ #include "v.h"' '%:include "v.h"' '#inc\
-lude "v.h"' $'\f#include "v.h"'; do
+ME__' '#include "t.h"'; do
 		i=$((${i:-0} + 1))
+		printf '#define T __TIME__\n' >forms/t.h
 		printf '%s\nextern "C" __global__ void k(int *p) { *p = 1; }\n' "$form" >forms/k$i.cu
-		assertEquals "form $i: not cached" "miss -" "$(cd forms && CJC_JIT_COMPILER=nvrtc jit k$i.cu)"
-		assertEquals "form $i: still not cached" "miss -" \
-			"$(cd forms && CJC_JIT_COMPILER=nvrtc jit k$i.cu)"
+		assertEquals "form $i: not cached" "miss -" "$(cd forms && nvrtc k$i.cu)"
+		assertEquals "form $i: still not cached" "miss -" "$(cd forms && nvrtc k$i.cu)"
+	done
+	grep -q 'not published: __TIME__ in t.h' "$CJC_LOG" || fail "the log names the header: $(cat "$CJC_LOG")"
+	for form in '/* c */ #include "v.h"' '%:include "v.h"' '#inc\
+lude "v.h"' $'\f#include "v.h"'; do
+		i=$((i + 1))
+		echo '#define V 1' >forms/v.h
+		printf '%s\nextern "C" __global__ void k(int *p) { *p = V; }\n' "$form" >forms/k$i.cu
+		first=$(cd forms && nvrtc k$i.cu) || fail "form $i"
+		assertEquals "form $i: a hit" "hit ${first#miss }" "$(cd forms && nvrtc k$i.cu)"
+		echo '#define V 2' >forms/v.h
+		assertEquals "form $i: the header edited, a miss" miss \
+			"$(cd forms && nvrtc k$i.cu | cut -d' ' -f1)"
 	done
 	printf 'extern "C" __global__ void k(int *p) { *p = 1; }\n' >forms/plain.cu
-	assertEquals "an option's time macro" "miss -" \
-		"$(cd forms && CJC_JIT_COMPILER=nvrtc jit plain.cu -DX=__TIME__)"
+	assertEquals "an option's time macro" "miss -" "$(cd forms && nvrtc plain.cu -DX=__TIME__)"
 	echo -O3 >forms/popt
 	assertEquals "a ptxas options file" "miss -" \
-		"$(cd forms && CJC_JIT_COMPILER=nvrtc jit plain.cu --ptxas-options=--options-file=popt)"
-	assertEquals "no entry" 0 "$(entry_count)"
+		"$(cd forms && nvrtc plain.cu --ptxas-options=--options-file=popt)"
 }
 
 testNoGpuAndNoArchIsAClearError() {

@@ -317,6 +317,18 @@ testATimeMacroInAnOptionOrASplicedHeaderIsNotCached() {
 	assertContains "$(cat "$CJC_LOG")" "not cached: an option names __DATE__"
 }
 
+# A header NVRTC read from disk that names a time macro: not published,
+# so never served (NVRTC ignores SOURCE_DATE_EPOCH).
+testATimeMacroInAHeaderReadFromDiskIsNotPublished() {
+	write_disk_header '7 /* built at __TIME__ */'
+	shimmed linked a -I inc disk
+	shimmed linked b -I inc disk
+	expect_stat hits 0
+	expect_stat misses 2
+	assertEquals "no entry" 0 "$(entry_count)"
+	assertContains "$(cat "$CJC_LOG")" "not published: __TIME__ in inc/disk.h"
+}
+
 testCjcRunEnvAndItsMistakes() {
 	prog ref saxpy
 	assertEquals "cjc run without a program" 2 "$("$CJC" run >/dev/null 2>&1; echo $?)"

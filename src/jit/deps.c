@@ -22,10 +22,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/stamp.h"
 #include "jit_internal.h"
 #include "keys/key.h"
 #include "keys/metamemo.h"
+#include "keys/rules.h"
 #include "store/records.h"
 
 #define BUCKETS 1024
@@ -655,4 +657,43 @@ void jit_deps_release(struct jit_deps *d)
 		}
 	free(d->dirs);
 	memset(d, 0, sizeof *d);
+}
+
+/* Whether a file NVRTC read names a time macro (rules.h; NVRTC ignores
+ * SOURCE_DATE_EPOCH), or cannot be read again to tell: why says so. */
+static bool names_clock(const char *path, struct cjc_buf *why)
+{
+	struct cjc_buf text = CJC_BUF_INIT;
+	const char *macro = NULL;
+	bool unreadable = cjc_read_file(path, &text) != 0;
+	if (unreadable)
+		cjc_buf_addf(why, "cannot read %s: %s", path, strerror(errno));
+	else if ((macro = cjc_rules_time_macro(text.data, text.len, false)))
+		cjc_buf_addf(why, "%s in %s (NVRTC ignores SOURCE_DATE_EPOCH)", macro, path);
+	cjc_buf_release(&text);
+	return unreadable || macro;
+}
+
+int jit_deps_record(struct jit_job *j, size_t source_size, struct cjc_watch *w,
+		    struct cjc_manifest_record *rec, struct cjc_buf *why)
+{
+	cjc_watch_settle(w);
+	if (w->unkeyable)
+		return cjc_buf_adds(why, w->unkeyable), -1;
+	rec->deps = cjc_xcalloc(w->found.n + 1, sizeof *rec->deps);
+	rec->deps[rec->ndeps++] = (struct cjc_dep){ cjc_xstrdup(j->source), source_size, { 0 } };
+	memcpy(rec->deps[0].sha, j->code_sha, CJC_DIGEST_LEN);
+	for (size_t i = 0; i < w->found.n; i++) {
+		struct cjc_dep *d = &rec->deps[rec->ndeps];
+		if (jit_deps_hash(j->h, w->found.v[i], JIT_ANY_SIZE, &d->size, d->sha))
+			return cjc_buf_addf(why, "cannot read %s: %s", w->found.v[i],
+					    strerror(errno)),
+			       -1;
+		d->path = cjc_xstrdup(w->found.v[i]);
+		rec->ndeps++;
+		if (names_clock(d->path, why))
+			return -1;
+	}
+	cjc_strvec_pushv(&rec->absent, w->absent.v, w->absent.n);
+	return 0;
 }

@@ -238,10 +238,10 @@ void jit_deps_release(struct jit_deps *d);
 void jit_deps_load_meta(struct cjc_jit *h);
 
 /* memory.c: the requests a handle served.  jit_memory_find: the item of a
- * lookup key (NVRTC: the entry key; nvcc: the direct key), with a
- * reference the caller gives back (jit_memory_release), or NULL.
- * jit_memory_put: keeps what a request was served (rec, nvcc's, is moved
- * in; NULL for NVRTC), replacing an older item of the same lookup.
+ * lookup key (the direct key), with a reference the caller gives back
+ * (jit_memory_release), or NULL.  jit_memory_put: keeps what a request
+ * was served (rec, the record that named it, is moved in), replacing an
+ * older item of the same lookup.
  * jit_memory_serve: fills the result from an item and counts the hit.
  * jit_memory_checked: whether the item's files were found unchanged in
  * change generation gen (changes.c); jit_memory_mark_checked says they were. */

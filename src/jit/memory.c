@@ -3,12 +3,11 @@
  * repeated request reads nothing from the store.
  *
  * An item holds an entry's bytes (the artifact and the compiler's log)
- * under a lookup key: for NVRTC, the entry key itself, which the request
- * alone decides (nvrtc.c); for nvcc, the direct key, with the manifest
- * record that named the entry, whose files the caller checks again
- * (deps.c) before it uses the item: a header edited since is a miss here
- * as it is in the store; or, where the kernel says nothing they are read
- * through changed since they were last checked (changes.c), not again.
+ * under a lookup key, the direct key, with the manifest record that named
+ * the entry, whose files the caller checks again (deps.c) before it uses
+ * the item: a header edited since is a miss here as it is in the store;
+ * or, for nvcc, where the kernel says nothing they are read through
+ * changed since they were last checked (changes.c), not again.
  * Items never change once added, but for that mark.  A lookup takes a
  * reference, which the caller gives back once it has copied what it needs,
  * so no lock is held while files are checked; a forgotten item (a drop) is
@@ -39,7 +38,7 @@ struct jit_memory_item {
 	unsigned refs; /* the table's, while in it, and each holder's */
 	char lookup[CJC_HEX_LEN + 1];
 	char key[CJC_HEX_LEN + 1];
-	struct cjc_manifest_record rec; /* nvcc's; empty for NVRTC */
+	struct cjc_manifest_record rec; /* what named the entry */
 	struct cjc_buf data;
 	char *log;
 	int64_t duration_ms;

@@ -10,15 +10,22 @@
  * the store (identity.h, kind "nvrtc") while the library's files keep
  * their stamps, so a hit loads no NVRTC and hashes no library: the library
  * is loaded when a miss needs it, and must then be the file identified.
- * The entry key is that of a manifest record naming the source alone, so
- * that remote stores hold NVRTC entries as they hold nvcc's.
+ * The direct key names a manifest (manifest.h) whose records list what
+ * the compile read, as nvcc's do: the source (at a path where no file can
+ * be), each file NVRTC opened or looked up and found, by content, and
+ * each name it looked up and did not find (an include candidate earlier
+ * on the path), paths as NVRTC gave them.  NVRTC does not say which files
+ * it read, so they are observed: once loaded, NVRTC's calls of the C
+ * library's file functions are bound to the recorder (compile/watch.h,
+ * the NVRTC shim's too) by writing its import slots (compile/got.h), and
+ * each compile is watched on its thread.  A record whose files are
+ * unchanged names the entry, here and in the handle's memory (memory.c).
+ * When NVRTC's imports cannot be bound (an object not as expected), or a
+ * compile's reads cannot be keyed (it wrote or listed a directory, a file
+ * changed during it, another thread's NVRTC looked something up), nothing
+ * is cached, noted in the log, with an empty key.
  *
- * NVRTC does not say which files an #include read.  So a compile whose
- * code may include a file (rules.h: it names "include" anywhere, once its
- * line splices are joined), or whose options name an include directory
- * or a file to include (-I, --include-path, -include, --pre-include), is
- * not cached: it compiles every time, noted in the log, with an empty key.
- * Nor is one whose code or options name a time macro: NVRTC ignores
+ * Nor is a compile whose code or options name a time macro: NVRTC ignores
  * SOURCE_DATE_EPOCH.
  * NVRTC makes cubin and ptx; a fatbin request is an error.  DUMP_PTX shows
  * the output of a ptx request, DUMP_SASS the listing of a cubin (jit.c).
@@ -35,10 +42,11 @@
 #include "base/fs.h"
 #include "compile/diagnostics.h"
 #include "compile/nvrtc.h"
+#include "compile/watch.h"
 #include "jit_internal.h"
 #include "keys/key.h"
-#include "keys/rules.h"
 #include "keys/metadata.h"
+#include "keys/rules.h"
 #include "store/identity.h"
 #include "store/stats.h"
 
@@ -47,6 +55,7 @@ struct nvrtc {
 	struct cjc_identity id;  /* path, realpath, version, digest (identity.h) */
 	struct cjc_nvrtc fn;     /* its functions, once loaded */
 	bool stale;              /* the file loaded is not the one identified: nothing cached */
+	char *unwatched;         /* why NVRTC's reads cannot be observed, or NULL (watch.h) */
 };
 
 /* The library stays loaded (no dlclose): NVRTC and the C++ runtime it
@@ -56,6 +65,7 @@ void jit_nvrtc_release(struct nvrtc *n)
 	if (!n)
 		return;
 	cjc_identity_release(&n->id);
+	free(n->unwatched);
 	free(n);
 }
 
@@ -93,7 +103,42 @@ static const struct cjc_store *identity_store(struct cjc_jit *h)
 	return !h->cfg.disable && jit_store_ready(h) ? &h->store : NULL;
 }
 
-/* Loads the library (path, or the loader's libnvrtc.so) and its functions. */
+/* The file of the NVRTC that holds version: its realpath into real, the
+ * name it was loaded by into *loaded, and the path of the builtins beside
+ * it (malloc'd); NULL when it cannot be told. */
+static char *builtins_of(int (*version)(int *, int *), char real[PATH_MAX], const char **loaded)
+{
+	Dl_info info;
+	int major = 0, minor = 0;
+	if (!dladdr((void *)version, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+		return NULL;
+	*loaded = info.dli_fname;
+	version(&major, &minor);
+	char *dir = cjc_dirname(real);
+	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
+	free(dir);
+	return builtins;
+}
+
+/* NVRTC's calls of the C library's file functions, and its builtins',
+ * bound to the recorder (compile/watch.h); else why, in n->unwatched. */
+static void watch_reads(struct nvrtc *n)
+{
+	char real[PATH_MAX];
+	const char *loaded;
+	struct cjc_buf why = CJC_BUF_INIT;
+	char *builtins = builtins_of(n->fn.nvrtcVersion, real, &loaded);
+	if (!builtins)
+		cjc_buf_adds(&why, "cannot tell which file NVRTC was loaded from");
+	else
+		(void)cjc_watch_bind(n->lib, builtins, &why);
+	n->unwatched = why.len ? cjc_buf_detach(&why) : NULL;
+	cjc_buf_release(&why);
+	free(builtins);
+}
+
+/* Loads the library (path, or the loader's libnvrtc.so) and its functions,
+ * its reads watched (watch_reads). */
 static int load(struct nvrtc *n, const char *path, struct cjc_buf *why)
 {
 	const char *name = path ? path : "libnvrtc.so";
@@ -104,31 +149,30 @@ static int load(struct nvrtc *n, const char *path, struct cjc_buf *why)
 	if (cjc_nvrtc_resolve(lib, &n->fn, &missing))
 		return cjc_buf_addf(why, "%s lacks %s", name, missing), -1;
 	n->lib = lib;
+	watch_reads(n);
 	return 0;
 }
 
 int jit_nvrtc_identify(struct cjc_jit *h, int (*version)(int *, int *), const char *path,
 		       struct cjc_identity *id, struct cjc_buf *why)
 {
-	Dl_info info;
 	char real[PATH_MAX];
+	const char *loaded;
 	int major = 0, minor = 0;
-	if (!dladdr((void *)version, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+	char *builtins = builtins_of(version, real, &loaded);
+	if (!builtins)
 		return cjc_buf_addf(why, "cannot tell which file NVRTC was loaded from"), -1;
 	version(&major, &minor);
 	char *text = cjc_xasprintf("NVRTC %d.%d", major, minor);
-	char *dir = cjc_dirname(real);
-	char *builtins = cjc_xasprintf("%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
 	char *files[] = { real, builtins };
 	size_t nfiles = access(builtins, F_OK) ? 1 : 2;
 	/* a bare name was found on the loader's path, not in the working directory */
 	bool named = path && strchr(path, '/');
-	int rc = cjc_identity_library(identity_store(h), "nvrtc", named ? path : info.dli_fname,
-				      text, files, nfiles, id);
+	int rc = cjc_identity_library(identity_store(h), "nvrtc", named ? path : loaded, text,
+				      files, nfiles, id);
 	if (rc)
 		cjc_buf_addf(why, "cannot identify %s: %s", real, strerror(errno));
 	free(text);
-	free(dir);
 	free(builtins);
 	return rc;
 }
@@ -198,35 +242,29 @@ static int nvrtc_loaded(struct cjc_jit *h, struct nvrtc *n)
 	if (why.len) {
 		int rc = jit_fail(h, "%s", why.data);
 		cjc_buf_release(&why);
+		free(fresh.unwatched);
 		return rc;
 	}
 	jit_lock(h);
 	if (!n->lib) {
 		n->fn = fresh.fn;
 		n->lib = fresh.lib;
+		n->unwatched = fresh.unwatched, fresh.unwatched = NULL;
 		n->stale = !same; /* this handle's keys name the library it identified */
 	}
+	free(fresh.unwatched);
 	bool stale = n->stale;
 	jit_unlock(h);
 	return stale ? 1 : 0;
 }
 
-/* Why the request cannot be cached (rules.h), or NULL: NVRTC could read a
- * file this path does not observe, or the output would depend on the
- * clock (NVRTC ignores SOURCE_DATE_EPOCH). */
+/* Why the request cannot be cached (rules.h), or NULL: the output would
+ * depend on the clock (NVRTC ignores SOURCE_DATE_EPOCH), or on a file
+ * whose contents are not keyed. */
 static const char *uncacheable_request(const struct cjc_jit_request *req,
 				       const struct cjc_strvec *options, const struct cjc_env *env)
 {
-	static const char *const opts[] = { "-I", "--include-path", "-include", "--pre-include" };
-	for (size_t i = 0; i < req->noptions; i++)
-		for (size_t k = 0; req->options[i] && k < sizeof opts / sizeof *opts; k++)
-			if (cjc_starts_with(req->options[i], opts[k]))
-				return "an option names an include directory or file, and NVRTC does "
-				       "not say which files it read";
-	size_t len = req->code ? strlen(req->code) : 0;
-	if (cjc_rules_may_include(req->code, len))
-		return "the code may #include a file, and NVRTC does not say which files it read";
-	if (cjc_rules_time_macro(req->code, len, false))
+	if (cjc_rules_time_macro(req->code, req->code ? strlen(req->code) : 0, false))
 		return "the code names __DATE__, __TIME__ or __TIMESTAMP__ (NVRTC ignores "
 		       "SOURCE_DATE_EPOCH)";
 	for (size_t i = 0; i < options->n; i++)
@@ -272,19 +310,21 @@ struct nvrtc_job {
 	struct jit_job *j;
 	struct nvrtc *n;
 	struct cjc_strvec options;
-	char direct[CJC_HEX_LEN + 1]; /* the direct key: names the manifest of remote stores */
-	struct cjc_manifest_record rec; /* the source alone; rec.entry_key: the entry key */
-	char key[CJC_HEX_LEN + 1];
-	struct cjc_remotes *remotes;  /* after a local miss (jit_remote_open) */
+	char direct[CJC_HEX_LEN + 1];   /* the direct key: names the manifest */
+	struct cjc_manifest_record rec; /* what the compile read, served or made */
+	char key[CJC_HEX_LEN + 1];      /* the entry served or published, or "" */
+	struct cjc_remotes *remotes;    /* after a local miss (jit_remote_open) */
 	int64_t duration_ms;
 	struct cjc_buf data, log;
-	struct cjc_env env; /* read once: the rules' and the key's */
+	struct cjc_buf unkeyable; /* why what a miss read cannot be keyed */
+	struct cjc_env env;       /* read once: the rules' and the key's */
 };
 
-static void entry_key(struct nvrtc_job *r)
+static void direct_key(struct nvrtc_job *r)
 {
 	struct cjc_strvec args = CJC_STRVEC_INIT;
 	cjc_strvec_push(&args, "nvrtc");
+	cjc_strvec_push(&args, "reads:observed"); /* not an entry of the text rules before */
 	cjc_strvec_push(&args, r->j->name);
 	char *count = cjc_xasprintf("options:%zu", r->options.n); /* framed: no option reads as a word after */
 	cjc_strvec_push(&args, count);
@@ -303,15 +343,6 @@ static void entry_key(struct nvrtc_job *r)
 	};
 	memcpy(in.source_sha, r->j->code_sha, CJC_DIGEST_LEN);
 	cjc_key_direct(&in, r->direct);
-	/* NVRTC reads no file but the source: the entry key of a record that
-	 * names the source alone, which a remote store's manifest (remote.h)
-	 * holds as it holds nvcc's */
-	r->rec.deps = cjc_xcalloc(1, sizeof *r->rec.deps);
-	r->rec.ndeps = 1;
-	r->rec.deps[0] = (struct cjc_dep){ cjc_xstrdup(r->j->source), strlen(r->j->req->code), { 0 } };
-	memcpy(r->rec.deps[0].sha, r->j->code_sha, CJC_DIGEST_LEN);
-	cjc_key_entry(r->direct, &r->rec, NULL, r->rec.entry_key);
-	memcpy(r->key, r->rec.entry_key, CJC_HEX_LEN + 1);
 	jit_journal_facts_nvrtc(r->j, &r->options, r->n->id.realpath, r->n->id.version, r->n->id.digest);
 	cjc_strvec_clear(&args);
 }
@@ -334,7 +365,9 @@ static int read_entry(void *ctx, const struct cjc_entry *e, const struct cjc_man
 	return rc;
 }
 
-static int run_nvrtc(struct nvrtc_job *r)
+/* NVRTC's compile, watched (compile/watch.h) when it is to be cached; its
+ * record then in r->rec, or why it cannot be keyed in r->unkeyable. */
+static int run_nvrtc(struct nvrtc_job *r, bool watch)
 {
 	struct cjc_jit *h = r->j->h;
 	if (h->set.flag[JIT_PRINT_COMPILER_COMMAND]) {
@@ -346,13 +379,27 @@ static int run_nvrtc(struct nvrtc_job *r)
 		cjc_strvec_clear(&argv);
 	}
 	struct cjc_buf why = CJC_BUF_INIT;
+	struct cjc_watch w;
 	int64_t t0 = cjc_now_ms();
+	if (watch)
+		cjc_watch_begin(&w);
+	else
+		cjc_watch_ignore(true); /* its lookups are its own */
 	int rc = cjc_nvrtc_compile(&r->n->fn, r->j->name, r->j->req->code, r->options.v,
 				   r->options.n, r->j->req->format == CJC_JIT_PTX, &r->data, &r->log,
 				   &why);
+	if (watch)
+		cjc_watch_end(&w);
+	else
+		cjc_watch_ignore(false);
 	r->duration_ms = cjc_now_ms() - t0;
 	if (rc)
 		jit_fail(h, "%s: %s", r->j->name, why.data);
+	else if (watch &&
+		 !jit_deps_record(r->j, strlen(r->j->req->code), &w, &r->rec, &r->unkeyable))
+		cjc_key_entry(r->direct, &r->rec, NULL, r->rec.entry_key);
+	if (watch)
+		cjc_watch_release(&w);
 	cjc_buf_release(&why);
 	return rc;
 }
@@ -369,6 +416,8 @@ static json_t *options_json(const struct nvrtc_job *r)
 			 "extra", extra);
 }
 
+/* The entry of r->rec, and the record in the direct key's manifest;
+ * r->key then names it, or is "" when it could not be published. */
 static void publish(struct nvrtc_job *r)
 {
 	struct cjc_jit *h = r->j->h;
@@ -388,9 +437,12 @@ static void publish(struct nvrtc_job *r)
 		.options = options, .inputs = r->rec.deps, .ninputs = r->rec.ndeps,
 		.target = "jit", .duration_ms = r->duration_ms,
 	};
+	memcpy(r->key, r->rec.entry_key, CJC_HEX_LEN + 1);
 	struct cjc_publish p = jit_publish_of(h, r->key, r->j->name, &md);
 	struct cjc_publish_file kept_source;
 	jit_publish_request(r->j, &p, &kept_source, &md);
+	p.direct_key = r->direct;
+	p.rec = &r->rec;
 	p.artifact = name;
 	p.artifact_data = r->data.data;
 	p.artifact_size = r->data.len;
@@ -407,50 +459,105 @@ static void publish(struct nvrtc_job *r)
 	free(name);
 }
 
-/* A hit from the handle's memory (memory.c): 1, served; 0: not there. */
-static int memory_hit(struct nvrtc_job *r)
-{
-	struct jit_memory_item *it = jit_memory_find(r->j->h, r->key);
-	if (it)
-		jit_memory_serve(r->j, it);
-	jit_memory_release(r->j->h, it);
-	return it != NULL;
-}
-
-/* lookup.h's match for a remote store's manifest: only a record equal to
- * the request's own (its source alone, no absent names, its entry key), so
- * a server's records never make NVRTC's path look at a file. */
-static long remote_match(void *ctx, const struct cjc_manifest *m)
+/* lookup.h's match: the first record of m whose files are unchanged (deps.c). */
+static long match(void *ctx, const struct cjc_manifest *m)
 {
 	const struct nvrtc_job *r = ctx;
-	const struct cjc_dep *mine = &r->rec.deps[0];
-	for (size_t i = 0; i < m->n; i++) {
-		const struct cjc_manifest_record *o = &m->recs[i];
-		if (o->ndeps == 1 && !o->absent.n && !strcmp(o->entry_key, r->rec.entry_key) &&
-		    !strcmp(o->deps[0].path, mine->path) && o->deps[0].size == mine->size &&
-		    !memcmp(o->deps[0].sha, mine->sha, CJC_DIGEST_LEN))
-			return (long)i;
-	}
-	return -1;
+	return jit_deps_match(r->j->h, m, r->direct, NULL, r->j->source, r->j->code_sha);
 }
 
-/* From the store by the request's entry key, or, after a local miss, from
- * a remote store (remote.h), published here; 1: served; 0: a miss. */
+/* A hit from the handle's memory (memory.c), its record's files unchanged:
+ * 1, served; 0: not there. */
+static int memory_hit(struct nvrtc_job *r)
+{
+	struct jit_memory_item *it = jit_memory_find(r->j->h, r->direct);
+	if (!it)
+		return 0;
+	struct cjc_manifest one = { (struct cjc_manifest_record *)jit_memory_record(it), 1 };
+	bool same = match(r, &one) == 0;
+	if (same)
+		jit_memory_serve(r->j, it);
+	jit_memory_release(r->j->h, it);
+	return same;
+}
+
+/* From the store by the direct key's manifest, or, after a local miss,
+ * from a remote store (remote.h), published here; 1: served (r->key and
+ * r->rec the entry's); 0: a miss. */
 static int store_hit(struct nvrtc_job *r)
 {
 	struct cjc_lookup_request q = jit_lookup_request(r->j, r->direct);
-	q.match = remote_match;
+	q.match = match;
 	q.deliver = read_entry;
 	q.ctx = r;
 	struct cjc_lookup_result res = { 0 };
-	if (cjc_lookup_entry(&q, &r->rec, &res) != CJC_LOOKUP_HIT &&
+	if (cjc_lookup_local(&q, &res) != CJC_LOOKUP_HIT &&
 	    (q.remotes = r->remotes = jit_remote_open(r->j->h)))
 		cjc_lookup_remote(&q, &res);
 	int served = jit_lookup_served(r->j, &res);
-	if (served)
+	if (served) {
 		r->duration_ms = res.duration_ms;
+		memcpy(r->key, res.entry_key, CJC_HEX_LEN + 1);
+		r->rec = res.rec; /* moved out */
+		memset(&res.rec, 0, sizeof res.rec);
+	}
 	cjc_lookup_result_release(&res);
 	return served;
+}
+
+static void note_stale(struct jit_job *j, const struct nvrtc *n)
+{
+	jit_note(j->h,
+		 "%s: not cached: NVRTC at %s changed since this handle identified it "
+		 "(open a new handle)",
+		 j->name, n->id.realpath);
+}
+
+/* Whether NVRTC, loaded for a miss, can be cached: the file identified,
+ * its reads observed; else the log says why not. */
+static bool still_cacheable(struct nvrtc_job *r)
+{
+	struct cjc_jit *h = r->j->h;
+	jit_lock(h);
+	bool stale = r->n->stale; /* set once loaded, as unwatched (nvrtc_loaded) */
+	jit_unlock(h);
+	if (stale) {
+		note_stale(r->j, r->n);
+		return false;
+	}
+	if (r->n->unwatched) {
+		jit_note(h, "%s: not cached: the files NVRTC reads cannot be observed: %s",
+			 r->j->name, r->n->unwatched);
+		return false;
+	}
+	return true;
+}
+
+/* A miss: NVRTC runs, watched when cached, and what it made is published
+ * when what it read can be keyed. */
+static int compile_miss(struct nvrtc_job *r, bool cached)
+{
+	struct jit_job *j = r->j;
+	struct cjc_jit *h = j->h;
+	cjc_remote_hang_up(r->remotes);
+	int loaded = nvrtc_loaded(h, r->n);
+	if (loaded >= 0 && cached)
+		cached = still_cacheable(r);
+	int rc = loaded < 0 ? -1 : run_nvrtc(r, cached);
+	if (!rc)
+		rc = jit_run_hook(j, &r->data);
+	if (!rc && cached)
+		jit_count(j, CJC_STAT_MISSES, 0);
+	bool keyed = !rc && cached && !r->unkeyable.len;
+	if (!rc && cached && !keyed)
+		jit_note(h, "%s: miss, not published: %s", j->name, r->unkeyable.data);
+	if (keyed && !h->cfg.readonly)
+		publish(r);
+	if (!rc)
+		jit_print_miss(j, &r->log, &r->data, r->key[0] ? r->key : NULL);
+	jit_journal_compiled(j, rc, keyed ? &r->rec : NULL, r->key[0] != '\0', r->duration_ms,
+			     r->unkeyable.len ? r->unkeyable.data : NULL);
+	return rc;
 }
 
 int jit_nvrtc_compile(struct jit_job *j)
@@ -468,55 +575,35 @@ int jit_nvrtc_compile(struct jit_job *j)
 	bool stale = r.n->stale;
 	jit_unlock(h);
 	if (stale)
-		jit_note(h, "%s: not cached: NVRTC at %s changed since this handle identified it "
-			 "(open a new handle)", j->name, r.n->id.realpath);
+		note_stale(j, r.n);
 	bool cached = !uncached && !stale && jit_cacheable(j);
 	if (uncached)
 		jit_note(h, "%s: not cached: %s", j->name, uncached);
 	jit_journal_uncacheable(j, uncached);
 	if (cached)
-		entry_key(&r);
+		direct_key(&r);
 	if (cached && memory_hit(&r)) {
 		cjc_strvec_clear(&r.options);
-		cjc_manifest_record_release(&r.rec);
 		const char *log = j->out->log;
 		return jit_check_ptxas(j, log, log ? strlen(log) : 0);
 	}
 	int rc = 0;
-	if (cached && store_hit(&r)) {
+	if (cached && store_hit(&r))
 		j->out->hit = 1;
-	} else {
-		cjc_remote_hang_up(r.remotes);
-		int loaded = nvrtc_loaded(h, r.n);
-		if (loaded == 1 && cached) {
-			jit_note(h, "%s: not cached: NVRTC at %s changed since this handle identified "
-				 "it (open a new handle)", j->name, r.n->id.realpath);
-			cached = false;
-		}
-		rc = loaded < 0 ? -1 : run_nvrtc(&r);
-		if (!rc)
-			rc = jit_run_hook(j, &r.data);
-		if (!rc && cached)
-			jit_count(j, CJC_STAT_MISSES, 0);
-		if (!rc && cached && !h->cfg.readonly)
-			publish(&r);
-		else
-			r.key[0] = '\0';
-		if (!rc)
-			jit_print_miss(j, &r.log, &r.data, r.key[0] ? r.key : NULL);
-		jit_journal_compiled(j, rc, &r.rec, r.key[0] != '\0', r.duration_ms, NULL);
-	}
-	if (!rc && r.key[0])
-		jit_memory_put(h, r.key, r.key, NULL, r.data.data, r.data.len,
-			       r.log.len ? r.log.data : NULL, r.duration_ms);
+	else
+		rc = compile_miss(&r, cached);
 	if (!rc)
 		rc = jit_check_ptxas(j, r.log.data, r.log.len);
 	memcpy(j->out->key, r.key, CJC_HEX_LEN + 1);
 	j->out->size = r.data.len;
 	j->out->data = r.data.len ? cjc_buf_detach(&r.data) : NULL;
 	j->out->log = r.log.len ? cjc_buf_detach(&r.log) : NULL;
+	if (r.key[0]) /* the record moved in */
+		jit_memory_put(h, r.direct, r.key, &r.rec, j->out->data, j->out->size, j->out->log,
+			       r.duration_ms);
 	cjc_buf_release(&r.data);
 	cjc_buf_release(&r.log);
+	cjc_buf_release(&r.unkeyable);
 	cjc_strvec_clear(&r.options);
 	cjc_remote_close(r.remotes);
 	cjc_manifest_record_release(&r.rec);

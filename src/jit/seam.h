@@ -20,6 +20,7 @@
 #include "base/util.h"
 #include "compile/lookup.h"
 #include "compile/publish.h"
+#include "compile/watch.h"
 #include "cudajitcache/jit.h"
 #include "keys/manifest.h"
 #include "keys/metadata.h"
@@ -134,6 +135,14 @@ long jit_deps_match_named(struct cjc_jit *h, const struct cjc_manifest *m, const
 #define JIT_ANY_SIZE UINT64_MAX
 int jit_deps_hash(struct cjc_jit *h, const char *path, uint64_t expect, uint64_t *size,
 		  unsigned char sha[CJC_DIGEST_LEN]);
+/* The record of what a watched NVRTC compile of job j read (compile/watch.h,
+ * settled here): the source (j->source, source_size bytes, j->code_sha),
+ * each file found, hashed now (its stamp held through the compile), and
+ * each name not found; rec's entry key is the caller's.  0; or -1 with why
+ * (what the watch could not key, a file that cannot be read, or one that
+ * names __DATE__, __TIME__ or __TIMESTAMP__: rules.h). */
+int jit_deps_record(struct jit_job *j, size_t source_size, struct cjc_watch *w,
+		    struct cjc_manifest_record *rec, struct cjc_buf *why);
 /* The hashes remembered across processes: the store's memo "hashes/jit"
  * (records.h: a memo of yours or root's), read before the handle's first
  * lookup and written after a miss and at close when a hash was taken.

@@ -9,7 +9,7 @@
  * the program's name and source, each header given as a string (name and
  * SHA-256), every option, and the name expressions, each list framed by its
  * count.  It names a manifest (manifest.h) whose records list what the
- * compile read, as the shim watched it (watch.c): the source, each file found,
+ * compile read, as the shim watched it (compile/watch.c): the source, each file found,
  * by content, and each name looked up and not found, paths as NVRTC gave
  * them (a relative one is checked against the working directory of the
  * lookup, as NVRTC resolves it).  A record whose files are unchanged names
@@ -17,15 +17,15 @@
  *
  * An entry (kind "nvrtc"): nvrtc.json (what each nvrtcGet<KIND>Size
  * answered, and each name expression with its lowered name), output.<kind>
- * for each kind NVRTC made (none when it made that kind empty), stderr (the program log), source.cu and, when
- * the program had any, headers.json (each header's name and text).
+ * for each kind NVRTC made (none when it made that kind empty), stderr (the program log), source.cu
+ * and, when the program had any, headers.json (each header's name and text).
  *
  * Not cached, with the reason in the log and the journal: a compile NVRTC
  * failed (its result is passed through), options that read or write files
  * besides the compile's own (precompiled headers, --time, timing traces),
  * a source, header or option that names __DATE__, __TIME__ or __TIMESTAMP__
  * (rules.h: line splices joined; NVRTC ignores SOURCE_DATE_EPOCH), and a
- * compile the watch could not key (watch.c); without the audit module
+ * compile the watch could not key (compile/watch.c); without the audit module
  * (nothing watched), any compile that could read a file.
  */
 #include <dlfcn.h>
@@ -44,6 +44,7 @@
 #include "shim.h"
 #include "store/records.h"
 #include "store/stats.h"
+#include "watch.h"
 
 #define NVRTC_JSON "nvrtc.json"
 #define HEADERS_JSON "headers.json"
@@ -88,6 +89,22 @@ static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct sh
 	}
 	pthread_mutex_unlock(&identity_lock);
 	return identified > 0 ? &identity : NULL;
+}
+
+/* ---- the watch ---- */
+
+static pthread_once_t hello_once = PTHREAD_ONCE_INIT;
+static bool audited;
+
+static void say_hello(void)
+{
+	audited = cjc_nvrtc_audit_hello(cjc_watch_functions()) == CJC_WATCH_VERSION;
+}
+
+bool shim_watch_available(void)
+{
+	pthread_once(&hello_once, say_hello);
+	return audited;
 }
 
 /* ---- one compile ---- */
@@ -243,28 +260,13 @@ static int lookup(struct shim_job *s)
 
 /* ---- a miss ---- */
 
-/* The record of what the compile read: the source (as the JIT library's
- * NVRTC records name it, at a path where no file can be), each file found,
- * hashed now (its stamp held through the compile: watch.c), and each name
- * not found. */
-static int record_reads(struct shim_job *s, struct shim_watch *w, struct cjc_buf *why)
+/* The record of what the compile read (jit_deps_record), the source at a
+ * path where no file can be, as the JIT library's NVRTC records name it. */
+static int record_reads(struct shim_job *s, struct cjc_watch *w, struct cjc_buf *why)
 {
-	struct cjc_manifest_record *rec = &s->rec;
-	shim_watch_settle(w);
-	if (w->unkeyable)
-		return cjc_buf_adds(why, w->unkeyable), -1;
-	rec->deps = cjc_xcalloc(w->found.n + 1, sizeof *rec->deps);
-	rec->deps[rec->ndeps++] = (struct cjc_dep){ cjc_xstrdup(s->j.source), strlen(s->p->source), { 0 } };
-	memcpy(rec->deps[0].sha, s->j.code_sha, CJC_DIGEST_LEN);
-	for (size_t i = 0; i < w->found.n; i++) {
-		struct cjc_dep *d = &rec->deps[rec->ndeps];
-		if (jit_deps_hash(s->j.h, w->found.v[i], JIT_ANY_SIZE, &d->size, d->sha))
-			return cjc_buf_addf(why, "cannot read %s: %s", w->found.v[i], strerror(errno)), -1;
-		d->path = cjc_xstrdup(w->found.v[i]);
-		rec->ndeps++;
-	}
-	cjc_strvec_pushv(&rec->absent, w->absent.v, w->absent.n);
-	cjc_key_entry(s->direct, rec, NULL, rec->entry_key);
+	if (jit_deps_record(&s->j, strlen(s->p->source), w, &s->rec, why))
+		return -1;
+	cjc_key_entry(s->direct, &s->rec, NULL, s->rec.entry_key);
 	return 0;
 }
 
@@ -366,19 +368,19 @@ static bool publish(struct shim_job *s)
 static nvrtcResult compile_miss(struct shim_job *s)
 {
 	struct cjc_jit *h = s->j.h;
-	struct shim_watch w;
+	struct cjc_watch w;
 	struct cjc_buf why = CJC_BUF_INIT;
 	cjc_remote_hang_up(s->remotes); /* no connection idles through the compile */
 	int64_t t0 = cjc_now_ms();
-	shim_watch_begin(&w);
+	cjc_watch_begin(&w);
 	nvrtcResult rc = s->n->compile(s->p->real, s->noptions, s->options);
-	shim_watch_end(&w);
+	cjc_watch_end(&w);
 	s->duration_ms = cjc_now_ms() - t0;
 	if (rc != NVRTC_SUCCESS) {
 		jit_count(&s->j, CJC_STAT_COMPILE_FAILED, 0);
 		jit_fail(h, "NVRTC failed (%d)", rc);
 		jit_journal_compiled(&s->j, -1, NULL, false, s->duration_ms, NULL);
-		shim_watch_release(&w);
+		cjc_watch_release(&w);
 		return rc;
 	}
 	bool keyed = !record_reads(s, &w, &why);
@@ -393,7 +395,7 @@ static nvrtcResult compile_miss(struct shim_job *s)
 	jit_count(&s->j, CJC_STAT_MISSES, 0);
 	jit_journal_compiled(&s->j, 0, keyed ? &s->rec : NULL, published, s->duration_ms, why.data);
 	jit_deps_save(h);
-	shim_watch_release(&w);
+	cjc_watch_release(&w);
 	cjc_buf_release(&why);
 	return rc;
 }
@@ -430,9 +432,9 @@ static void job_start(struct shim_job *s)
 nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog, int noptions,
 				  const char *const *options)
 {
-	shim_watch_ignore(true); /* its lookups are its own (watch.c) */
+	cjc_watch_ignore(true); /* its lookups are its own (compile/watch.c) */
 	nvrtcResult rc = n->compile(prog, noptions, options);
-	shim_watch_ignore(false);
+	cjc_watch_ignore(false);
 	return rc;
 }
 

@@ -5,8 +5,9 @@
  *
  *   shim.c   NVRTC's calls: the programs, the compile, and what a program
  *            compiled from the cache answers
- *   watch.c  which files a compile looked at (watch.h's trampolines)
  *   hello.c  the shim's own answer to the audit module's handshake
+ *            (watch.h), which binds NVRTC's file calls to the recorder
+ *            (compile/watch.h): which files a compile looked at
  *   cache.c  a compile's key, its lookup in the store and the remote ones,
  *            and its publication, through the JIT library's handle
  *
@@ -19,7 +20,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "base/stamp.h"
 #include "base/util.h"
 #include "compile/nvrtc.h"
 
@@ -60,31 +60,8 @@ nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int
 nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog, int noptions,
 				  const char *const *options);
 
-/*
- * watch.c: the files one compile looks at, on its own thread.  Between
- * shim_watch_begin and shim_watch_end, every file NVRTC looks up, opens or
- * lists on this thread is recorded: found (a regular file, with its stamp
- * when NVRTC saw it), absent (ENOENT, ENOTDIR), or a reason the compile
- * cannot be keyed (anything else: a write, another directory's fd, a
- * program run, a lookup on another thread while compiles are watched).
- * Paths are kept as NVRTC gave them, relative ones too.
- * shim_watch_ignore marks a thread whose compile is not watched (its
- * lookups are its own).  shim_watch_available: whether the audit module
- * bound NVRTC's calls here at all (else nothing can be watched).
- */
-struct shim_watch {
-	struct cjc_strvec found, absent;
-	struct cjc_stamp *stamps;    /* one per found, in order */
-	char *unkeyable;             /* the first reason, or NULL */
-	struct shim_watch *next;     /* the compiles being watched (watch.c) */
-};
+/* cache.c: whether the audit module bound NVRTC's calls to the recorder
+ * (compile/watch.h, watch.h's handshake); else nothing can be watched. */
 bool shim_watch_available(void);
-void shim_watch_begin(struct shim_watch *w);
-void shim_watch_end(struct shim_watch *w);
-void shim_watch_ignore(bool on);
-/* Sorted, each path once; found paths whose stamp changed since NVRTC saw
- * them make the compile unkeyable ("changed during the compile"). */
-void shim_watch_settle(struct shim_watch *w);
-void shim_watch_release(struct shim_watch *w);
 
 #endif
