@@ -493,7 +493,7 @@ static int check_nvrtc_options(json_t *meta, struct cjc_buf *why)
 		for (size_t k = 0; i > 0 && k < COUNT(reads); k++)
 			if (cjc_starts_with(word, reads[k])) {
 				cjc_buf_addf(why, "the argument '%s' makes NVRTC read files the entry does "
-					     "not hold, and the JIT library caches no such compile", word);
+					     "not hold: it cannot be rebuilt from the entry alone", word);
 				return -1;
 			}
 	}

@@ -74,8 +74,8 @@
  *                  key, so another's output would prove nothing.
  *   arguments      no option names an include directory or a file to
  *                  include (-I, --include-path, -include, --pre-include):
- *                  the library caches no such compile, and they would make
- *                  NVRTC read files the entry does not hold.  The NVRTC
+ *                  they would make NVRTC read files the entry does not
+ *                  hold, so it cannot be rebuilt from it alone.  The NVRTC
  *                  shim's entries ("jit": {"shim": true}) may: their
  *                  inputs are what NVRTC read, each checked before the
  *                  rebuild.
