@@ -311,6 +311,8 @@ struct nvrtc_job {
 	struct nvrtc *n;
 	struct cjc_strvec options;
 	char direct[CJC_HEX_LEN + 1];   /* the direct key: names the manifest */
+	char memory[CJC_HEX_LEN + 1];   /* the memory tier's: the direct key and cwd */
+	char cwd[PATH_MAX];             /* getcwd(), "" when it fails */
 	struct cjc_manifest_record rec; /* what the compile read, served or made */
 	char key[CJC_HEX_LEN + 1];      /* the entry served or published, or "" */
 	struct cjc_remotes *remotes;    /* after a local miss (jit_remote_open) */
@@ -466,15 +468,79 @@ static long match(void *ctx, const struct cjc_manifest *m)
 	return jit_deps_match(r->j->h, m, r->direct, NULL, r->j->source, r->j->code_sha);
 }
 
+/*
+ * The memory tier's key: the direct key and the working directory, which
+ * the names NVRTC looked up relative to it (its own probes, the program's
+ * name, -Iinc) resolve against.  One item per directory, so that an item's
+ * check (below) holds for the directory it was made in.
+ */
+static void memory_key(struct nvrtc_job *r)
+{
+	if (!getcwd(r->cwd, sizeof r->cwd) || r->cwd[0] != '/')
+		r->cwd[0] = '\0';
+	struct cjc_hash h;
+	cjc_hash_init(&h);
+	cjc_hash_str(&h, r->direct);
+	cjc_hash_str(&h, r->cwd);
+	cjc_hash_final_hex(&h, r->memory);
+}
+
+/* rec with its relative names made absolute under cwd: what the change
+ * signal watches (changes.c takes absolute paths).  false where a name
+ * climbs (..), which a link on the way would make mean somewhere else. */
+static bool absolute_record(const char *cwd, const struct cjc_manifest_record *rec,
+			    struct cjc_manifest_record *abs)
+{
+	bool ok = cwd[0] != '\0';
+	abs->deps = cjc_xcalloc(rec->ndeps + 1, sizeof *abs->deps);
+	for (size_t i = 0; i < rec->ndeps; i++) {
+		const char *p = rec->deps[i].path;
+		ok = ok && !strstr(p, "..");
+		abs->deps[abs->ndeps++].path = p[0] == '/' ? cjc_xstrdup(p) : cjc_path_join(cwd, p);
+	}
+	for (size_t i = 0; i < rec->absent.n; i++) {
+		const char *p = rec->absent.v[i];
+		ok = ok && !strstr(p, "..");
+		char *a = p[0] == '/' ? cjc_xstrdup(p) : cjc_path_join(cwd, p);
+		cjc_strvec_push(&abs->absent, a);
+		free(a);
+	}
+	return ok;
+}
+
+/* Whether a remembered item's record still holds: found so in this change
+ * generation (changes.c), or found so now, its paths watched first. */
+static bool still_holds(struct nvrtc_job *r, struct jit_memory_item *it)
+{
+	struct cjc_jit *h = r->j->h;
+	const struct cjc_manifest_record *rec = jit_memory_record(it);
+	uint64_t gen = r->cwd[0] ? jit_changes_generation(h) : 0;
+	if (gen && jit_memory_checked(h, it, gen))
+		return true;
+	struct cjc_manifest_record abs = { 0 };
+	char *source = r->cwd[0] ? cjc_path_join(r->cwd, r->j->source) : NULL;
+	bool watched = gen && absolute_record(r->cwd, rec, &abs) &&
+		       jit_changes_watch(h, &abs, r->j->source[0] == '/' ? r->j->source : source,
+					 NULL);
+	gen = watched ? jit_changes_generation(h) : 0; /* before the check: past */
+	cjc_manifest_record_release(&abs);
+	free(source);
+	struct cjc_manifest one = { (struct cjc_manifest_record *)rec, 1 };
+	if (match(r, &one) != 0)
+		return false;
+	if (gen)
+		jit_memory_mark_checked(h, it, gen);
+	return true;
+}
+
 /* A hit from the handle's memory (memory.c), its record's files unchanged:
  * 1, served; 0: not there. */
 static int memory_hit(struct nvrtc_job *r)
 {
-	struct jit_memory_item *it = jit_memory_find(r->j->h, r->direct);
+	struct jit_memory_item *it = jit_memory_find(r->j->h, r->memory);
 	if (!it)
 		return 0;
-	struct cjc_manifest one = { (struct cjc_manifest_record *)jit_memory_record(it), 1 };
-	bool same = match(r, &one) == 0;
+	bool same = still_holds(r, it);
 	if (same)
 		jit_memory_serve(r->j, it);
 	jit_memory_release(r->j->h, it);
@@ -580,8 +646,10 @@ int jit_nvrtc_compile(struct jit_job *j)
 	if (uncached)
 		jit_note(h, "%s: not cached: %s", j->name, uncached);
 	jit_journal_uncacheable(j, uncached);
-	if (cached)
+	if (cached) {
 		direct_key(&r);
+		memory_key(&r);
+	}
 	if (cached && memory_hit(&r)) {
 		cjc_strvec_clear(&r.options);
 		const char *log = j->out->log;
@@ -599,7 +667,7 @@ int jit_nvrtc_compile(struct jit_job *j)
 	j->out->data = r.data.len ? cjc_buf_detach(&r.data) : NULL;
 	j->out->log = r.log.len ? cjc_buf_detach(&r.log) : NULL;
 	if (r.key[0]) /* the record moved in */
-		jit_memory_put(h, r.direct, r.key, &r.rec, j->out->data, j->out->size, j->out->log,
+		jit_memory_put(h, r.memory, r.key, &r.rec, j->out->data, j->out->size, j->out->log,
 			       r.duration_ms);
 	cjc_buf_release(&r.data);
 	cjc_buf_release(&r.log);

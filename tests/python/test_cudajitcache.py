@@ -253,6 +253,47 @@ def test_nvrtc_keys_runs_hooks_and_keeps_the_source_too(store, monkeypatch):
     assert doc["jit"]["hook"] == "mark-1" and (entry / "source.cu").read_text() == KERNEL
 
 
+TILED = """
+#include "tile.h"
+extern "C" __global__ void scale(float *a) { a[threadIdx.x] *= FACTOR; }
+"""
+
+
+def test_nvrtc_repeats_from_memory_only_where_its_headers_still_hold(tmp_path, monkeypatch):
+    """The memory tier of one handle: NVRTC's relative include directory
+    (-Iinc) resolves against the working directory; an edit, another
+    directory and a header that comes to shadow are each a miss with what
+    NVRTC makes there, and the first directory hits again."""
+    monkeypatch.setenv("PYJIT_JIT_COMPILER", "nvrtc")
+    for d, factor in (("a", "2.0f"), ("b", "3.0f")):
+        (tmp_path / d / "inc").mkdir(parents=True)
+        (tmp_path / d / "inc" / "tile.h").write_text("#define FACTOR %s\n" % factor)
+    (tmp_path / "a" / "early").mkdir()
+    opts = ["-Iearly", "-Iinc"]
+    with cudajitcache.Jit("PYJIT") as jit:
+        def compile_in(d):
+            monkeypatch.chdir(tmp_path / d)
+            return jit.compile(TILED, arch=ARCH, name="tiled.cu", options=opts)
+        # the third is checked in a generation of the change signal, which
+        # the handle's second lookup opens (changes.c): b is asked after it
+        a1, a2, a3 = compile_in("a"), compile_in("a"), compile_in("a")
+        b1 = compile_in("b")
+        a4 = compile_in("a")
+        (tmp_path / "a" / "inc" / "tile.h").write_text("#define FACTOR 5.0f\n")
+        edited = compile_in("a")
+        (tmp_path / "a" / "early" / "tile.h").write_text("#define FACTOR 9.0f\n")
+        shadowed = compile_in("a")
+    monkeypatch.setenv("PYJIT_JIT_CACHE_DIR", str(tmp_path / "plain"))
+    with cudajitcache.Jit("PYJIT") as plain:
+        monkeypatch.chdir(tmp_path / "a")
+        want = plain.compile(TILED, arch=ARCH, name="tiled.cu", options=opts)
+    assert [r.hit for r in (a1, a2, a3, b1, a4, edited, shadowed)] == [
+        False, True, True, False, True, False, False]
+    assert a2.data == a1.data == a3.data == a4.data and b1.data != a1.data
+    assert edited.data not in (a1.data, b1.data) and shadowed.data == want.data
+    assert shadowed.data != edited.data
+
+
 def test_the_hook_callback_keeps_an_exception_for_compile(jit):
     # what the C side will call, called here directly: an exception must not
     # cross the C frames; it fails the compile (1) and compile() raises it
