@@ -484,6 +484,8 @@ static bool nvrtc_name(const char *name)
 static int check_nvrtc_options(json_t *meta, struct cjc_buf *why)
 {
 	static const char *const reads[] = { "-I", "--include-path", "-include", "--pre-include" };
+	static const char not_held[] = "makes NVRTC read files the entry does not hold: it "
+				       "cannot be rebuilt from the entry alone";
 	json_t *argv = json_object_get(meta, "argv"), *w;
 	size_t i;
 	if (json_is_true(json_object_get(json_object_get(meta, "jit"), "shim")))
@@ -492,8 +494,7 @@ static int check_nvrtc_options(json_t *meta, struct cjc_buf *why)
 		const char *word = json_string_value(w) ? json_string_value(w) : "";
 		for (size_t k = 0; i > 0 && k < COUNT(reads); k++)
 			if (cjc_starts_with(word, reads[k])) {
-				cjc_buf_addf(why, "the argument '%s' makes NVRTC read files the entry does "
-					     "not hold: it cannot be rebuilt from the entry alone", word);
+				cjc_buf_addf(why, "the argument '%s' %s", word, not_held);
 				return -1;
 			}
 	}
