@@ -14,7 +14,7 @@
 # minute back, so that the first compile publishes (miss.c).  Prints it.
 checkout() {
 	local d
-	d=$(mktemp -d "$TEST_DIR/pip-req-build-XXXXXXXX")
+	d=$(mktemp -d "$TEST_DIR/${CHECKOUT_NAME:-pip-req-build}-XXXXXXXX")
 	mkdir -p "$d/inc" "$d/build"
 	printf '%b' "$1" >"$d/k.cu"
 	echo '#define H 3' >"$d/inc/h.h"
@@ -70,6 +70,13 @@ testSecondRandomDirectoryHits() {
 	local said
 	said=$(cd "$SECOND/build" && "$CJC" why "$SECOND/k.cu")
 	assertContains "$said" "$said" "paths keyed relative to the root"
+}
+
+# A path value that names "debug" asks for no debug information.
+testDirectoryNamedDebugHits() {
+	CHECKOUT_NAME=cmake-build-debug compile_both cubin "$PLAIN"
+	expect_stat hits 1
+	assert_same_devcode "$SECOND/build/k.cubin" "$SECOND/build/plain.cubin"
 }
 
 testFileMacroStaysExact() {

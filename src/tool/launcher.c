@@ -142,8 +142,8 @@ static void record_facts(struct job *j)
 	json_object_set_new(j->record, "facts", cjc_why_facts(&j->c, j->cwd, &j->nvcc, &j->host,
 								  j->env.v, j->env.n));
 	if (j->paths_keyed)
-		json_object_set_new(j->record, "paths", cjc_why_paths(j->root, j->paths_keyed,
-								      j->paths_exact));
+		json_object_set_new(j->record, "paths",
+				    cjc_why_paths(j->root, j->paths_keyed, j->paths_exact));
 }
 
 static void record_write(struct job *j)
@@ -614,11 +614,22 @@ static void warn_no_sass(const struct job *j)
 			"on PATH); no SASS was kept\n", j->nvcc.realpath ? j->nvcc.realpath : j->argv[0]);
 }
 
-/* The option words and keyed variables, one a line, for rules.h. */
+/* Whether key_args' word i holds a path value (nvcc_args.h). */
+static bool path_word(const struct cjc_compile *c, size_t i)
+{
+	for (size_t k = 0; k < c->npath_words; k++)
+		if (c->path_words[k] == i)
+			return true;
+	return false;
+}
+
+/* The option words and keyed variables, one a line, for rules.h; not the
+ * path values, which ask for nothing ("cmake-build-debug" is no -g). */
 static void options_text(const struct job *j, struct cjc_buf *out)
 {
 	for (size_t i = 0; i < j->c.key_args.n; i++)
-		cjc_buf_addf(out, "%s\n", j->c.key_args.v[i]);
+		if (!path_word(&j->c, i))
+			cjc_buf_addf(out, "%s\n", j->c.key_args.v[i]);
 	for (size_t i = 0; i < j->env.n; i++)
 		cjc_buf_addf(out, "%s\n", j->env.v[i]);
 }
@@ -647,37 +658,45 @@ static void choose_root(struct job *j)
 	cjc_buf_release(&options);
 }
 
-/* On a miss: whether a path can reach this output, from the files nvcc
- * read and from the output itself; such a record is exact (key.h). */
+/* Whether a file nvcc read names a path that reaches the output (rules.h):
+ * __FILE__ and the like in one keyed relative to the root. */
+static bool files_name_path(const struct job *j, const struct cjc_manifest_record *rec)
+{
+	struct cjc_buf *texts = cjc_xcalloc(rec->ndeps + 1, sizeof *texts), options = CJC_BUF_INIT;
+	bool *relocated = cjc_xcalloc(rec->ndeps + 1, sizeof *relocated);
+	for (size_t i = 0; i < rec->ndeps; i++) {
+		char *keyed = cjc_place_key_path(&j->c.place, rec->deps[i].path);
+		relocated[i] = keyed != NULL;
+		free(keyed);
+		(void)cjc_read_file(rec->deps[i].path, &texts[i]);
+	}
+	options_text(j, &options);
+	bool named = cjc_rules_paths_reach(texts, rec->ndeps, relocated, options.data, options.len);
+	for (size_t i = 0; i < rec->ndeps; i++)
+		cjc_buf_release(&texts[i]);
+	free(texts);
+	free(relocated);
+	cjc_buf_release(&options);
+	return named;
+}
+
+static const char internal_named[] = "the output names an _INTERNAL_ symbol, whose prefix nvcc "
+	"derives from the source's absolute path (or cannot be read)";
+static const char file_named[] = "a file names __FILE__, __FILE_NAME__, assert, __BASE_FILE__ or "
+	"__builtin_FILE (or a macro naming them)";
+
+/* On a miss: whether a path can reach this output, from the output itself
+ * and from the files nvcc read; such a record is exact (key.h). */
 static void decide_exact(struct job *j, const struct compile_result *r,
 			 struct cjc_manifest_record *rec)
 {
 	struct cjc_buf output = CJC_BUF_INIT;
 	if (cjc_read_file(r->tmp_out, &output) ||
 	    cjc_rules_output_names_path(output.data, output.len))
-		set_exact(j, cjc_xstrdup("the output names an _INTERNAL_ symbol, whose prefix nvcc "
-					 "derives from the source's absolute path"));
+		set_exact(j, cjc_xstrdup(internal_named));
+	else if (j->root && files_name_path(j, rec))
+		set_exact(j, cjc_xstrdup(file_named));
 	cjc_buf_release(&output);
-	if (!j->paths_exact && j->root) {
-		struct cjc_buf *texts = cjc_xcalloc(rec->ndeps + 1, sizeof *texts), options = CJC_BUF_INIT;
-		bool *relocated = cjc_xcalloc(rec->ndeps + 1, sizeof *relocated);
-		for (size_t i = 0; i < rec->ndeps; i++) {
-			char *keyed = cjc_place_key_path(&j->c.place, rec->deps[i].path);
-			relocated[i] = keyed != NULL;
-			free(keyed);
-			(void)cjc_read_file(rec->deps[i].path, &texts[i]);
-		}
-		options_text(j, &options);
-		if (cjc_rules_paths_reach(texts, rec->ndeps, relocated, options.data, options.len))
-			set_exact(j, cjc_xstrdup("a file names __FILE__, __FILE_NAME__, assert, "
-						 "__BASE_FILE__ or __builtin_FILE (or a macro naming "
-						 "them)"));
-		for (size_t i = 0; i < rec->ndeps; i++)
-			cjc_buf_release(&texts[i]);
-		free(texts);
-		free(relocated);
-		cjc_buf_release(&options);
-	}
 	rec->exact = j->paths_exact != NULL;
 	rec->root = j->root ? cjc_xstrdup(j->root) : NULL;
 }

@@ -707,13 +707,15 @@ static void test_path_free(void)
 	fat[16 + 41] = 0;
 	CHECK(!cjc_rules_output_names_path(fat, sizeof fat));
 	/* the parse's path words move under the root; a -D value keeps its path */
-	char *argv[] = { "-c", "/t/A/k.cu", "-I/t/A/inc", "-I", "/usr/inc", "-DDIR=/t/A", "-o", "k.o" };
+	char *argv[] = { "-c",       "/t/A/k.cu",  "-I/t/A/inc", "-I",
+			 "/usr/inc", "-DDIR=/t/A", "-o",         "k.o" };
 	struct cjc_compile c;
 	cjc_compile_parse(8, argv, &at, &c);
 	cjc_compile_set_root(&c, "/t/A");
 	CHECK(cjc_strvec_contains(&c.key_args, "<root>/k.cu"));
 	CHECK(cjc_strvec_contains(&c.key_args, "-I<root>/inc"));
-	CHECK(cjc_strvec_contains(&c.key_args, "/usr/inc") && cjc_strvec_contains(&c.key_args, "-DDIR=/t/A"));
+	CHECK(cjc_strvec_contains(&c.key_args, "/usr/inc") &&
+	      cjc_strvec_contains(&c.key_args, "-DDIR=/t/A"));
 	CHECK(cjc_strvec_contains(&c.key_args, "cjc:root"));
 	cjc_compile_release(&c);
 }
@@ -721,7 +723,9 @@ static void test_path_free(void)
 static void test_manifest_place(void)
 {
 	struct cjc_dep dep = { .path = "/t/A/k.cu", .size = 1 };
-	struct cjc_manifest_record rec = { .deps = &dep, .ndeps = 1, .root = "/t/A", .exact = true };
+	struct cjc_manifest_record rec = {
+		.deps = &dep, .ndeps = 1, .root = "/t/A", .exact = true
+	};
 	memset(rec.entry_key, 'c', 64);
 	struct cjc_manifest m = { .recs = &rec, .n = 1 }, back;
 	struct cjc_buf payload = CJC_BUF_INIT;

@@ -354,7 +354,6 @@ void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_de
 	json_decref(e.found_changes);
 }
 
-
 json_t *cjc_why_paths(const char *root, const char *keyed, const char *exact)
 {
 	json_t *o = json_object();

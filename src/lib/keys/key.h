@@ -120,8 +120,8 @@ struct cjc_manifest_record {
 	struct cjc_dep *deps;
 	size_t ndeps;
 	struct cjc_strvec absent;
-	char *root;  /* path-free keys: the root the paths were made under (place.h); NULL: none */
-	bool exact;  /* a path can reach this output: the entry key holds the place itself */
+	char *root; /* path-free keys: the root the paths were made under (place.h); NULL: none */
+	bool exact; /* a path can reach this output: the entry key holds the place itself */
 };
 
 /* The entry key of rec's files in this place (rec's own entry_key is not

@@ -1,10 +1,10 @@
 #include "keys/rules.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dlfcn.h>
-#include <pthread.h>
 
 #include "base/dl.h"
 #include "base/util.h"
@@ -310,7 +310,8 @@ static bool named_at_site(const struct name_scan *s, const struct cjc_buf *joine
 			  const bool *relocated, size_t nrelocated)
 {
 	for (size_t i = 0; i < n && i < nrelocated; i++)
-		if (relocated[i] && kinds_in(s, joined[i].data ? joined[i].data : "", joined[i].len, AT_SITE))
+		if (relocated[i] &&
+		    kinds_in(s, joined[i].data ? joined[i].data : "", joined[i].len, AT_SITE))
 			return true;
 	return false;
 }
@@ -384,7 +385,8 @@ static uint64_t le(const unsigned char *p, int bytes)
 static bool names_internal(const unsigned char *p, size_t len)
 {
 	const unsigned char *end = p + len;
-	for (const unsigned char *q = p; q < end && (q = memmem(q, (size_t)(end - q), "_INTERNAL_", 10)); q++)
+	for (const unsigned char *q = p;
+	     q < end && (q = memmem(q, (size_t)(end - q), "_INTERNAL_", 10)); q++)
 		if (end - q >= 18 && hex8(q + 10))
 			return true;
 	return false;
@@ -461,7 +463,8 @@ bool cjc_rules_output_names_path(const void *data, size_t len)
 	const unsigned char *p = data, *end = p + len;
 	if (names_internal(p, len))
 		return true;
-	for (const unsigned char *q = p; q < end && (q = memmem(q, (size_t)(end - q), magic, 4)); q++)
+	for (const unsigned char *q = p; q < end && (q = memmem(q, (size_t)(end - q), magic, 4));
+	     q++)
 		if (fatbin_names_internal(q, end))
 			return true;
 	return false;
