@@ -681,9 +681,9 @@ static bool files_name_path(const struct job *j, const struct cjc_manifest_recor
 }
 
 static const char internal_named[] = "the output names an _INTERNAL_ symbol, whose prefix nvcc "
-	"derives from the source's absolute path (or cannot be read)";
+				     "derives from the source's absolute path (or cannot be read)";
 static const char file_named[] = "a file names __FILE__, __FILE_NAME__, assert, __BASE_FILE__ or "
-	"__builtin_FILE (or a macro naming them)";
+				 "__builtin_FILE (or a macro naming them)";
 
 /* On a miss: whether a path can reach this output, from the output itself
  * and from the files nvcc read; such a record is exact (key.h). */
