@@ -87,6 +87,9 @@ struct job {
 	bool spilled;            /* check_spills: the entry served reports spills */
 	bool hit;                /* an entry was served (verify.h samples it) */
 	char served_key[CJC_HEX_LEN + 1];
+	char *root;              /* path-free keys: the root (place.h), or NULL */
+	const char *paths_keyed; /* how paths are keyed, and why, for `cjc why` */
+	char *paths_exact;       /* a miss that keeps its paths: which reach the output */
 	const char *served_meta; /* how the served entry's metadata was checked, for the log */
 };
 
@@ -138,6 +141,9 @@ static void record_facts(struct job *j)
 {
 	json_object_set_new(j->record, "facts", cjc_why_facts(&j->c, j->cwd, &j->nvcc, &j->host,
 								  j->env.v, j->env.n));
+	if (j->paths_keyed)
+		json_object_set_new(j->record, "paths",
+				    cjc_why_paths(j->root, j->paths_keyed, j->paths_exact));
 }
 
 static void record_write(struct job *j)
@@ -269,6 +275,12 @@ static int fail_on_spills(void)
 	return 255;
 }
 
+static void set_exact(struct job *j, char *why)
+{
+	free(j->paths_exact);
+	j->paths_exact = why;
+}
+
 /*
  * lookup.h's deliver: the verified output beside the target, the dependency
  * file, the replayed messages.  -1: the entry is damaged;
@@ -302,6 +314,9 @@ static int deliver(void *ctx, const struct cjc_entry *e, const struct cjc_manife
 	}
 	if (fd >= 0 && close(fd) && !result)
 		result = CJC_LOOKUP_UNWRITTEN, cjc_buf_addf(why, "cannot write %s: %s", tmp, strerror(errno));
+	if (rec->exact && j->root)
+		set_exact(j, cjc_xstrdup("the entry served was recorded exact: a path reaches its "
+					 "output, and it was made in this directory"));
 	j->spilled = !result && j->diag.check_spills && cjc_diagnostics_spilled(err.data, err.len);
 	if (!result && !j->spilled && write_user_depfile(j, rec->deps, rec->ndeps))
 		result = CJC_LOOKUP_UNWRITTEN, cjc_buf_addf(why, "cannot write %s: %s", j->c.dep_file, strerror(errno));
@@ -600,6 +615,93 @@ static void warn_no_sass(const struct job *j)
 			"on PATH); no SASS was kept\n", j->nvcc.realpath ? j->nvcc.realpath : j->argv[0]);
 }
 
+/* Whether key_args' word i holds a path value (nvcc_args.h). */
+static bool path_word(const struct cjc_compile *c, size_t i)
+{
+	for (size_t k = 0; k < c->npath_words; k++)
+		if (c->path_words[k] == i)
+			return true;
+	return false;
+}
+
+/* The option words and keyed variables, one a line, for rules.h; not the
+ * path values, which ask for nothing ("cmake-build-debug" is no -g). */
+static void options_text(const struct job *j, struct cjc_buf *out)
+{
+	for (size_t i = 0; i < j->c.key_args.n; i++)
+		if (!path_word(&j->c, i))
+			cjc_buf_addf(out, "%s\n", j->c.key_args.v[i]);
+	for (size_t i = 0; i < j->env.n; i++)
+		cjc_buf_addf(out, "%s\n", j->env.v[i]);
+}
+
+/* Path-free keys (place.h): a root when no option can put a path in the
+ * output and base_dir (which has its own rule) is unset. */
+static void choose_root(struct job *j)
+{
+	const struct cjc_place *p = &j->c.place;
+	struct cjc_buf options = CJC_BUF_INIT;
+	options_text(j, &options);
+	if (j->cfg.base_dir)
+		j->paths_keyed = "exact: base_dir is set (paths under it are keyed relative to the "
+				 "working directory)";
+	else if (p->records_dirs || p->dirs_shared || p->keys_cwd ||
+		 cjc_rules_path_reaches(NULL, 0, options.data, options.len))
+		j->paths_keyed = "exact: an option puts paths in the output (-g, -G, -lineinfo, or "
+				 "__FILE__ in a -D)";
+	else if (!(j->root = cjc_place_root(j->cwd, j->c.source)))
+		j->paths_keyed = "exact: the working directory and the source share no directory "
+				 "but /";
+	else
+		j->paths_keyed = "relative to the root: no option puts a path in the output";
+	if (j->root)
+		cjc_compile_set_root(&j->c, j->root);
+	cjc_buf_release(&options);
+}
+
+/* Whether a file nvcc read names a path that reaches the output (rules.h):
+ * __FILE__ and the like in one keyed relative to the root. */
+static bool files_name_path(const struct job *j, const struct cjc_manifest_record *rec)
+{
+	struct cjc_buf *texts = cjc_xcalloc(rec->ndeps + 1, sizeof *texts), options = CJC_BUF_INIT;
+	bool *relocated = cjc_xcalloc(rec->ndeps + 1, sizeof *relocated);
+	for (size_t i = 0; i < rec->ndeps; i++) {
+		char *keyed = cjc_place_key_path(&j->c.place, rec->deps[i].path);
+		relocated[i] = keyed != NULL;
+		free(keyed);
+		(void)cjc_read_file(rec->deps[i].path, &texts[i]);
+	}
+	options_text(j, &options);
+	bool named = cjc_rules_paths_reach(texts, rec->ndeps, relocated, options.data, options.len);
+	for (size_t i = 0; i < rec->ndeps; i++)
+		cjc_buf_release(&texts[i]);
+	free(texts);
+	free(relocated);
+	cjc_buf_release(&options);
+	return named;
+}
+
+static const char internal_named[] = "the output names an _INTERNAL_ symbol, whose prefix nvcc "
+				     "derives from the source's absolute path (or cannot be read)";
+static const char file_named[] = "a file names __FILE__, __FILE_NAME__, assert, __BASE_FILE__ or "
+				 "__builtin_FILE (or a macro naming them)";
+
+/* On a miss: whether a path can reach this output, from the output itself
+ * and from the files nvcc read; such a record is exact (key.h). */
+static void decide_exact(struct job *j, const struct compile_result *r,
+			 struct cjc_manifest_record *rec)
+{
+	struct cjc_buf output = CJC_BUF_INIT;
+	if (cjc_read_file(r->tmp_out, &output) ||
+	    cjc_rules_output_names_path(output.data, output.len))
+		set_exact(j, cjc_xstrdup(internal_named));
+	else if (j->root && files_name_path(j, rec))
+		set_exact(j, cjc_xstrdup(file_named));
+	cjc_buf_release(&output);
+	rec->exact = j->paths_exact != NULL;
+	rec->root = j->root ? cjc_xstrdup(j->root) : NULL;
+}
+
 static int compile_miss(struct job *j)
 {
 	struct compile_result r = { 0 };
@@ -617,6 +719,8 @@ static int compile_miss(struct job *j)
 	}
 	if (!rc)
 		rc = record_dependencies(j, &r, &rec, &stable, &why, &uncacheable);
+	if (!rc && stable)
+		decide_exact(j, &r, &rec);
 	if (!rc && stable)
 		cjc_key_entry(j->direct_key, &rec, &j->c.place, rec.entry_key);
 	if (!rc && stable && !uncacheable && !j->cfg.readonly)
@@ -842,6 +946,8 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		return -1;
 	}
 	cjc_key_environment(&j->c.env, &j->env);
+	j->c.place.source = j->c.source;
+	choose_root(j);
 	load_hash_cache(j);
 	int rc = identify_compilers(j, why);
 	if (!rc && j->shared_cache)
@@ -952,6 +1058,8 @@ static void job_release(struct job *j)
 	free(j->meta_memo);
 	free(j->deliver);
 	free(j->lookup);
+	free(j->root);
+	free(j->paths_exact);
 	json_decref(j->record);
 	cjc_strvec_clear(&j->env);
 	cjc_diagnostics_release(&j->diag);

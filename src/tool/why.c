@@ -386,6 +386,18 @@ static void print_jit_line(json_t *r)
 	free(shown_prefix);
 }
 
+/* How the paths were keyed (path-free keys), and why they stayed exact. */
+static void print_paths(json_t *paths)
+{
+	if (!json_is_object(paths))
+		return;
+	print_shown("paths keyed", paths, "keyed");
+	if (json_is_string(json_object_get(paths, "root")))
+		print_shown("root:", paths, "root");
+	if (json_is_string(json_object_get(paths, "exact")))
+		print_shown("paths kept exact:", paths, "exact");
+}
+
 static void print_record(json_t *r)
 {
 	const char *target = json_string_value(json_object_get(r, "target"));
@@ -410,6 +422,7 @@ static void print_record(json_t *r)
 		print_shown("compared with entry", r, "compared_with");
 	if (json_is_string(json_object_get(json_object_get(r, "facts"), "rule")))
 		print_shown("working directory:", json_object_get(r, "facts"), "rule");
+	print_paths(json_object_get(r, "paths"));
 	print_details(r);
 }
 

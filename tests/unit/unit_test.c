@@ -672,6 +672,88 @@ static void test_place(void)
 	CHECK(!cjc_place_maps_cwd("-fdebug-prefix-map=/w", "/w/build"));
 }
 
+/* Path-free keys (place.h): the root, a path's key form, a record moved
+ * between roots, the rules over headers and outputs, the parse's path
+ * words, and the manifest's root and exact flag. */
+static void test_path_free(void)
+{
+	CHECK(str_is(cjc_place_root("/t/pip-A/build", "/t/pip-A/src/k.cu"), "/t/pip-A"));
+	CHECK(str_is(cjc_place_root("/t/pip-A", "k.cu"), "/t/pip-A"));
+	CHECK(str_is(cjc_place_root("/t/pip-AB", "/t/pip-A/k.cu"), "/t"));
+	CHECK(cjc_place_root("/home/u", "/t/k.cu") == NULL);
+	struct cjc_place at = { .cwd = "/t/A/build", .root = "/t/A" };
+	CHECK(str_is(cjc_place_key_path(&at, "/t/A/inc/h.h"), "<root>/inc/h.h"));
+	CHECK(str_is(cjc_place_key_path(&at, "../inc/h.h"), "<root>/build/../inc/h.h"));
+	CHECK(cjc_place_key_path(&at, "/t/AB/h.h") == NULL);
+	CHECK(str_is(cjc_place_rebase("/t/A/inc/h.h", "/t/A", "/u/B"), "/u/B/inc/h.h"));
+	CHECK(cjc_place_rebase("/usr/include/x.h", "/t/A", "/u/B") == NULL);
+	/* __FILE__ in a header keyed relative reaches the output; in one kept exact, not */
+	struct cjc_buf t[2] = { CJC_BUF_INIT, CJC_BUF_INIT };
+	cjc_buf_adds(&t[0], "int f();\n");
+	cjc_buf_adds(&t[1], "inline const char *g() { return __FILE__; }\n");
+	bool relocated[] = { true, true }, system[] = { true, false };
+	CHECK(cjc_rules_paths_reach(t, 2, relocated, "-O3\n", 4));
+	CHECK(!cjc_rules_paths_reach(t, 2, system, "-O3\n", 4));
+	cjc_buf_release(&t[0]);
+	cjc_buf_release(&t[1]);
+	const char named[] = "x _ZN32_INTERNAL_c797083e_4_k_cu y", other[] = "x _INTERNAL_ y";
+	CHECK(cjc_rules_output_names_path(named, sizeof named));
+	CHECK(!cjc_rules_output_names_path(other, sizeof other));
+	/* a fatbin whose one entry is stored compressed in a way not known */
+	unsigned char fat[16 + 64] = { 0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0, 64 };
+	fat[16 + 4] = 64;
+	fat[16 + 40] = 0x00, fat[16 + 41] = 0x20;
+	CHECK(cjc_rules_output_names_path(fat, sizeof fat));
+	fat[16 + 41] = 0;
+	CHECK(!cjc_rules_output_names_path(fat, sizeof fat));
+	/* the parse's path words move under the root; a -D value keeps its path */
+	char *argv[] = { "-c",       "/t/A/k.cu",  "-I/t/A/inc", "-I",
+			 "/usr/inc", "-DDIR=/t/A", "-o",         "k.o" };
+	struct cjc_compile c;
+	cjc_compile_parse(8, argv, &at, &c);
+	cjc_compile_set_root(&c, "/t/A");
+	CHECK(cjc_strvec_contains(&c.key_args, "<root>/k.cu"));
+	CHECK(cjc_strvec_contains(&c.key_args, "-I<root>/inc"));
+	CHECK(cjc_strvec_contains(&c.key_args, "/usr/inc") &&
+	      cjc_strvec_contains(&c.key_args, "-DDIR=/t/A"));
+	CHECK(cjc_strvec_contains(&c.key_args, "cjc:root"));
+	cjc_compile_release(&c);
+}
+
+static void test_manifest_place(void)
+{
+	struct cjc_dep dep = { .path = "/t/A/k.cu", .size = 1 };
+	struct cjc_manifest_record rec = {
+		.deps = &dep, .ndeps = 1, .root = "/t/A", .exact = true
+	};
+	memset(rec.entry_key, 'c', 64);
+	struct cjc_manifest m = { .recs = &rec, .n = 1 }, back;
+	struct cjc_buf payload = CJC_BUF_INIT;
+	cjc_manifest_encode(&m, &payload);
+	CHECK(!cjc_manifest_decode(payload.data, payload.len, &back));
+	CHECK(back.n == 1 && str_is(cjc_xstrdup(back.recs[0].root), "/t/A") && back.recs[0].exact);
+	/* exact: the entry key holds the root, so another place names another entry */
+	struct cjc_place a = { .cwd = "/t/A", .root = "/t/A", .source = "/t/A/k.cu" };
+	struct cjc_place b = { .cwd = "/u/B", .root = "/u/B", .source = "/u/B/k.cu" };
+	char ka[CJC_HEX_LEN + 1], kb[CJC_HEX_LEN + 1], kb2[CJC_HEX_LEN + 1];
+	cjc_key_entry("d", &back.recs[0], &a, ka);
+	back.recs[0].deps[0].path[1] = 'u', back.recs[0].deps[0].path[3] = 'B';
+	cjc_key_entry("d", &back.recs[0], &b, kb);
+	CHECK(strcmp(ka, kb) != 0);
+	back.recs[0].exact = false;
+	cjc_key_entry("d", &back.recs[0], &b, kb);
+	back.recs[0].deps[0].path[1] = 't', back.recs[0].deps[0].path[3] = 'A';
+	cjc_key_entry("d", &back.recs[0], &a, kb2);
+	CHECK(!strcmp(kb, kb2));
+	cjc_manifest_release(&back);
+	/* version 1, without root and flags, still reads */
+	((unsigned char *)payload.data)[0] = 1;
+	payload.len -= 4 + strlen("/t/A") + 4; /* the root, with its length, and the flags */
+	CHECK(!cjc_manifest_decode(payload.data, payload.len, &back) && !back.recs[0].root);
+	cjc_manifest_release(&back);
+	cjc_buf_release(&payload);
+}
+
 /* The uncacheable reason of a compile of a.cu with the given words (NULL:
  * cacheable); *native says whether it names -arch=native.  malloc'd. */
 static char *reason_with(char *const *words, bool *native)
@@ -842,6 +924,8 @@ int main(void)
 	test_journal_skim();
 	test_journal_scan();
 	test_place();
+	test_path_free();
+	test_manifest_place();
 	test_thread_start();
 	test_printable();
 #ifdef CJC_HAVE_CURL

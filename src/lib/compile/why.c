@@ -354,3 +354,11 @@ void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_de
 	json_decref(e.found_changes);
 }
 
+json_t *cjc_why_paths(const char *root, const char *keyed, const char *exact)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "root", root ? cjc_json_bytes(root) : json_null());
+	json_object_set_new(o, "keyed", cjc_json_bytes(keyed));
+	json_object_set_new(o, "exact", exact ? cjc_json_bytes(exact) : json_null());
+	return o;
+}

@@ -34,6 +34,11 @@
  *                 "resolved" (object: relative path -> where it resolves, as
  *                 keyed), "base_dir" (or null), "rule" (how the key treats
  *                 the working directory, in words: place.h)
+ *   paths         (nvcc compiles) how their paths are keyed (path-free keys,
+ *                 place.h): {"root": the root or null, "keyed": "exact: ..."
+ *                 or "relative to the root: ...", with the reason, "exact":
+ *                 why this compile's paths stay exact though the options
+ *                 allowed a root (a file or the output names a path), or null}
  *   compared_with (miss) the earlier entry, or null when none is recorded
  *   changes       (miss) array of {"kind", ...}: dependency / dependency_added /
  *                 dependency_removed ("path", "old", "new" sha256),
@@ -75,6 +80,8 @@ void cjc_why_set_jit(json_t *record, const char *prefix, const char *name, const
 json_t *cjc_why_facts(const struct cjc_compile *c, const char *cwd,
 		      const struct cjc_identity *nvcc, const struct cjc_identity *host,
 		      char *const *env, size_t nenv);
+/* The "paths" member: root and exact may be NULL. */
+json_t *cjc_why_paths(const char *root, const char *keyed, const char *exact);
 /* What went into the key of an NVRTC compile: its words, and the library. */
 json_t *cjc_why_facts_nvrtc(char *const *args, size_t nargs, const struct cjc_identity *library);
 /* For a miss: sets compared_with and changes (and note, when they say nothing). */

@@ -248,6 +248,18 @@ void cjc_key_direct(const struct cjc_key_input *in, char out[CJC_HEX_LEN + 1])
 	cjc_hash_final_hex(&h, out);
 }
 
+/* A dependency's path as the key holds it: its layout under the root
+ * (path-free keys), else as written and where a relative one resolves. */
+static void hash_path(struct cjc_hash *h, const struct cjc_place *place, const char *path)
+{
+	char *keyed = cjc_place_key_path(place, path);
+	char *resolved = keyed ? NULL : cjc_place_resolve(place, path);
+	cjc_hash_str(h, keyed ? keyed : path);
+	cjc_hash_str(h, resolved ? resolved : "");
+	free(keyed);
+	free(resolved);
+}
+
 void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec,
 		   const struct cjc_place *place, char out[CJC_HEX_LEN + 1])
 {
@@ -258,17 +270,24 @@ void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec
 	cjc_hash_str(&h, "cudajitcache-entry");
 	cjc_hash_str(&h, direct_key);
 	for (size_t i = 0; i < n; i++) {
-		char *resolved = cjc_place_resolve(place, deps[i].path);
-		cjc_hash_str(&h, deps[i].path);
-		cjc_hash_str(&h, resolved ? resolved : "");
-		free(resolved);
+		hash_path(&h, place, deps[i].path);
 		cjc_hash_update(&h, deps[i].sha, CJC_DIGEST_LEN);
 	}
 	/* the candidates that must stay absent: a record that lists fewer names
 	 * another entry, so a poisoned manifest cannot drop one */
 	cjc_hash_str(&h, "absent");
-	for (size_t i = 0; i < rec->absent.n; i++)
-		cjc_hash_str(&h, rec->absent.v[i]);
+	for (size_t i = 0; i < rec->absent.n; i++) {
+		char *keyed = cjc_place_key_path(place, rec->absent.v[i]);
+		cjc_hash_str(&h, keyed ? keyed : rec->absent.v[i]);
+		free(keyed);
+	}
+	if (rec->exact) {
+		char *source = cjc_place_source_name(place);
+		cjc_hash_str(&h, "exact");
+		cjc_hash_str(&h, place && place->root ? place->root : "");
+		cjc_hash_str(&h, source ? source : "");
+		free(source);
+	}
 	cjc_hash_final_hex(&h, out);
 }
 

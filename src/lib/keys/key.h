@@ -120,10 +120,15 @@ struct cjc_manifest_record {
 	struct cjc_dep *deps;
 	size_t ndeps;
 	struct cjc_strvec absent;
+	char *root; /* path-free keys: the root the paths were made under (place.h); NULL: none */
+	bool exact; /* a path can reach this output: the entry key holds the place itself */
 };
 
 /* The entry key of rec's files in this place (rec's own entry_key is not
- * read; the direct key is the compile's). */
+ * read; the direct key is the compile's).  With place->root, a path under
+ * it is keyed by its layout under the root (place.h); a record that is
+ * exact adds the root and the source's absolute name, so that it names
+ * another entry anywhere else. */
 void cjc_key_entry(const char *direct_key, const struct cjc_manifest_record *rec,
 		   const struct cjc_place *place, char out[CJC_HEX_LEN + 1]);
 

@@ -9,7 +9,8 @@
 #include "keys/filehash.h"
 
 static const char magic[4] = CJC_MANIFEST_MAGIC;
-#define MANIFEST_VERSION 1
+#define MANIFEST_VERSION 2 /* 1: without the root and flags, still read */
+#define RECORD_EXACT 1u
 #define MAX_PATH_LEN 4096
 
 static char *read_path(struct cjc_cursor *c)
@@ -22,7 +23,20 @@ static char *read_path(struct cjc_cursor *c)
 	return p;
 }
 
-static int decode_record(struct cjc_cursor *c, struct cjc_manifest_record *r)
+/* Version 2: the root (empty for none) and the flags. */
+static int decode_place(struct cjc_cursor *c, struct cjc_manifest_record *r)
+{
+	size_t len;
+	const char *root = cjc_cursor_chars(c, MAX_PATH_LEN, &len);
+	uint32_t flags = cjc_cursor_u32(c);
+	if (!root || c->bad || (len && root[0] != '/') || (flags & ~RECORD_EXACT))
+		return -1;
+	r->root = len ? cjc_xstrndup(root, len) : NULL;
+	r->exact = flags & RECORD_EXACT;
+	return 0;
+}
+
+static int decode_record(struct cjc_cursor *c, struct cjc_manifest_record *r, uint32_t version)
 {
 	const char *key = cjc_cursor_bytes(c, CJC_HEX_LEN);
 	if (!key)
@@ -54,7 +68,7 @@ static int decode_record(struct cjc_cursor *c, struct cjc_manifest_record *r)
 			return -1;
 		cjc_strvec_pushn(&r->absent, p, len);
 	}
-	return 0;
+	return version == 1 ? 0 : decode_place(c, r);
 }
 
 int cjc_manifest_decode(const void *p, size_t n, struct cjc_manifest *m)
@@ -64,11 +78,11 @@ int cjc_manifest_decode(const void *p, size_t n, struct cjc_manifest *m)
 	cjc_cursor_init(&c, p, n);
 	uint32_t version = cjc_cursor_u32(&c);
 	uint32_t count = cjc_cursor_u32(&c);
-	if (c.bad || version != MANIFEST_VERSION || count > CJC_MANIFEST_MAX)
+	if (c.bad || (version != 1 && version != MANIFEST_VERSION) || count > CJC_MANIFEST_MAX)
 		goto bad;
 	m->recs = cjc_xcalloc(count ? count : 1, sizeof *m->recs);
 	for (; m->n < count; m->n++)
-		if (decode_record(&c, &m->recs[m->n])) {
+		if (decode_record(&c, &m->recs[m->n], version)) {
 			m->n++; /* so that the release frees the partial record too */
 			goto bad;
 		}
@@ -93,6 +107,8 @@ static void encode_record(const struct cjc_manifest_record *r, struct cjc_buf *o
 	cjc_buf_add_u32(out, (uint32_t)r->absent.n);
 	for (size_t i = 0; i < r->absent.n; i++)
 		cjc_buf_add_str(out, r->absent.v[i]);
+	cjc_buf_add_str(out, r->root ? r->root : "");
+	cjc_buf_add_u32(out, r->exact ? RECORD_EXACT : 0);
 }
 
 void cjc_manifest_encode(const struct cjc_manifest *m, struct cjc_buf *out)
@@ -166,9 +182,33 @@ static bool key_matches(const struct cjc_manifest_record *r, const char *direct_
 	return !strcmp(key, r->entry_key);
 }
 
+static void rebase(char **path, const char *from, const char *to)
+{
+	char *moved = cjc_place_rebase(*path, from, to);
+	if (moved) {
+		free(*path);
+		*path = moved;
+	}
+}
+
+/* A record made under another root, its paths moved under this place's. */
+static void rebase_record(struct cjc_manifest_record *r, const struct cjc_place *place)
+{
+	if (!place || !place->root || !r->root || !strcmp(r->root, place->root))
+		return;
+	for (size_t i = 0; i < r->ndeps; i++)
+		rebase(&r->deps[i].path, r->root, place->root);
+	for (size_t i = 0; i < r->absent.n; i++)
+		rebase(&r->absent.v[i], r->root, place->root);
+	free(r->root);
+	r->root = cjc_xstrdup(place->root);
+}
+
 long cjc_manifest_match(const struct cjc_manifest *m, const char *direct_key,
 			const struct cjc_place *place)
 {
+	for (size_t i = 0; i < m->n; i++)
+		rebase_record(&m->recs[i], place);
 	for (size_t i = 0; i < m->n; i++)
 		if (key_matches(&m->recs[i], direct_key, place) && record_matches(&m->recs[i]))
 			return (long)i;
@@ -181,6 +221,7 @@ void cjc_manifest_record_release(struct cjc_manifest_record *rec)
 		free(rec->deps[i].path);
 	free(rec->deps);
 	cjc_strvec_clear(&rec->absent);
+	free(rec->root);
 	memset(rec, 0, sizeof *rec);
 }
 

@@ -14,11 +14,18 @@
  *
  * The file is a blob (blob.h, magic "CJCM") whose payload is, little-endian:
  *
- *     u32 version (1)            u32 record count
+ *     u32 version (2)            u32 record count
  *     per record:  64 bytes entry key (lowercase hex)
  *                  u32 dependency count, then per dependency:
  *                      u32 path length, path bytes, u64 size, 32 bytes SHA-256
  *                  u32 absent count, then per candidate: u32 length, path bytes
+ *                  u32 root length, root bytes (0: none; path-free keys, place.h)
+ *                  u32 flags (1: exact, key.h)
+ *
+ * Version 1, without the last two fields, is still read (no root, not exact).
+ * cjc_manifest_match() first moves each record made under another root
+ * under this place's (place.h), so what is hashed and served names this
+ * directory's files.
  *
  * A manifest is a hint, not an entry: it is replaced atomically (rename), a
  * lost update under concurrency costs at most a later miss, and a damaged

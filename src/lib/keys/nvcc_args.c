@@ -635,6 +635,16 @@ static const char *relocate_path(struct parser *p, char **words, int used, const
 	return value;
 }
 
+/* The key_args word about to be pushed (of words) that holds value. */
+static void note_path_word(struct cjc_compile *c, char *const *words, int used, const char *value)
+{
+	int k = used == 2 && value == words[1] ? 1 : 0;
+	c->path_words = cjc_xrealloc(c->path_words, (c->npath_words + 1) * sizeof *c->path_words);
+	c->path_at = cjc_xrealloc(c->path_at, (c->npath_words + 1) * sizeof *c->path_at);
+	c->path_words[c->npath_words] = c->key_args.n + (size_t)k;
+	c->path_at[c->npath_words++] = (size_t)(value - words[k]);
+}
+
 /* Applies one option; given are the one or two command-line words it used. */
 static void apply_option(struct parser *p, const struct nvcc_option *o, char *const *given,
 			 int used, const char *value, enum origin from)
@@ -655,6 +665,8 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 		return;
 	}
 	if (!is_dep) {
+		if ((o->flags & PATH) && value && o->action != OPTFILE)
+			note_path_word(c, words, used, value);
 		cjc_strvec_pushv(&c->key_args, words, (size_t)used);
 		if (from != FILE_KEPT)
 			cjc_strvec_pushv(&c->nvcc_args, words, (size_t)used);
@@ -714,6 +726,7 @@ static void add_input(struct parser *p, char *const *given, enum origin from)
 	else
 		relocate_path(p, &word, 1, word, from, &own);
 	cjc_strvec_push(&p->inputs, word);
+	note_path_word(c, &word, 1, word);
 	cjc_strvec_push(&c->key_args, word);
 	if (!p->private_depth)
 		cjc_strvec_push(&c->key_units, word);
@@ -882,6 +895,7 @@ static void finish_place(struct parser *p)
 			continue;
 		char *arg = cjc_xasprintf("resolves:%s", to);
 		cjc_strvec_push(&c->key_args, p->relative.v[i]);
+		note_path_word(c, &arg, 1, arg + strlen("resolves:"));
 		cjc_strvec_push(&c->key_args, arg);
 		/* for `cjc why` only: a path that is not UTF-8 cannot be a JSON key */
 		json_object_set_new(c->resolved, p->relative.v[i], cjc_json_bytes(to));
@@ -1052,8 +1066,29 @@ void cjc_compile_resolve_native(struct cjc_compile *c, const char *nvcc)
 	cjc_buf_release(&out);
 }
 
+void cjc_compile_set_root(struct cjc_compile *c, const char *root)
+{
+	struct cjc_place place = { .root = root };
+	for (size_t i = 0; i < c->npath_words; i++) {
+		char **word = &c->key_args.v[c->path_words[i]];
+		size_t at = c->path_at[i];
+		char *keyed = (*word)[at] == '/' ? cjc_place_key_path(&place, *word + at) : NULL;
+		if (keyed) {
+			char *now = cjc_xasprintf("%.*s%s", (int)at, *word, keyed);
+			free(*word);
+			*word = now;
+		}
+		free(keyed);
+	}
+	cjc_strvec_push(&c->key_args, "cjc:root");
+	cjc_strvec_push(&c->key_units, "cjc:root");
+	c->place.root = root;
+}
+
 void cjc_compile_release(struct cjc_compile *c)
 {
+	free(c->path_words);
+	free(c->path_at);
 	free(c->uncacheable);
 	free(c->source);
 	free(c->output);

@@ -63,6 +63,9 @@ struct cjc_compile {
 	struct cjc_strvec isystem;   /* -isystem directories */
 	struct cjc_strvec preincludes; /* -include files, in order */
 	struct cjc_search_path search;
+	size_t *path_words; /* key_args' words that hold a path value, and where it starts */
+	size_t *path_at;
+	size_t npath_words;
 	json_t *options;   /* for metadata.json */
 	json_t *options_files; /* for metadata.json: [{"path", "sha256", "private"}], or NULL */
 	struct cjc_env env;    /* the environment as parsed (key.h): the key's, read once */
@@ -78,6 +81,12 @@ struct cjc_compile {
 void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *where,
 		       struct cjc_compile *c);
 void cjc_compile_release(struct cjc_compile *c);
+/* Path-free keys (place.h): each path value of key_args that starts with
+ * root (the source, -I, -isystem, -include..., and where relative ones
+ * resolve) is keyed as "<root>/..." instead, the word "cjc:root" joins
+ * key_args and key_units, and place.root is set.  Other words (-D values,
+ * -Xcompiler) keep the paths they name. */
+void cjc_compile_set_root(struct cjc_compile *c, const char *root);
 /* The first of argv (options, as nvcc takes them) that chooses what kind of
  * output nvcc makes or where an output goes (-c, --ptx, -E, -lib, -o, -odir,
  * -MF, ...), as written; NULL when none does.  Options files are not read. */

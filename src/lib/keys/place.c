@@ -177,3 +177,55 @@ char *cjc_place_rule(const struct cjc_place *p)
 	return cjc_xstrdup("relative paths are keyed by where they resolve; the working directory "
 			   "is not in the key");
 }
+
+char *cjc_place_root(const char *cwd, const char *source)
+{
+	char *joined = source[0] == '/' ? cjc_xstrdup(source) : cjc_xasprintf("%s/%s", cwd, source);
+	char *file = cjc_path_normalize(joined);
+	char *dir = cjc_dirname(file);
+	char *here = cjc_path_normalize(cwd);
+	size_t n = 0;
+	for (size_t i = 0; dir[i] && dir[i] == here[i]; i++)
+		if (dir[i + 1] == '/' || !dir[i + 1])
+			n = here[i + 1] == '/' || !here[i + 1] ? i + 1 : n;
+	char *root = n > 1 ? cjc_xstrndup(dir, n) : NULL;
+	free(here);
+	free(dir);
+	free(file);
+	free(joined);
+	return root;
+}
+
+/* Whether path starts with the directory dir, lexically ("dir" or "dir/..."). */
+static bool starts_with_dir(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+char *cjc_place_rebase(const char *path, const char *from, const char *to)
+{
+	if (!from || !to || !*from || !starts_with_dir(path, from))
+		return NULL;
+	return cjc_xasprintf("%s%s", to, path + strlen(from));
+}
+
+char *cjc_place_key_path(const struct cjc_place *p, const char *path)
+{
+	if (!p || !p->root)
+		return NULL;
+	char *joined = path[0] == '/' || !p->cwd ? cjc_xstrdup(path)
+						 : cjc_xasprintf("%s/%s", p->cwd, path);
+	char *key = cjc_place_rebase(joined, p->root, "<root>");
+	free(joined);
+	return key;
+}
+
+char *cjc_place_source_name(const struct cjc_place *p)
+{
+	if (!p || !p->source)
+		return NULL;
+	if (p->source[0] == '/' || !p->cwd)
+		return cjc_xstrdup(p->source);
+	return cjc_xasprintf("%s/%s", p->cwd, p->source);
+}

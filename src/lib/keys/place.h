@@ -35,6 +35,18 @@
  * instead, so that such entries are never served to a compile that keys
  * its directories.  Only the debug paths differ: the code is the same.
  *
+ * root (path-free keys, docs/key.md): without base_dir, and where no path
+ * can reach the output (rules.h), the files are keyed by their layout
+ * relative to the root, the deepest directory that holds both the working
+ * directory and the source (cjc_place_root), not by its absolute name: a
+ * path that starts with the root is keyed as "<root>/" and the rest
+ * (cjc_place_key_path), so the same tree at another random directory (pip's
+ * /tmp/pip-req-build-XXXX) has the same key.  A record made under one root
+ * is read under another by rebasing its paths (cjc_place_rebase).  A miss
+ * whose output can name a path (__FILE__, an _INTERNAL_ symbol) is recorded
+ * exact: its entry key holds the root and the source as nvcc names it
+ * (source, made absolute against cwd), so it is served only there.
+ *
  * Strings are borrowed: a place points at the caller's cwd and base_dir.
  */
 #ifndef CJC_PLACE_H
@@ -52,7 +64,22 @@ struct cjc_place {
 	bool share_dirs;      /* hash_dir = false: set by the caller, before parsing */
 	bool dirs_shared;     /* share_dirs applied: the output records directories
 				 that the key does not hold (set by the parser) */
+	const char *root;     /* path-free keys: the root, normalised; NULL: paths kept */
+	const char *source;   /* the source as nvcc gets it, for exact records; NULL: none */
 };
+
+/* The deepest directory over both cwd and the source (as nvcc gets it),
+ * normalised and malloc'd; NULL when that is "/" (nothing to leave out). */
+char *cjc_place_root(const char *cwd, const char *source);
+/* With a root: the key's form of a path (a relative one resolved against
+ * cwd) that starts with the root, "<root>/rest" (malloc'd); else NULL. */
+char *cjc_place_key_path(const struct cjc_place *p, const char *path);
+/* A path that starts with the directory from, moved under to (malloc'd); NULL
+ * when it does not. */
+char *cjc_place_rebase(const char *path, const char *from, const char *to);
+/* The source's absolute name as nvcc derives its _INTERNAL_ prefix from it
+ * (cwd joined with a relative one, unnormalised; malloc'd), or NULL. */
+char *cjc_place_source_name(const struct cjc_place *p);
 
 /* With base_dir: an absolute path under it, relative to the working
  * directory (malloc'd); NULL when the path stays as written. */

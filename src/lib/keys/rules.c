@@ -1,8 +1,12 @@
 #include "keys/rules.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dl.h"
 #include "base/util.h"
 #include "keys/key.h"
 
@@ -316,8 +320,19 @@ static bool options_debug(const char *options, size_t len)
 	return found;
 }
 
-bool cjc_rules_path_reaches(const struct cjc_buf *texts, size_t n, const char *options,
-			    size_t options_len)
+/* Whether any text named as relocated names an AT_SITE word or macro. */
+static bool named_at_site(const struct name_scan *s, const struct cjc_buf *joined, size_t n,
+			  const bool *relocated, size_t nrelocated)
+{
+	for (size_t i = 0; i < n && i < nrelocated; i++)
+		if (relocated[i] &&
+		    kinds_in(s, joined[i].data ? joined[i].data : "", joined[i].len, AT_SITE))
+			return true;
+	return false;
+}
+
+static bool paths_reach(const struct cjc_buf *texts, size_t n, const bool *relocated,
+			size_t nrelocated, const char *options, size_t options_len)
 {
 	struct cjc_buf joined_options = CJC_BUF_INIT;
 	size_t olen;
@@ -340,7 +355,7 @@ bool cjc_rules_path_reaches(const struct cjc_buf *texts, size_t n, const char *o
 	bool reaches = false;
 	for (size_t i = 0; i < n && !reaches; i++)
 		reaches = scan_lines(&s, &joined[i], false);
-	reaches = reaches || (n && kinds_in(&s, joined[0].data ? joined[0].data : "", joined[0].len, AT_SITE)) ||
+	reaches = reaches || named_at_site(&s, joined, n, relocated, nrelocated) ||
 		  kinds_in(&s, o, olen, AT_SITE | ANYWHERE);
 	for (size_t i = 0; i < n; i++)
 		cjc_buf_release(&joined[i]);
@@ -348,4 +363,124 @@ bool cjc_rules_path_reaches(const struct cjc_buf *texts, size_t n, const char *o
 	free(s.macros);
 	cjc_buf_release(&joined_options);
 	return reaches;
+}
+
+bool cjc_rules_path_reaches(const struct cjc_buf *texts, size_t n, const char *options,
+			    size_t options_len)
+{
+	static const bool source_only[] = { true };
+	return paths_reach(texts, n, source_only, n ? 1 : 0, options, options_len);
+}
+
+bool cjc_rules_paths_reach(const struct cjc_buf *texts, size_t n, const bool *relocated,
+			   const char *options, size_t options_len)
+{
+	return paths_reach(texts, n, relocated, relocated ? n : 0, options, options_len);
+}
+
+/* ---- what the output names ---- */
+
+static bool hex8(const unsigned char *p)
+{
+	for (int i = 0; i < 8; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static uint64_t le(const unsigned char *p, int bytes)
+{
+	uint64_t v = 0;
+	for (int i = bytes - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Whether bytes name an _INTERNAL_<8 hex> symbol. */
+static bool names_internal(const unsigned char *p, size_t len)
+{
+	const unsigned char *end = p + len;
+	for (const unsigned char *q = p;
+	     q < end && (q = memmem(q, (size_t)(end - q), "_INTERNAL_", 10)); q++)
+		if (end - q >= 18 && hex8(q + 10))
+			return true;
+	return false;
+}
+
+/* libzstd, loaded when an output first needs it (dl.h): cjc links no
+ * decompressor for this one rule. */
+struct zstd {
+	size_t (*decompress)(void *dst, size_t cap, const void *src, size_t n);
+	unsigned (*is_error)(size_t code);
+};
+static struct zstd zstd;
+static bool zstd_loaded;
+static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
+
+static void load_zstd(void)
+{
+	static const struct cjc_dl_symbol syms[] = {
+		CJC_DL_SYMBOL(struct zstd, decompress, "ZSTD_decompress"),
+		CJC_DL_SYMBOL(struct zstd, is_error, "ZSTD_isError"),
+	};
+	void *lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+	const char *missing;
+	zstd_loaded = lib && !cjc_dl_resolve(lib, syms, 2, &zstd, &missing);
+}
+
+/* Whether a compressed fatbin entry's payload (zstd, nvcc 13's default for
+ * PTX) names one; true when it cannot be read. */
+static bool compressed_names_internal(const unsigned char *payload, uint64_t size, uint64_t full)
+{
+	pthread_once(&zstd_once, load_zstd);
+	if (!zstd_loaded || full > ((uint64_t)1 << 31))
+		return true;
+	unsigned char *out = cjc_xmalloc(full ? (size_t)full : 1);
+	size_t n = zstd.decompress(out, (size_t)full, payload, (size_t)size);
+	bool named = zstd.is_error(n) || n != full || names_internal(out, n);
+	free(out);
+	return named;
+}
+
+/* Whether an entry of a fatbin stored compressed names an _INTERNAL_
+ * symbol, or cannot be read (true).  The layout, as nvcc 13 writes it: a
+ * header (u32 magic, u16 version, u16 header size, u64 size of the
+ * entries), then entries (u16 kind, u16, u32 header size, u64 payload
+ * size, u32 compressed size at 16, u64 flags at 40 (0x8000: zstd, 0x2000:
+ * an older compression), u64 uncompressed size at 56); the uncompressed
+ * ones are read as they are (cjc_rules_output_names_path). */
+static bool fatbin_names_internal(const unsigned char *p, const unsigned char *end)
+{
+	if (end - p < 16)
+		return true;
+	uint64_t hsize = le(p + 6, 2), size = le(p + 8, 8);
+	if (hsize < 16 || (uint64_t)(end - p) < hsize || size > (uint64_t)(end - p) - hsize)
+		return true;
+	const unsigned char *e = p + hsize, *stop = e + size;
+	while (e < stop) {
+		if (stop - e < 64)
+			return true;
+		uint64_t eh = le(e + 4, 4), payload = le(e + 8, 8), flags = le(e + 40, 8);
+		if (eh < 64 || eh > (uint64_t)(stop - e) || payload > (uint64_t)(stop - e) - eh)
+			return true;
+		bool zstd = flags & 0x8000, compressed = zstd || (flags & 0x2000) || le(e + 56, 8);
+		if (compressed && (!zstd || le(e + 16, 4) > payload ||
+				   compressed_names_internal(e + eh, le(e + 16, 4), le(e + 56, 8))))
+			return true;
+		e += eh + payload;
+	}
+	return false;
+}
+
+bool cjc_rules_output_names_path(const void *data, size_t len)
+{
+	static const unsigned char magic[] = { 0x50, 0xed, 0x55, 0xba };
+	const unsigned char *p = data, *end = p + len;
+	if (names_internal(p, len))
+		return true;
+	for (const unsigned char *q = p; q < end && (q = memmem(q, (size_t)(end - q), magic, 4));
+	     q++)
+		if (fatbin_names_internal(q, end))
+			return true;
+	return false;
 }

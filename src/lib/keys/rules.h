@@ -103,4 +103,24 @@ bool cjc_rules_host_include(const char *word);
 bool cjc_rules_path_reaches(const struct cjc_buf *texts, size_t n, const char *options,
 			    size_t options_len);
 
+/* The same for every path of a command-line compile (path-free keys,
+ * place.h): texts are the source and every file it read; relocated[i] says
+ * whether texts[i]'s own path is keyed relative to the root, so that
+ * __FILE__, __FILE_NAME__ or assert there (or a macro naming them) reaches
+ * the output too; elsewhere they name a path the key holds as it is. */
+bool cjc_rules_paths_reach(const struct cjc_buf *texts, size_t n, const bool *relocated,
+			   const char *options, size_t options_len);
+
+/*
+ * The output.  nvcc 13 names internal-linkage device symbols (anonymous
+ * namespaces, static device functions, libcu++ internals)
+ * "_INTERNAL_<8 hex>_...", the hex derived from the source's absolute
+ * path: cjc_rules_output_names_path() says whether an output (a cubin,
+ * ptx, fatbin or object, device and host code) holds such a name; the
+ * fatbin entries nvcc stores compressed (its PTX, zstd) are read
+ * decompressed (libzstd.so.1, loaded when needed), and one that cannot be read (no libzstd,
+ * another compression, a layout not understood) counts as naming one.
+ */
+bool cjc_rules_output_names_path(const void *data, size_t len);
+
 #endif
