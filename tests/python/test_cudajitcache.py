@@ -368,6 +368,7 @@ def test_load_needs_a_driver_and_says_so(jit):
 # LD_LIBRARY_PATH the process started with.  The fake records each launch's
 # configuration and attributes, and each function attribute set.
 FAKE_CUDA_DIR = os.environ.get("CJC_FAKE_CUDA_DIR")
+PRELOAD = os.environ.get("LD_PRELOAD")  # a sanitizer's runtime: see store()
 LAUNCH_PRELUDE = """
 import ctypes, cudajitcache
 jit = cudajitcache.Jit("PYJIT")
@@ -384,13 +385,20 @@ def attempt(launch, **options):
 
 def fake_launches(tmp_path, script, archs="90"):
     """What script printed, run after LAUNCH_PRELUDE over the fake driver
-    of devices archs, and the fake's launch log."""
+    of devices archs, and the fake's launch log.  The kernel is compiled
+    here first, so that the script's compile is a hit: its Python has the
+    sanitizer's runtime preloaded where the library needs it, and nvcc
+    must not inherit that."""
     if not FAKE_CUDA_DIR:
         pytest.skip("CJC_FAKE_CUDA_DIR (build/tests/fake_cuda) is not set")
+    with cudajitcache.Jit("PYJIT") as jit:
+        jit.compile(KERNEL, arch="sm_80")
     log = tmp_path / "launches.log"
     env = dict(os.environ, LD_LIBRARY_PATH=FAKE_CUDA_DIR, FAKE_CUDA_ARCHS=archs,
                FAKE_CUDA_LAUNCH_LOG=str(log),
                PYTHONPATH=os.path.dirname(os.path.dirname(cudajitcache.__file__)))
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
     out = subprocess.run([sys.executable, "-c", LAUNCH_PRELUDE + script], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert out.returncode == 0, out.stdout.decode()
