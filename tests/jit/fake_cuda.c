@@ -26,8 +26,14 @@
 #include <stdlib.h>
 
 enum { SUCCESS = 0, INVALID_VALUE = 1, NOT_INITIALIZED = 3, NO_DEVICE = 100,
-       INVALID_DEVICE = 101, INVALID_CONTEXT = 201, NOT_SUPPORTED = 801 };
-enum { MAX_DYNAMIC_SHARED = 8, MOST_SHARED = 227 * 1024, COOPERATIVE = 2, CLUSTER = 4 };
+       INVALID_DEVICE = 101, INVALID_CONTEXT = 201 };
+enum {
+	NOT_SUPPORTED = 801,
+	MAX_DYNAMIC_SHARED = 8,
+	MOST_SHARED = 227 * 1024,
+	COOPERATIVE = 2,
+	CLUSTER = 4
+};
 
 /* cuda.h's CUlaunchAttribute and CUlaunchConfig, field by field. */
 struct launch_attribute {
@@ -177,9 +183,8 @@ int cuFuncSetAttribute(void *function, int attribute, int value)
 	return attribute == MAX_DYNAMIC_SHARED && value > MOST_SHARED ? INVALID_VALUE : SUCCESS;
 }
 
-int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-		   unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
-		   void **extra)
+int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+		   unsigned bz, unsigned shared, void *stream, void **params, void **extra)
 {
 	(void)function;
 	(void)params;
@@ -230,8 +235,9 @@ int cuGetErrorName(int error, const char **name)
 
 int cuGetErrorString(int error, const char **text)
 {
-	*text = error == INVALID_VALUE ? "invalid argument" : error == NOT_SUPPORTED
-		? "operation not supported" : "fake error";
+	*text = error == INVALID_VALUE   ? "invalid argument"
+		: error == NOT_SUPPORTED ? "operation not supported"
+					 : "fake error";
 	return SUCCESS;
 }
 
