@@ -16,9 +16,10 @@
  *                    passes.  Unset: loading modules fails.
  *
  * A context is its device's ordinal + 1; each thread has its own current
- * one, as with the real driver.  As a real driver does, a cluster launch
- * on a device before 9.0 fails (CUDA_ERROR_NOT_SUPPORTED), and so does
- * more dynamic shared memory than an H100's 227 KiB (INVALID_VALUE).
+ * one, as with the real driver.  A cluster launch on a device before 9.0
+ * fails with CUDA_ERROR_NOT_SUPPORTED (which code a real driver gives
+ * there is not checked), and a dynamic shared memory limit over an
+ * H100's 227 KiB with INVALID_VALUE (as an H100's driver does).
  */
 #include <stdarg.h>
 #include <stdint.h>
