@@ -116,6 +116,18 @@ testJitArchIsTheCurrentDevices() {
 	assertTrue "nvidia-smi listed the GPUs" "[ $i -gt 0 ]"
 }
 
+# The Python package's launches that only a GPU can check
+# (tests/python/gpu_launch.py, which runs alone too): a cluster, a
+# cooperative grid sync and 100 KiB of dynamic shared memory.
+testPythonLaunchesClustersCooperativeAndBigSharedMemory() {
+	local out
+	out=$("${PYTHON:-python3}" "$CJC_SOURCE_DIR/tests/python/gpu_launch.py" "$PREFIX" 2>&1)
+	assertEquals "gpu_launch.py: $out" 0 $?
+	echo "$out"
+	assertNotContains "no launch failed" "$out" "FAIL"
+	assertContains "the cooperative launch ran" "$out" "PASS cooperative"
+}
+
 # CMake 3.27 and newer compile fatbins with their own rule, through the launcher.
 testCmakesOwnFatbinRuleIsCached() {
 	if ! cmake_at_least 3.27; then

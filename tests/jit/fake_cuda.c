@@ -9,16 +9,50 @@
  *   FAKE_CUDA_LOG    a file that gets "device N" each time a device's
  *                    compute capability is asked, and "current" for each
  *                    cuCtxGetCurrent
+ *   FAKE_CUDA_LAUNCH_LOG  set: loading a module succeeds, and this file
+ *                    gets a line for each cuFuncSetAttribute, cuLaunchKernel
+ *                    and cuLaunchKernelEx (its config, then one line per
+ *                    launch attribute): what tests/python checks a launch
+ *                    passes.  Unset: loading modules fails.
  *
  * A context is its device's ordinal + 1; each thread has its own current
- * one, as with the real driver.  Loading modules always fails.
+ * one, as with the real driver.  A cluster launch on a device before 9.0
+ * fails with CUDA_ERROR_NOT_SUPPORTED (which code a real driver gives
+ * there is not checked), and a dynamic shared memory limit over an
+ * H100's 227 KiB with INVALID_VALUE (as an H100's driver does).
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 enum { SUCCESS = 0, INVALID_VALUE = 1, NOT_INITIALIZED = 3, NO_DEVICE = 100,
        INVALID_DEVICE = 101, INVALID_CONTEXT = 201 };
+enum {
+	NOT_SUPPORTED = 801,
+	MAX_DYNAMIC_SHARED = 8,
+	MOST_SHARED = 227 * 1024,
+	COOPERATIVE = 2,
+	CLUSTER = 4
+};
+
+/* cuda.h's CUlaunchAttribute and CUlaunchConfig, field by field. */
+struct launch_attribute {
+	int id;
+	char pad[4];
+	union {
+		char pad[64];
+		int cooperative;
+		unsigned cluster[3];
+	} value;
+};
+
+struct launch_config {
+	unsigned grid[3], block[3], shared;
+	void *stream;
+	const struct launch_attribute *attrs;
+	unsigned nattrs;
+};
 
 static __thread int current; /* device + 1; 0: none */
 
@@ -32,6 +66,21 @@ static void note(const char *what, int device)
 		fprintf(f, "%s %d\n", what, device);
 	else
 		fprintf(f, "%s\n", what);
+	fclose(f);
+}
+
+/* A line in FAKE_CUDA_LAUNCH_LOG. */
+static void record(const char *format, ...)
+{
+	const char *path = getenv("FAKE_CUDA_LAUNCH_LOG");
+	FILE *f = path ? fopen(path, "a") : NULL;
+	if (!f)
+		return;
+	va_list ap;
+	va_start(ap, format);
+	vfprintf(f, format, ap);
+	va_end(ap);
+	fputc('\n', f);
 	fclose(f);
 }
 
@@ -112,17 +161,64 @@ int cuDevicePrimaryCtxRetain(void **ctx, int device)
 
 int cuModuleLoadData(void **module, const void *image)
 {
-	(void)module;
 	(void)image;
-	return INVALID_VALUE;
+	if (!getenv("FAKE_CUDA_LAUNCH_LOG"))
+		return INVALID_VALUE;
+	*module = (void *)(intptr_t)0x1000;
+	return SUCCESS;
 }
 
 int cuModuleGetFunction(void **function, void *module, const char *name)
 {
-	(void)function;
-	(void)module;
 	(void)name;
-	return INVALID_VALUE;
+	if (!getenv("FAKE_CUDA_LAUNCH_LOG"))
+		return INVALID_VALUE;
+	*function = (char *)module + 1;
+	return SUCCESS;
+}
+
+int cuFuncSetAttribute(void *function, int attribute, int value)
+{
+	(void)function;
+	record("cuFuncSetAttribute %d %d", attribute, value);
+	return attribute == MAX_DYNAMIC_SHARED && value > MOST_SHARED ? INVALID_VALUE : SUCCESS;
+}
+
+int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+		   unsigned bz, unsigned shared, void *stream, void **params, void **extra)
+{
+	(void)function;
+	(void)params;
+	(void)extra;
+	record("cuLaunchKernel grid %u %u %u block %u %u %u shared %u stream %p", gx, gy, gz, bx,
+	       by, bz, shared, stream);
+	return SUCCESS;
+}
+
+int cuLaunchKernelEx(const struct launch_config *config, void *function, void **params,
+		     void **extra)
+{
+	(void)function;
+	(void)params;
+	(void)extra;
+	const unsigned *g = config->grid, *b = config->block;
+	record("cuLaunchKernelEx grid %u %u %u block %u %u %u shared %u stream %p attrs %u", g[0],
+	       g[1], g[2], b[0], b[1], b[2], config->shared, config->stream, config->nattrs);
+	int result = SUCCESS;
+	for (unsigned i = 0; i < config->nattrs; i++) {
+		const struct launch_attribute *a = &config->attrs[i];
+		if (a->id == CLUSTER) {
+			const unsigned *c = a->value.cluster;
+			record("  cluster %u %u %u", c[0], c[1], c[2]);
+			if (capability(current ? current - 1 : 0) < 90)
+				result = NOT_SUPPORTED;
+		} else if (a->id == COOPERATIVE) {
+			record("  cooperative %d", a->value.cooperative);
+		} else {
+			record("  attribute %d", a->id);
+		}
+	}
+	return result;
 }
 
 int cuModuleUnload(void *module)
@@ -135,6 +231,14 @@ int cuGetErrorName(int error, const char **name)
 {
 	*name = error == NO_DEVICE ? "CUDA_ERROR_NO_DEVICE" : error == INVALID_DEVICE
 		? "CUDA_ERROR_INVALID_DEVICE" : "CUDA_ERROR_FAKE";
+	return SUCCESS;
+}
+
+int cuGetErrorString(int error, const char **text)
+{
+	*text = error == INVALID_VALUE   ? "invalid argument"
+		: error == NOT_SUPPORTED ? "operation not supported"
+					 : "fake error";
 	return SUCCESS;
 }
 

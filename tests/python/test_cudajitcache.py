@@ -402,3 +402,151 @@ def test_load_needs_a_driver_and_says_so(jit):
     kernel.module.unload()
     with pytest.raises(ValueError, match="unloaded"):
         kernel(1, 1, ())
+
+
+# Launching through the fake driver (tests/jit/fake_cuda.c), in a Python of
+# its own: the library loads libcuda.so.1 once per process, by the
+# LD_LIBRARY_PATH the process started with.  The fake records each launch's
+# configuration and attributes, and each function attribute set.
+FAKE_CUDA_DIR = os.environ.get("CJC_FAKE_CUDA_DIR")
+PRELOAD = os.environ.get("LD_PRELOAD")  # a sanitizer's runtime: see store()
+LAUNCH_PRELUDE = """
+import ctypes, cudajitcache
+jit = cudajitcache.Jit("PYJIT")
+kernel = jit.load(jit.compile(%r, arch="sm_80"), "add_one")
+args = (ctypes.c_void_p(0x7f0000001000), 5)
+
+def attempt(launch, **options):
+    try:
+        launch(**options)
+    except Exception as e:
+        print(type(e).__name__ + ": " + str(e))
+""" % KERNEL
+
+
+def fake_launches(tmp_path, script, archs="90"):
+    """What script printed, run after LAUNCH_PRELUDE over the fake driver
+    of devices archs, and the fake's launch log.  The kernel is compiled
+    here first, so that the script's compile is a hit: its Python has the
+    sanitizer's runtime preloaded where the library needs it, and nvcc
+    must not inherit that."""
+    if not FAKE_CUDA_DIR:
+        pytest.skip("CJC_FAKE_CUDA_DIR (build/tests/fake_cuda) is not set")
+    with cudajitcache.Jit("PYJIT") as jit:
+        jit.compile(KERNEL, arch="sm_80")
+    log = tmp_path / "launches.log"
+    env = dict(os.environ, LD_LIBRARY_PATH=FAKE_CUDA_DIR, FAKE_CUDA_ARCHS=archs,
+               FAKE_CUDA_LAUNCH_LOG=str(log),
+               PYTHONPATH=os.path.dirname(os.path.dirname(cudajitcache.__file__)))
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    out = subprocess.run([sys.executable, "-c", LAUNCH_PRELUDE + script], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert out.returncode == 0, out.stdout.decode()
+    return out.stdout.decode(), log.read_text() if log.exists() else ""
+
+
+def test_a_plain_launch_stays_on_cuLaunchKernel(tmp_path):
+    out, log = fake_launches(tmp_path, "kernel(grid=(4, 2), block=128, args=args)\n"
+                                       "kernel(8, 32, args, shared_mem=48 * 1024, stream=0x99)\n")
+    assert out == ""
+    assert log == ("cuLaunchKernel grid 4 2 1 block 128 1 1 shared 0 stream (nil)\n"
+                   "cuLaunchKernel grid 8 1 1 block 32 1 1 shared 49152 stream 0x99\n")
+
+
+@pytest.mark.parametrize("script, expected", [
+    ("kernel(grid=(8, 2), block=64, args=args, cluster=(2, 2))\n"
+     "kernel(6, 32, args, cluster=3)\n",
+     "cuLaunchKernelEx grid 8 2 1 block 64 1 1 shared 0 stream (nil) attrs 1\n"
+     "  cluster 2 2 1\n"
+     "cuLaunchKernelEx grid 6 1 1 block 32 1 1 shared 0 stream (nil) attrs 1\n"
+     "  cluster 3 1 1\n"),
+    ("kernel(132, 256, args, cooperative=True, stream=0x42)\n"
+     "kernel(132, 256, args, cooperative=False)\n",
+     "cuLaunchKernelEx grid 132 1 1 block 256 1 1 shared 0 stream 0x42 attrs 1\n"
+     "  cooperative 1\n"
+     "cuLaunchKernel grid 132 1 1 block 256 1 1 shared 0 stream (nil)\n"),
+], ids=["cluster", "cooperative"])
+def test_a_cluster_or_cooperative_launch_passes_exactly_its_attribute(tmp_path, script,
+                                                                      expected):
+    out, log = fake_launches(tmp_path, script)
+    assert (out, log) == ("", expected)
+
+
+def test_large_shared_memory_sets_the_kernels_limit_first_once(tmp_path):
+    out, log = fake_launches(tmp_path, "kernel(4, 128, args, shared_mem=100 * 1024)\n"
+                                       "kernel(4, 128, args, shared_mem=64 * 1024)\n"
+                                       "kernel(4, 128, args, shared_mem=100 * 1024, cluster=2,"
+                                       " cooperative=True)\n"
+                                       "kernel(4, 128, args, shared_mem=200 * 1024, cluster=2)\n")
+    assert out == ""
+    assert log == ("cuFuncSetAttribute 8 102400\n"
+                   "cuLaunchKernel grid 4 1 1 block 128 1 1 shared 102400 stream (nil)\n"
+                   "cuLaunchKernel grid 4 1 1 block 128 1 1 shared 65536 stream (nil)\n"
+                   "cuLaunchKernelEx grid 4 1 1 block 128 1 1 shared 102400 stream (nil) attrs 2\n"
+                   "  cluster 2 1 1\n  cooperative 1\n"
+                   "cuFuncSetAttribute 8 204800\n"
+                   "cuLaunchKernelEx grid 4 1 1 block 128 1 1 shared 204800 stream (nil) attrs 1\n"
+                   "  cluster 2 1 1\n")
+
+
+def test_set_attribute_sets_what_it_names(tmp_path):
+    out, log = fake_launches(tmp_path, """
+kernel.set_attribute("non_portable_cluster_size_allowed", 1)
+kernel.set_attribute("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 150000)
+kernel(4, 128, args, shared_mem=150000)
+for name, value in (("num_regs", 1), ("no_such", 1), (8, 1), ("required_cluster_width", 1.0),
+                    ("required_cluster_width", True), ("required_cluster_width", 2**31)):
+    attempt(kernel.set_attribute, name=name, value=value)
+""")
+    assert log == ("cuFuncSetAttribute 14 1\ncuFuncSetAttribute 8 150000\n"
+                   "cuLaunchKernel grid 4 1 1 block 128 1 1 shared 150000 stream (nil)\n")
+    said = out.splitlines()
+    assert [line.split(":")[0] for line in said] == ["ValueError", "ValueError", "TypeError",
+                                                     "TypeError", "TypeError", "ValueError"]
+    assert said[0].startswith("ValueError: attribute 'num_regs': expected one of "
+                              "cluster_scheduling_policy_preference, max_dynamic_shared")
+
+
+def test_bad_launch_arguments_raise_before_anything_is_launched(tmp_path):
+    out, log = fake_launches(tmp_path, """
+for options in ({"cluster": 0}, {"cluster": (1, 1, 1, 1)}, {"cluster": 3}, {"cluster": (2, 3)},
+                {"shared_mem": -1}, {"shared_mem": 2**32}, {"shared_mem": 1.5},
+                {"shared_mem": 100 * 1024, "cooperative": 1}, {"cooperative": "yes"},
+                {"shared_mem": 100 * 1024, "args": ("x",)}, {"shared_mem": 100 * 1024,
+                "stream": "default"}):
+    attempt(kernel, **dict({"grid": (8, 2), "block": 32, "args": args}, **options))
+""")
+    assert log == ""
+    assert [line.split(":")[0] for line in out.splitlines()] == [
+        "ValueError", "ValueError", "ValueError", "ValueError", "ValueError", "ValueError",
+        "TypeError", "TypeError", "TypeError", "TypeError", "TypeError"]
+    assert ("ValueError: cluster (2, 3, 1) does not divide grid (8, 2, 1): each grid "
+            "dimension must be a multiple of the cluster's") in out
+
+
+def test_what_the_gpu_or_driver_refuses_is_a_cache_error_naming_it(tmp_path):
+    out, log = fake_launches(tmp_path, """
+attempt(kernel, grid=4, block=32, args=args, cluster=2)
+attempt(kernel, grid=4, block=32, args=args, shared_mem=300000)
+attempt(kernel.set_attribute, name="max_dynamic_shared_size_bytes", value=300000)
+lookup = jit._lib.cjc_jit_driver_symbol
+def without_ex(handle, name):  # a driver before CUDA 12.0
+    return None if name == b"cuLaunchKernelEx" else lookup(handle, name)
+jit._lib.cjc_jit_driver_symbol = without_ex
+old = jit.load(jit.compile(%r, arch="sm_80"), "add_one")
+attempt(old, grid=4, block=32, args=args, cooperative=True)
+old(4, 32, args)
+""" % KERNEL, archs="80")
+    assert out.splitlines() == [
+        "CacheError: cuLaunchKernelEx(add_one) failed: operation not supported (CUresult 801)",
+        "CacheError: cuFuncSetAttribute(add_one, max_dynamic_shared_size_bytes=300000) failed: "
+        "invalid argument (CUresult 1)",
+        "CacheError: cuFuncSetAttribute(add_one, max_dynamic_shared_size_bytes=300000) failed: "
+        "invalid argument (CUresult 1)",
+        "CacheError: cuLaunchKernelEx: not found in the CUDA driver (libcuda.so.1), which a "
+        "cluster or cooperative launch needs: update the driver"]
+    assert log.splitlines() == [
+        "cuLaunchKernelEx grid 4 1 1 block 32 1 1 shared 0 stream (nil) attrs 1",
+        "  cluster 2 1 1", "cuFuncSetAttribute 8 300000", "cuFuncSetAttribute 8 300000",
+        "cuLaunchKernel grid 4 1 1 block 32 1 1 shared 0 stream (nil)"]
