@@ -205,11 +205,12 @@ int cjc_miss_record(const struct cjc_miss *m, const char *depfile, struct cjc_ma
 			*stable = false;
 		}
 	}
+	/* also when not stable: a time macro makes the compile uncacheable, as
+	 * counted and said, whether or not a file changed during it */
 	char *uncacheable = NULL;
 	struct cjc_miss scan = *m;
 	scan.uncacheable = &uncacheable;
-	if (*stable)
-		scan_files(&scan, rec);
+	scan_files(&scan, rec);
 	if (uncacheable && m->uncacheable) {
 		*m->uncacheable = uncacheable;
 	} else if (uncacheable) {
