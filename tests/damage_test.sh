@@ -31,6 +31,23 @@ edit_first() {
 	sed -i "0,/$1/s//$2/" "$ENTRY/metadata.json"
 }
 
+# restamp: the output's zstd record in metadata.json made to fit the file
+# again, so that only the check of what it inflates to can find the damage.
+restamp() {
+	local o="$ENTRY/output.cubin" m="$ENTRY/metadata.json" sha
+	sha=$(sha256sum <"$o" | cut -d' ' -f1)
+	jq --argjson n "$(stat -c %s "$o")" --arg sha "$sha" \
+		'.files["output.cubin"].zstd = {size: $n, sha256: $sha}' "$m" >"$m.new" && mv "$m.new" "$m"
+}
+
+# frame_of_size EXTRA WLOG: a zstd frame of zeros, the output's recorded
+# size plus EXTRA bytes, with a window of 2^WLOG bytes.
+frame_of_size() {
+	local n
+	n=$(jq '.files["output.cubin"].size' "$ENTRY/metadata.json")
+	head -c $((n + $1)) /dev/zero | zstd -q -c --zstd=wlog=$2
+}
+
 # damage CASE: applies the damage named CASE to $ENTRY.
 damage() {
 	local o="$ENTRY/output.cubin" m="$ENTRY/metadata.json" size
@@ -58,6 +75,17 @@ damage() {
 	sha-x) edit_first '"sha256": "[0-9a-f]*"' "\"sha256\": \"$(printf 'x%.0s' $(seq 64))\"" ;;
 	sha-spaces) edit_first '"sha256": "[0-9a-f]*"' "\"sha256\": \"$(printf ' %.0s' $(seq 64))\"" ;;
 	format) edit_first '"cudajitcache.entry.v1"' '"cudajitcache.entry.v2"' ;;
+	# the stored (compressed) file and its record (metadata.h "zstd")
+	zstd-garbage) head -c "$size" /dev/urandom >"$o" && restamp ;;
+	zstd-cut) truncate -s $((size - 4)) "$o" && restamp ;;
+	zstd-trailing) printf 'more' >>"$o" && restamp ;;
+	zstd-bomb) frame_of_size 10000000 10 >"$o" && restamp ;;
+	zstd-window) frame_of_size 0 27 >"$o" && restamp ;;
+	zstd-other) frame_of_size 0 10 >"$o" && restamp ;;
+	zstd-size-zero) jq '.files["output.cubin"].zstd.size = 0' "$m" >"$m.new" && mv "$m.new" "$m" ;;
+	zstd-sha-x) jq '.files["output.cubin"].zstd.sha256 = "x"' "$m" >"$m.new" && mv "$m.new" "$m" ;;
+	zstd-not-object) jq '.files["output.cubin"].zstd = 5' "$m" >"$m.new" && mv "$m.new" "$m" ;;
+	zstd-dropped) jq 'del(.files["output.cubin"].zstd)' "$m" >"$m.new" && mv "$m.new" "$m" ;;
 	*) fail "unknown damage $1" ;;
 	esac
 }
@@ -114,6 +142,32 @@ testOtherFormatVersion() {
 	check_damage format
 }
 
+# The output is stored compressed: a file that passes the stored check but
+# does not inflate to the artifact (not a frame, a frame cut short or with
+# bytes after it, one that inflates past the recorded size or to other
+# bytes), a record of the stored bytes that is malformed, and a compressed
+# file whose record no longer says so.
+testDamagedCompressedArtifacts() {
+	command -v zstd >/dev/null || startSkipping
+	local m n
+	m=$(echo "$SUITE_DIR"/template/v1/*/entries/*/*/metadata.json)
+	n=$(jq '.files["output.cubin"].size' "$m")
+	assertEquals "the template's output is stored compressed" \
+		"$(stat -c %s "$(dirname "$m")/output.cubin")" "$(jq '.files["output.cubin"].zstd.size' "$m")"
+	for c in zstd-garbage zstd-cut zstd-trailing zstd-bomb zstd-window zstd-other zstd-size-zero \
+		zstd-sha-x zstd-not-object zstd-dropped; do
+		check_damage $c
+	done
+	assertTrue "the bomb was stopped at the recorded size ($n bytes)" \
+		"grep -q 'larger than its recorded size once decompressed' '$SUITE_DIR/verify-zstd-bomb.txt'"
+	assertTrue "a window larger than the output needs is refused" \
+		"grep -q 'not a whole zstd frame' '$SUITE_DIR/verify-zstd-window.txt'"
+	assertTrue "other bytes" "grep -q 'output.cubin does not match its sha256' '$SUITE_DIR/verify-zstd-other.txt'"
+	assertTrue "garbage is not a frame" "grep -q 'not a whole zstd frame' '$SUITE_DIR/verify-zstd-garbage.txt'"
+	assertTrue "a cut frame" "grep -q 'cut short' '$SUITE_DIR/verify-zstd-cut.txt'"
+	assertTrue "bytes after the frame" "grep -q 'after its zstd frame' '$SUITE_DIR/verify-zstd-trailing.txt'"
+}
+
 testVerifyJsonNamesEveryBadEntry() {
 	export CJC_DIR="$SUITE_DIR/cache-json" NVCC_LOG=/dev/null
 	rm -rf "$CJC_DIR" && cp -a "$SUITE_DIR/template" "$CJC_DIR"
@@ -125,7 +179,7 @@ testVerifyJsonNamesEveryBadEntry() {
 	"$CJC" verify --json >"$SUITE_DIR/verify.json"
 	assertEquals "exit 1" 1 $?
 	assertTrue "both bad" "grep -q '\"bad\": 2' '$SUITE_DIR/verify.json'"
-	assertEquals "reasons" 2 "$(grep -c '"reason": "output.cubin has 10 bytes' "$SUITE_DIR/verify.json")"
+	assertEquals "reasons" 2 "$(grep -c '"reason": "output.cubin has 10 stored bytes' "$SUITE_DIR/verify.json")"
 }
 
 . "$SHUNIT2"

@@ -152,6 +152,8 @@ def huge_record(data):
     sig = payload[4 + mlen:]
     for f in meta["files"].values():
         f["size"] = HUGE
+        if "zstd" in f:  # stored compressed: what is fetched (docs/store.md#compression)
+            f["zstd"]["size"] = HUGE
     m = json.dumps(meta).encode()
     framed = b"CJCE" + struct.pack("<I", len(m)) + m + sig
     return framed + struct.pack("<I", zlib.crc32(framed))

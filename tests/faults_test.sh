@@ -93,7 +93,7 @@ testReadCutShortIsAMiss() {
 	check_aftermath "read:EOF" cut.cubin
 	assertEquals "nvcc compiled" 1 "$(nvcc_compiles)"
 	expect_stat damaged 1
-	assertTrue "reason logged" "grep -q 'output.cubin has 0 bytes' '$CJC_LOG'"
+	assertTrue "reason logged" "grep -q 'output.cubin has 0 stored bytes' '$CJC_LOG'"
 }
 
 testReadErrorIsAMiss() {

@@ -172,7 +172,7 @@ testGcTakesTheBookkeepingWithTheEntries() {
 	assertEquals "manifests" 0 "$(files -path '*/manifests/*')"
 	assertEquals "hash caches" 0 "$(files -path '*/hashes/*')"
 	"$CJC" stats >stats.txt
-	assertTrue "$(cat stats.txt)" "grep -q '^bookkeeping *0.0 MB' stats.txt"
+	assertTrue "$(cat stats.txt)" "grep -q '^  bookkeeping *0.0 MB' stats.txt"
 }
 
 # readme_make_block: the README's Make example, as a user copies it

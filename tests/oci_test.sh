@@ -86,6 +86,12 @@ registry_curl() {
 }
 
 # The tag of the entry A published.
+# stored_sha: the SHA-256 of the object as A's store keeps it (compressed
+# or not; docs/store.md#compression), its blob's digest.
+stored_sha() {
+	jq -r '.files["output.o"] | .zstd.sha256 // .sha256' "$CASE"/A/v1/*/entries/*/*/metadata.json
+}
+
 entry_tag() {
 	registry_curl "http://$REGISTRY_HOST/v2/$REPO/tags/list" | jq -r '.tags[] | select(contains(".e."))'
 }
@@ -148,7 +154,7 @@ testLargeEntryIsOneManifestAndItsBlobs() {
 	# fetched with the others it is not kept, asked for again it is a miss
 	# counted as an error, and C, another empty store, compiles.
 	local hex data rc
-	hex=$(sha256sum <"$WORK/A.o" | cut -d' ' -f1)
+	hex=$(stored_sha)
 	data=$REGISTRY_ROOT/docker/registry/v2/blobs/sha256/${hex:0:2}/$hex/data
 	cp "$data" "$CASE/object" || fail "the object's blob"
 	/usr/bin/python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(1000); b = f.read(1)[0]; f.seek(1000); f.write(bytes([b ^ 0x55]))' "$data"
@@ -269,7 +275,7 @@ testEntryIsAnOciArtifact() {
 		"$(jq -r '.layers[0].mediaType' <<<"$m")"
 	assertContains "the object's layer" \
 		"$(jq -r '.layers[1:][] | select(.mediaType == "application/vnd.cudajitcache.artifact.v1") | .digest' <<<"$m")" \
-		"sha256:$(sha256sum <"$WORK/A.o" | cut -d' ' -f1)"
+		"sha256:$(stored_sha)"
 	assertEquals "the record's embedded bytes (deflated) are its blob" \
 		"$(jq -r '.layers[0].annotations["org.cudajitcache.deflate"]' <<<"$m" | base64 -d |
 			/usr/bin/python3 -c 'import sys, zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read()))' |

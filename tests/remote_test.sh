@@ -118,7 +118,7 @@ testOlderRecordIsServedWhenTheNewestDoesNotMatch() {
 	local read all c_artifact
 	read=$(remote_stat B remote_bytes_read)
 	all=$(redis_values_size 'cjc/*/[mec]/*')
-	c_artifact=$(redis_values_size "cjc/*/c/$(sha256sum <"$CASE/C.cubin" | cut -d' ' -f1)")
+	c_artifact=$(redis_values_size "cjc/*/c/$(stored_sha C)")
 	assertTrue "B read both records ($read of $all bytes; C's artifact $c_artifact)" \
 		"[ $read -ge $((all - c_artifact)) ] && [ $read -le $all ]"
 	assertEquals "nothing left in B's staging" "" "$(ls -A "$CASE"/B/v1/*/staging)"
@@ -339,6 +339,43 @@ testRedisUnixSocket() {
 
 testHttpWebDav() {
 	expect_shared "$NGINX_URL"
+}
+
+# stored_sha MACHINE: the hash of the stored bytes of the only output in
+# MACHINE's store, its address on a server (compressed or not).
+stored_sha() {
+	jq -r '.files["output.cubin"] | .zstd.sha256 // .sha256' "$CASE/$1"/v1/*/entries/*/*/metadata.json
+}
+
+# A server keeps an output as the store does: the zstd frame, by the hash
+# of the frame; B fetches that and keeps it so, and is served A's bytes.
+testServerKeepsTheCompressedForm() {
+	expect_shared "$NGINX_URL"
+	local on_server
+	on_server=$(echo "$NGINX_ROOT"/*/v1/*/c/"$(stored_sha A)")
+	assertTrue "the frame is on the server by its hash" "[ -f '$on_server' ]"
+	assertTrue "it is A's stored file" "cmp -s '$on_server' $CASE/A/v1/*/entries/*/*/output.cubin"
+	assertTrue "smaller than the output" "[ $(stat -c %s "$on_server") -lt $(stat -c %s "$CASE/A.cubin") ]"
+	assertEquals "B keeps the same frame" "$(stored_sha A)" "$(stored_sha B)"
+	assertTrue "B's file" "cmp -s '$on_server' $CASE/B/v1/*/entries/*/*/output.cubin"
+}
+
+# An entry sent uncompressed (compression_level 0, or a cjc from before
+# compression) is served to a machine that compresses, and the other way.
+testCompressedAndUncompressedMachinesShare() {
+	export CJC_REMOTE=$REDIS_URL
+	CJC_COMPRESSION_LEVEL=0 compile_on A
+	assertEquals "A's record names no frame" null \
+		"$(jq '.files["output.cubin"].zstd' "$CASE"/A/v1/*/entries/*/*/metadata.json)"
+	compile_on B
+	assertEquals "B compiled nothing" 1 "$(nvcc_compiles)"
+	assertTrue "B got A's bytes" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"
+	redis_cli FLUSHALL >/dev/null
+	compile_on C
+	CJC_COMPRESSION_LEVEL=0 compile_on D
+	assertEquals "D compiled nothing" 2 "$(nvcc_compiles)"
+	assertTrue "D got C's bytes" "cmp -s '$CASE/C.cubin' '$CASE/D.cubin'"
+	assertTrue "D's store verifies" "on D '$CJC' verify >/dev/null"
 }
 
 # with_user URL [PASSWORD]: the URL with nginx's user and password in it.

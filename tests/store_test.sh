@@ -15,6 +15,56 @@ variants() {
 	for i in $(seq "$1"); do cjc_nvcc --cubin k.cu -o v$i.cubin -arch=$ARCH -DV=$i || return 1; done
 }
 
+# stored_record: the output's record in the only entry's metadata.json.
+stored_record() {
+	jq -c '.files["output.cubin"]' "$(ns)"/entries/*/*/metadata.json
+}
+
+# Outputs are stored as one zstd frame each (docs/store.md): the file is
+# the frame its record names (size, sha256), it inflates to the output's
+# bytes, and a hit serves those.
+testOutputsAreStoredCompressed() {
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	local e rec
+	e=$(echo "$(ns)"/entries/*/*)
+	rec=$(stored_record)
+	assertEquals "the file is the stored size" "$(echo "$rec" | jq .zstd.size)" "$(stat -c %s "$e/output.cubin")"
+	assertTrue "smaller than the output" "[ $(stat -c %s "$e/output.cubin") -lt $(stat -c %s a.cubin) ]"
+	assertEquals "the stored hash" "$(echo "$rec" | jq -r .zstd.sha256)" "$(sha256sum <"$e/output.cubin" | cut -d' ' -f1)"
+	assertEquals "the output's own hash" "$(echo "$rec" | jq -r .sha256)" "$(sha256sum <a.cubin | cut -d' ' -f1)"
+	if command -v zstd >/dev/null; then
+		assertTrue "a zstd frame of the output" "zstd -q -d -c '$e/output.cubin' | cmp -s - a.cubin"
+	fi
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
+	expect_stat hits 1
+	assertTrue "the hit served the output's bytes" "cmp -s a.cubin b.cubin"
+}
+
+# compression_level 0 writes entries as every entry was written before
+# compression: the file is the output, its record has no "zstd".  Such
+# entries stay readable, and are served to a reader that compresses.
+testUncompressedEntriesStayReadable() {
+	CJC_COMPRESSION_LEVEL=0 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	local e
+	e=$(echo "$(ns)"/entries/*/*)
+	assertEquals "no zstd record" null "$(stored_record | jq .zstd)"
+	assertTrue "the file is the output" "cmp -s '$e/output.cubin' a.cubin"
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
+	expect_stat hits 1
+	assertTrue "served" "cmp -s a.cubin b.cubin"
+	assertTrue "it verifies" "'$CJC' verify >/dev/null"
+	cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH || fail # and through the memo of checked metadata
+	expect_stat hits 2
+	assertTrue "served again" "cmp -s a.cubin c.cubin"
+}
+
+testCompressionLevelIsChecked() {
+	CJC_COMPRESSION_LEVEL=20 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail "the build broke"
+	assertContains "the setting is named" "$(cat err.txt)" "compression_level"
+	CJC_COMPRESSION_LEVEL=19 cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH -DV=19 || fail
+	assertTrue "level 19 compresses" "grep -q '\"zstd\"' $(grep -l -- '-DV=19' "$(ns)"/entries/*/*/metadata.json)"
+}
+
 testAHitRefreshesRecency() {
 	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
 	local e

@@ -57,7 +57,17 @@ testStatsShowWhatTheCacheIsWorth() {
 	assertTrue "hit rate" "grep -q '^hit rate *33.3 %' stats.txt"
 	assertTrue "uncacheable reasons with counts" "grep -q '^  linking (no -c, -dc, --cubin, --fatbin or --ptx) *1$' stats.txt"
 	assertTrue "second reason" "grep -q '^  several input files *1$' stats.txt"
-	assertTrue "size against the limit" "grep -Eq '^store size .* in 2 entries of max_size 1073.7 MB \([0-9.]+ %\)' stats.txt"
+	assertEquals "it leads with the size on disk, then its parts: $(cat stats.txt)" \
+		"store,entries,bookkeeping" "$(sed -n '2,4p' stats.txt | awk '{ print $1 }' | paste -sd,)"
+	assertTrue "entries against the limit" "grep -Eq '^  entries +[0-9.]+ MB in 2 entries of max_size 1073.7 MB \([0-9.]+ %\)' stats.txt"
+	"$CJC" stats --json >sizes.json || fail
+	assertTrue "some bookkeeping" "[ $(jq .bookkeeping_bytes sizes.json) -gt 0 ]"
+	assertEquals "the total is the entries and the bookkeeping" "$(jq '.bytes + .bookkeeping_bytes' sizes.json)" \
+		"$(jq .disk_bytes sizes.json)"
+	local total
+	total=$(sed -n 's/^store size *\([0-9.]*\) MB on disk.*/\1/p' stats.txt)
+	assertTrue "the text's total ($total MB) is that one" \
+		"awk -v t='$total' -v b=$(jq .disk_bytes sizes.json) 'BEGIN { d = t - b / 1e6; exit !(d < 0.051 && d > -0.051) }'"
 	assertTrue "time saved" "grep -Eq '^time saved *[0-9]+\.[0-9]{3} s' stats.txt"
 	"$CJC" stats --by-target >targets.txt || fail
 	assertTrue "per target" "grep -Eq '^app +1 +1 +0 +0 +50.0 %' targets.txt"

@@ -251,15 +251,22 @@ static json_t *breakdown_json(const struct cjc_stats_row *rows, size_t n, enum c
 	return o;
 }
 
-static void print_size_line(const uint64_t *v, uint64_t max_size)
+/* The store's size on disk first (issue 51: the entries' line alone was
+ * read as the total), then its two parts: the entries' files, against
+ * max_size, and the bookkeeping beside them. */
+static void print_size_lines(const uint64_t *v, uint64_t bookkeeping, uint64_t max_size)
 {
-	printf("%-16s %.1f MB in %llu entries", "store size", (double)v[CJC_STAT_BYTES] / 1e6,
+	printf("%-16s %.1f MB on disk: the entries and their bookkeeping\n", "store size",
+	       (double)(v[CJC_STAT_BYTES] + bookkeeping) / 1e6);
+	printf("  %-14s %.1f MB in %llu entries", "entries", (double)v[CJC_STAT_BYTES] / 1e6,
 	       (unsigned long long)v[CJC_STAT_ENTRIES]);
 	if (max_size)
 		printf(" of max_size %.1f MB (%.1f %%)\n", (double)max_size / 1e6,
 		       100.0 * (double)v[CJC_STAT_BYTES] / (double)max_size);
 	else
 		printf(", no max_size\n");
+	printf("  %-14s %.1f MB (manifests and hash caches)\n", "bookkeeping",
+	       (double)bookkeeping / 1e6);
 }
 
 /* What every compile counts under its --target label too (launcher.c's
@@ -365,16 +372,14 @@ static void print_stats(const struct session *s, const uint64_t *v,
 	static const enum cjc_counter shown[] = { CJC_STAT_HITS, CJC_STAT_MISSES, CJC_STAT_ERRORS,
 		CJC_STAT_DAMAGED, CJC_STAT_COMPILE_FAILED, CJC_STAT_UNCACHEABLE };
 	printf("%-16s %s\n", "cache directory", s->store.dir);
+	print_size_lines(v, cjc_store_bookkeeping_bytes(&s->store), s->cfg.max_size);
 	for (size_t i = 0; i < sizeof shown / sizeof *shown; i++)
 		printf("%-16s %llu\n", cjc_stats_name(shown[i]), (unsigned long long)v[shown[i]]);
 	for (size_t i = 0; i < nreasons; i++)
 		printf("  %-40s %llu\n", reasons[i].name,
 		       (unsigned long long)reasons[i].v[CJC_STAT_UNCACHEABLE]);
 	printf("%-16s %.1f %%\n", "hit rate", hit_rate(v));
-	print_size_line(v, s->cfg.max_size);
 	cjc_config_stats_print(&s->store, v); /* broken settings, if any */
-	printf("%-16s %.1f MB (manifests and hash caches, beside the entries' files above)\n",
-	       "bookkeeping", (double)cjc_store_bookkeeping_bytes(&s->store) / 1e6);
 	printf("%-16s %.3f s (the recorded nvcc time of every entry served)\n", "time saved",
 	       (double)v[CJC_STAT_SAVED_MS] / 1000.0);
 	if (v[CJC_STAT_LEASE_WAITS])
@@ -440,6 +445,10 @@ static int cmd_stats(struct session *s)
 	if (s->json) {
 		json_t *o = counters_json(v, true);
 		json_object_set_new(o, "max_size", json_integer((json_int_t)s->cfg.max_size));
+		uint64_t bookkeeping = cjc_store_bookkeeping_bytes(&s->store);
+		json_object_set_new(o, "bookkeeping_bytes", json_integer((json_int_t)bookkeeping));
+		json_object_set_new(o, "disk_bytes",
+				    json_integer((json_int_t)(v[CJC_STAT_BYTES] + bookkeeping)));
 		json_object_set_new(o, "dir", cjc_json_bytes(s->store.dir));
 		json_object_set_new(o, "uncacheable_reasons",
 				    breakdown_json(reasons, nreasons, CJC_STAT_UNCACHEABLE));

@@ -922,6 +922,7 @@ static int prepare(struct job *j, struct cjc_buf *why)
 		return -1;
 	}
 	j->have_store = true;
+	j->store.compression_level = j->cfg.compression_level;
 	check_writable(j);
 	if (!cjc_getpwd(j->cwd, sizeof j->cwd)) {
 		j->cwd[0] = '\0';

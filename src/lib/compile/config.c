@@ -19,6 +19,7 @@
 #include "base/run.h"
 #include "keys/place.h"
 #include "remote/remote.h"
+#include "store/compress.h"
 #include "store/stats.h"
 #include "store/store.h"
 
@@ -123,6 +124,18 @@ static int parse_fraction(const char *text, void *dst)
 	return 0;
 }
 
+/* A zstd level: 0 (off) to CJC_COMPRESSION_MAX. */
+static int parse_level(const char *text, void *dst)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < 0 || v > CJC_COMPRESSION_MAX)
+		return -1;
+	*(int *)dst = (int)v;
+	return 0;
+}
+
 /* One row per setting: everything about it is here (config.h). */
 struct setting_def {
 	const char *name;
@@ -142,6 +155,8 @@ struct setting_def {
 #define BOOLEAN "a boolean (1/0, true/false, yes/no, on/off)"
 #define AT(field) offsetof(struct cjc_config, field)
 
+/* As written: clang-format would reformat the whole table whenever a row changes. */
+/* clang-format off */
 static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, AT(dir), NULL, "a directory", false,
 		"the store" },
@@ -193,7 +208,11 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 		"0", "a fraction such as 0.02 or 2%", false, /* runs compiles */
 		"the fraction of hits compiled again after they were served and compared; a "
 		"difference is counted and the entry never served again" },
+	[CJC_SET_COMPRESSION_LEVEL] = { "compression_level", "CJC_COMPRESSION_LEVEL", parse_level,
+		AT(compression_level), "1", "a zstd level from 0 (off) to 19", true,
+		"zstd level of the outputs stored; 0: stored as they are" },
 };
+/* clang-format on */
 
 /* Whether a setting may hold a secret: shown redacted (base/run.h). */
 static bool secret(const struct setting_def *d)

@@ -69,7 +69,7 @@ static uint64_t staged_bytes(const struct cjc_staging *st, const struct cjc_buf 
 {
 	uint64_t n = meta->len;
 	for (size_t i = 0; i < st->nfiles; i++)
-		n += st->files[i].size;
+		n += cjc_artifact_stored_size(&st->files[i]);
 	return n;
 }
 

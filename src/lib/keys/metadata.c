@@ -162,10 +162,16 @@ json_t *cjc_environment_json(char *const *env, size_t n)
 static json_t *files_json(const struct cjc_artifact *files, size_t n)
 {
 	json_t *o = json_object();
-	for (size_t i = 0; i < n; i++)
-		json_object_set_new(o, files[i].name,
-				    json_pack("{s:I, s:s}", "size", (json_int_t)files[i].size,
-					      "sha256", files[i].sha256));
+	for (size_t i = 0; i < n; i++) {
+		json_t *f = json_pack("{s:I, s:s}", "size", (json_int_t)files[i].size, "sha256",
+				      files[i].sha256);
+		if (files[i].stored_size)
+			json_object_set_new(f, "zstd",
+					    json_pack("{s:I, s:s}", "size",
+						      (json_int_t)files[i].stored_size, "sha256",
+						      files[i].stored_sha256));
+		json_object_set_new(o, files[i].name, f);
+	}
 	return o;
 }
 
@@ -267,6 +273,19 @@ static bool has_texts(json_t *o, const char *const *keys)
 	return true;
 }
 
+/* Whether f holds a positive "size" and a hex "sha256" (the record of a
+ * file's bytes); the reason it does not, or NULL. */
+static const char *check_bytes(json_t *f)
+{
+	json_t *size = json_object_get(f, "size");
+	json_t *sha = json_object_get(f, "sha256");
+	if (!json_is_integer(size) || json_integer_value(size) <= 0)
+		return "an artifact's 'size' is not a positive integer";
+	if (!json_is_string(sha) || !cjc_is_hex64(json_string_value(sha)))
+		return "an artifact's 'sha256' is not 64 lowercase hex digits";
+	return NULL;
+}
+
 static const char *check_files(json_t *files)
 {
 	if (!json_is_object(files) || json_object_size(files) == 0)
@@ -274,16 +293,18 @@ static const char *check_files(json_t *files)
 	const char *name;
 	json_t *f;
 	json_object_foreach(files, name, f) {
-		json_t *size = json_object_get(f, "size");
-		json_t *sha = json_object_get(f, "sha256");
+		json_t *zstd = json_object_get(f, "zstd");
+		const char *why = NULL;
 		if (!cjc_artifact_name_ok(name))
 			return "an artifact has an unsafe name";
 		if (!json_is_object(f))
 			return "an artifact's record is not an object";
-		if (!json_is_integer(size) || json_integer_value(size) <= 0)
-			return "an artifact's 'size' is not a positive integer";
-		if (!json_is_string(sha) || !cjc_is_hex64(json_string_value(sha)))
-			return "an artifact's 'sha256' is not 64 lowercase hex digits";
+		if ((why = check_bytes(f)))
+			return why;
+		if (zstd && !json_is_object(zstd))
+			return "an artifact's 'zstd' is not an object";
+		if (zstd && (why = check_bytes(zstd)))
+			return why;
 	}
 	return NULL;
 }
@@ -367,6 +388,16 @@ static int cmp_artifact(const void *a, const void *b)
 	return strcmp(((const struct cjc_artifact *)a)->name, ((const struct cjc_artifact *)b)->name);
 }
 
+/* How an artifact is stored, from its checked record's "zstd" (or NULL). */
+static void stored_as(json_t *zstd, struct cjc_artifact *a)
+{
+	if (!zstd)
+		return;
+	a->stored_size = (uint64_t)json_integer_value(json_object_get(zstd, "size"));
+	memcpy(a->stored_sha256, json_string_value(json_object_get(zstd, "sha256")),
+	       CJC_HEX_LEN + 1);
+}
+
 struct cjc_artifact *cjc_metadata_artifacts(json_t *root, size_t *n)
 {
 	json_t *files = json_object_get(root, "files"), *f;
@@ -377,10 +408,21 @@ struct cjc_artifact *cjc_metadata_artifacts(json_t *root, size_t *n)
 		a[*n].name = cjc_xstrdup(name);
 		a[*n].size = (uint64_t)json_integer_value(json_object_get(f, "size"));
 		memcpy(a[*n].sha256, json_string_value(json_object_get(f, "sha256")), CJC_HEX_LEN + 1);
+		stored_as(json_object_get(f, "zstd"), &a[*n]);
 		(*n)++;
 	}
 	qsort(a, *n, sizeof *a, cmp_artifact);
 	return a;
+}
+
+uint64_t cjc_artifact_stored_size(const struct cjc_artifact *a)
+{
+	return a->stored_size ? a->stored_size : a->size;
+}
+
+const char *cjc_artifact_stored_sha(const struct cjc_artifact *a)
+{
+	return a->stored_size ? a->stored_sha256 : a->sha256;
 }
 
 void cjc_artifacts_free(struct cjc_artifact *a, size_t n)

@@ -8,7 +8,13 @@
  *   created        RFC 3339 UTC time, e.g. "2026-11-30T10:52:38Z"
  *   files          object, artifact name -> {"size": positive integer,
  *                  "sha256": 64 lowercase hex}; names are [A-Za-z0-9._-],
- *                  at most 64 bytes, not "metadata.json", not starting with '.'
+ *                  at most 64 bytes, not "metadata.json", not starting with '.'.
+ *                  size and sha256 are the artifact's own bytes.  A record
+ *                  with "zstd": {"size", "sha256"} (the same types) is of an
+ *                  artifact stored as one zstd frame: the file holds that
+ *                  many bytes, hashing to that sha256, and decompresses to
+ *                  the artifact (store.h).  Without it, the file is the
+ *                  artifact itself (every entry written before compression)
  *   command        the compile as one shell-quoted line
  *   argv           the same as an array of strings
  *   cwd            the working directory of the compile
@@ -77,9 +83,18 @@
 
 struct cjc_artifact {
 	char *name;
-	uint64_t size;
-	char sha256[CJC_HEX_LEN + 1];
+	uint64_t size;                /* of the artifact's own bytes, */
+	char sha256[CJC_HEX_LEN + 1]; /* and their hash */
+	/* Stored zstd-compressed in stored_size bytes hashing to stored_sha256;
+	 * 0: stored as it is. */
+	uint64_t stored_size;
+	char stored_sha256[CJC_HEX_LEN + 1];
 };
+
+/* The size of the file that holds a, and its hash: what a remote store
+ * keeps it by (remote.h). */
+uint64_t cjc_artifact_stored_size(const struct cjc_artifact *a);
+const char *cjc_artifact_stored_sha(const struct cjc_artifact *a);
 
 struct cjc_metadata {
 	const char *key;

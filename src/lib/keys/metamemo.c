@@ -127,6 +127,28 @@ void cjc_metamemo_forget(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/* How an artifact is stored: its stored size (0: as it is), then, when
+ * compressed, the stored bytes' hash. */
+static void encode_stored(struct cjc_buf *records, const struct cjc_artifact *a)
+{
+	cjc_buf_add_u64(records, a->stored_size);
+	if (a->stored_size)
+		cjc_buf_add(records, a->stored_sha256, CJC_HEX_LEN);
+}
+
+static bool decode_stored(struct cjc_cursor *c, struct cjc_artifact *a)
+{
+	a->stored_size = cjc_cursor_u64(c);
+	if (!a->stored_size)
+		return !c->bad;
+	const char *hex = cjc_cursor_bytes(c, CJC_HEX_LEN);
+	if (c->bad)
+		return false;
+	memcpy(a->stored_sha256, hex, CJC_HEX_LEN);
+	a->stored_sha256[CJC_HEX_LEN] = '\0';
+	return cjc_is_hex64(a->stored_sha256);
+}
+
 /* One record from the file; false when it is malformed. */
 static bool decode_record(struct cjc_cursor *c)
 {
@@ -156,7 +178,7 @@ static bool decode_record(struct cjc_cursor *c)
 		memcpy(files[i].sha256, hex, CJC_HEX_LEN);
 		files[i].sha256[CJC_HEX_LEN] = '\0';
 		ok = cjc_artifact_name_ok(files[i].name) && cjc_is_hex64(files[i].sha256) &&
-		     files[i].size > 0;
+		     files[i].size > 0 && decode_stored(c, &files[i]);
 	}
 	if (!ok || c->bad) {
 		cjc_artifacts_free(files, n);
@@ -196,6 +218,7 @@ bool cjc_metamemo_encode(struct cjc_buf *records, uint32_t *count)
 			cjc_buf_add_str(records, r->files[f].name);
 			cjc_buf_add_u64(records, r->files[f].size);
 			cjc_buf_add(records, r->files[f].sha256, CJC_HEX_LEN);
+			encode_stored(records, &r->files[f]);
 		}
 	}
 	dirty = false;

@@ -52,7 +52,7 @@ void cjc_metamemo_add(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 /* The memo file's records (the file itself: store/records.h), as
  * cjc_filehash_decode/encode do. */
 #define CJC_METAMEMO_MAGIC "CJCV"
-#define CJC_METAMEMO_VERSION 2
+#define CJC_METAMEMO_VERSION 3 /* 3: how each artifact is stored */
 void cjc_metamemo_decode(struct cjc_cursor *c, uint32_t count);
 bool cjc_metamemo_encode(struct cjc_buf *records, uint32_t *count);
 void cjc_metamemo_forget(void);

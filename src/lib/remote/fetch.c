@@ -95,11 +95,12 @@ static int fetch_artifacts(struct cjc_remotes *r, struct remote_group *g, const 
 			rc = -1;
 			break;
 		}
-		if (a->size > CJC_REMOTE_MAX_ARTIFACT) {
+		uint64_t size = cjc_artifact_stored_size(a); /* sent as stored (send.c) */
+		if (size > CJC_REMOTE_MAX_ARTIFACT) {
 			rc = remote_bad_data(r, g, "artifact", key, "larger than a remote artifact may be");
 			break;
 		}
-		int got = remote_get(r, g, 'c', a->sha256, a->size, &data);
+		int got = remote_get(r, g, 'c', cjc_artifact_stored_sha(a), size, &data);
 		if (got == CJC_REMOTE_ABSENT)
 			snprintf(g->broken, sizeof g->broken, "%s", key); /* evicted: see send_entry */
 		if (got != CJC_REMOTE_OK) {
@@ -107,9 +108,9 @@ static int fetch_artifacts(struct cjc_remotes *r, struct remote_group *g, const 
 			break;
 		}
 		cjc_hash_buf_hex(data.data, data.len, sha);
-		if (data.len != a->size || strcmp(sha, a->sha256))
+		if (data.len != size || strcmp(sha, cjc_artifact_stored_sha(a)))
 			rc = remote_bad_data(r, g, "artifact", key, "size or SHA-256 differs from the metadata");
-		else if (cjc_staging_add_checked(st, a->name, data.data, data.len, sha))
+		else if (cjc_staging_add_stored(st, a, data.data, data.len))
 			rc = -1, cjc_log("cannot stage %s: %s", a->name, strerror(errno));
 	}
 	cjc_buf_release(&data);
@@ -314,7 +315,7 @@ static int settle(struct cjc_remotes *r, struct fetched *f, struct cjc_staging *
 	bool won = false;
 	uint64_t bytes = f->meta.len;
 	for (size_t k = 0; k < st->nfiles; k++)
-		bytes += st->files[k].size;
+		bytes += cjc_artifact_stored_size(&st->files[k]);
 	if (cjc_staging_publish(r->local, st, rec->entry_key, &f->meta, &f->sig, &won))
 		return -1;
 	char *mname = cjc_store_manifest_name(direct_key);

@@ -286,9 +286,11 @@ static void add_artifacts(json_t *layers, const void *record, size_t n, const ch
 	struct cjc_artifact *files = doc ? cjc_metadata_artifacts(doc, &nfiles) : NULL;
 	for (size_t i = 0; i < nfiles; i++) {
 		struct cjc_buf bytes = CJC_BUF_INIT;
-		json_t *layer = descriptor(MT_ARTIFACT, files[i].sha256, files[i].size);
-		if (b && files[i].size <= b->bytes &&
-		    oci_shelf_copy(files[i].sha256, files[i].size, &bytes) && bytes.len == files[i].size)
+		/* kept as stored (send.c) */
+		const char *sha = cjc_artifact_stored_sha(&files[i]);
+		uint64_t size = cjc_artifact_stored_size(&files[i]);
+		json_t *layer = descriptor(MT_ARTIFACT, sha, size);
+		if (b && size <= b->bytes && oci_shelf_copy(sha, size, &bytes) && bytes.len == size)
 			embed(layer, bytes.data, bytes.len, b);
 		json_array_append_new(layers, layer);
 		cjc_buf_release(&bytes);

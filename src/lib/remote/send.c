@@ -85,17 +85,18 @@ static int send_entry(struct cjc_remotes *r, struct remote_group *g, const char 
 		return rc == CJC_REMOTE_OK ? 0 : -1;
 	for (size_t i = 0; i < o->e.nfiles; i++) { /* every artifact, each on its own */
 		const struct cjc_artifact *a = &o->e.files[i];
-		int there = remote_exists(r, g, 'c', a->sha256);
+		const char *address = cjc_artifact_stored_sha(a); /* kept as stored */
+		int there = remote_exists(r, g, 'c', address);
 		if (there == CJC_REMOTE_OK)
 			continue;
 		if (there != CJC_REMOTE_ABSENT)
 			return -1;
 		struct cjc_buf why = CJC_BUF_INIT;
-		if (!o->data[i].len && cjc_entry_read(&o->e, a->name, &o->data[i], &why)) {
+		if (!o->data[i].len && cjc_entry_read_stored(&o->e, a->name, &o->data[i], &why)) {
 			cjc_log("cannot send entry %s: %s", key, why.data);
 			there = CJC_REMOTE_ERROR;
 		} else {
-			there = remote_put(r, g, 'c', a->sha256, true, &o->data[i]);
+			there = remote_put(r, g, 'c', address, true, &o->data[i]);
 		}
 		cjc_buf_release(&why);
 		if (there != CJC_REMOTE_OK)

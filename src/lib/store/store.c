@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "base/stamp.h"
 #include "keys/metamemo.h"
+#include "store/compress.h"
 
 /* errno after a failed openat of name in dirfd: ELOOP for a link, which
  * O_PATH | O_DIRECTORY | O_NOFOLLOW reports as ENOTDIR. */
@@ -181,6 +182,7 @@ static int open_store(struct cjc_store *s, const char *cache_dir, bool make)
 	char *ns = cjc_xasprintf("%s/linux-%s", CJC_STORE_FORMAT, u.machine);
 	s->dir = cjc_path_join(cache_dir, ns);
 	s->fd = -1;
+	s->compression_level = CJC_COMPRESSION_DEFAULT;
 	int top = open_top(s, cache_dir, make);
 	if (top >= 0 && (s->fd = walk_from(s, top, ns, false, O_PATH | O_DIRECTORY, 0)) < 0 &&
 	    errno == ENOENT && make)
@@ -567,15 +569,113 @@ const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const c
 	return NULL;
 }
 
+/* Where an artifact's bytes go as they are read, and what they hashed to. */
+struct serving {
+	const struct cjc_artifact *a;
+	int out_fd;
+	struct cjc_buf *data;
+	struct cjc_hash h;
+	uint64_t total;
+	struct cjc_buf *why;
+	int rc; /* -2: out_fd could not be written */
+};
+
+/* Takes the next of the artifact's own bytes: hashed, counted, served. */
+static int serve_bytes(void *ctx, const void *p, size_t n)
+{
+	struct serving *v = ctx;
+	v->total += n;
+	cjc_hash_update(&v->h, p, n);
+	if (v->total > v->a->size)
+		return -1; /* checked below */
+	if (v->out_fd >= 0 && cjc_write_all(v->out_fd, p, n)) {
+		cjc_buf_addf(v->why, "cannot write the output: %s", strerror(errno));
+		v->rc = -2;
+		return -1;
+	}
+	if (v->data)
+		cjc_buf_add(v->data, p, n);
+	return 0;
+}
+
+/* Whether n bytes hashing to h are what the record says: 0, or -1 (why). */
+static int check_bytes(const char *name, const char *what, uint64_t n, uint64_t size,
+		       struct cjc_hash *h, const char *sha, struct cjc_buf *why)
+{
+	char hex[CJC_HEX_LEN + 1];
+	cjc_hash_final_hex(h, hex);
+	if (n != size) {
+		cjc_buf_addf(why, "%s has %llu %sbytes, metadata.json says %llu", name,
+			     (unsigned long long)n, what, (unsigned long long)size);
+		return -1;
+	}
+	if (strcmp(hex, sha)) {
+		cjc_buf_addf(why, "%s does not match its %ssha256", name, what);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads the file of an artifact open at fd, at most one byte past its
+ * stored size: each chunk hashed (when stored compressed) and appended to
+ * stored, when given, then served through v, inflated when stored
+ * compressed.  Once serving fails the rest is still read and hashed, so
+ * that a damaged file is told as one.  0, -1 (why) or -2 (v's output). */
+static int read_stored(int fd, struct serving *v, struct cjc_buf *stored)
+{
+	const struct cjc_artifact *a = v->a;
+	bool packed = a->stored_size != 0;
+	struct cjc_hash h;
+	struct cjc_inflate z = { 0 };
+	cjc_hash_init(&h);
+	char chunk[1 << 16];
+	uint64_t total = 0;
+	int served = packed ? cjc_inflate_begin(&z, a->size) : 0;
+	ssize_t n = 0;
+	while (!v->rc && total <= cjc_artifact_stored_size(a) &&
+	       ((n = read(fd, chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR))) {
+		if (n < 0)
+			continue;
+		total += (uint64_t)n;
+		if (packed)
+			cjc_hash_update(&h, chunk, (size_t)n);
+		if (stored)
+			cjc_buf_add(stored, chunk, (size_t)n);
+		if (!served)
+			served = packed ? cjc_inflate_feed(&z, chunk, (size_t)n, serve_bytes, v)
+					: serve_bytes(v, chunk, (size_t)n);
+	}
+	int read_errno = n < 0 ? errno : 0;
+	int inflated = packed ? cjc_inflate_end(&z) : 0;
+	if (v->rc)
+		return v->rc;
+	if (read_errno) {
+		cjc_buf_addf(v->why, "cannot read %s: %s", a->name, strerror(read_errno));
+		return -1;
+	}
+	if (packed &&
+	    check_bytes(a->name, "stored ", total, a->stored_size, &h, a->stored_sha256, v->why))
+		return -1;
+	if (inflated && v->total <= a->size) {
+		cjc_buf_addf(v->why, "%s is damaged: %s", a->name, z.why);
+		return -1;
+	}
+	return 0; /* the artifact's own bytes: checked by the caller */
+}
+
 /*
  * Streams an artifact through the hash into out_fd and/or data, then checks
  * it: 0, -1 (damaged) or -2 (the output could not be written).  The bytes
  * served are the bytes hashed: verifying first and copying after in the
  * kernel (copy_file_range, a reflink) was tried, was no faster on ext4, and
- * served what the file held after the check.
+ * served what the file held after the check.  An artifact stored
+ * compressed is checked twice: the file's bytes against the stored size
+ * and hash, what they inflate to against the artifact's; inflating stops
+ * one byte past the artifact's size.  stored, when given, gets the file's
+ * bytes as they are (what a remote store is sent).
  */
 static int stream_artifact(const struct cjc_entry *e, const char *name, int out_fd,
-			   struct cjc_buf *data, struct cjc_buf *why)
+			   struct cjc_buf *data, struct cjc_buf *stored, struct cjc_buf *why)
 {
 	const struct cjc_artifact *a = cjc_entry_artifact(e, name);
 	if (!a) {
@@ -587,61 +687,34 @@ static int stream_artifact(const struct cjc_entry *e, const char *name, int out_
 		cjc_buf_addf(why, "cannot open %s: %s", name, cjc_untrusted_error(errno));
 		return -1;
 	}
-	struct cjc_hash h;
-	cjc_hash_init(&h);
-	char chunk[1 << 16];
-	uint64_t total = 0;
-	int rc = 0;
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n < 0)
-				cjc_buf_addf(why, "cannot read %s: %s", name, strerror(errno)), rc = -1;
-			break;
-		}
-		total += (uint64_t)n;
-		cjc_hash_update(&h, chunk, (size_t)n);
-		if (total > a->size)
-			break;
-		if (out_fd >= 0 && cjc_write_all(out_fd, chunk, (size_t)n)) {
-			cjc_buf_addf(why, "cannot write the output: %s", strerror(errno));
-			rc = -2;
-			break;
-		}
-		if (data)
-			cjc_buf_add(data, chunk, (size_t)n);
-	}
+	struct serving v = { .a = a, .out_fd = out_fd, .data = data, .why = why };
+	cjc_hash_init(&v.h);
+	int rc = read_stored(fd, &v, stored);
 	close(fd);
-	char hex[CJC_HEX_LEN + 1];
-	cjc_hash_final_hex(&h, hex);
-	if (!rc && total != a->size) {
-		cjc_buf_addf(why, "%s has %llu bytes, metadata.json says %llu", name,
-			     (unsigned long long)total, (unsigned long long)a->size);
-		rc = -1;
-	} else if (!rc && strcmp(hex, a->sha256)) {
-		cjc_buf_addf(why, "%s does not match its sha256", name);
-		rc = -1;
-	}
-	return rc;
+	return rc ? rc : check_bytes(name, "", v.total, a->size, &v.h, a->sha256, why);
 }
 
 int cjc_entry_copy(const struct cjc_entry *e, const char *name, int out_fd, struct cjc_buf *why)
 {
-	return stream_artifact(e, name, out_fd, NULL, why);
+	return stream_artifact(e, name, out_fd, NULL, NULL, why);
 }
 
 int cjc_entry_read(const struct cjc_entry *e, const char *name, struct cjc_buf *data,
 		   struct cjc_buf *why)
 {
-	return stream_artifact(e, name, -1, data, why);
+	return stream_artifact(e, name, -1, data, NULL, why);
+}
+
+int cjc_entry_read_stored(const struct cjc_entry *e, const char *name, struct cjc_buf *stored,
+			  struct cjc_buf *why)
+{
+	return stream_artifact(e, name, -1, NULL, stored, why);
 }
 
 int cjc_entry_verify(const struct cjc_entry *e, struct cjc_buf *why)
 {
 	for (size_t i = 0; i < e->nfiles; i++)
-		if (stream_artifact(e, e->files[i].name, -1, NULL, why))
+		if (stream_artifact(e, e->files[i].name, -1, NULL, NULL, why))
 			return -1;
 	return 0;
 }
@@ -699,6 +772,7 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st)
 		return -1;
 	}
 	take_root_mode(s, st->dfd); /* the entry's: a group's members may evict it */
+	st->compression_level = s->compression_level;
 	return 0;
 }
 
@@ -736,14 +810,45 @@ static int sync_staged(const struct cjc_staging *st, bool signed_)
 	return rc ? rc : fsync(st->dfd);
 }
 
-/* sha: the bytes' SHA-256 (hex), when the caller computed it from them; else NULL. */
-static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, const void *p,
-			size_t n, const char *sha)
+/* Writes the artifact a (named, sized and hashed) from p[0..n): compressed
+ * at the staging's level when that is smaller, recorded in a as stored. */
+static int write_artifact(const struct cjc_staging *st, struct cjc_artifact *a, const void *p,
+			  size_t n)
+{
+	struct cjc_buf packed = CJC_BUF_INIT;
+	int rc;
+	if (st->compression_level > 0 && !cjc_compress(p, n, st->compression_level, &packed) &&
+	    packed.len < n) {
+		a->stored_size = packed.len;
+		cjc_hash_buf_hex(packed.data, packed.len, a->stored_sha256);
+		rc = write_staged(st, a->name, packed.data, packed.len);
+	} else {
+		a->stored_size = 0;
+		rc = write_staged(st, a->name, p, n);
+	}
+	cjc_buf_release(&packed);
+	return rc;
+}
+
+/* The next artifact of the staging, zeroed (listed once it is written);
+ * NULL with EINVAL when there is no room or name is not an artifact's. */
+static struct cjc_artifact *new_artifact(struct cjc_staging *st, const char *name)
 {
 	if (st->nfiles == sizeof st->files / sizeof *st->files || !cjc_artifact_name_ok(name)) {
 		errno = EINVAL;
-		return -1;
+		return NULL;
 	}
+	struct cjc_artifact *a = &st->files[st->nfiles];
+	memset(a, 0, sizeof *a);
+	return a;
+}
+
+static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, const void *p,
+			size_t n)
+{
+	struct cjc_artifact *a = new_artifact(st, name);
+	if (!a)
+		return -1;
 	struct cjc_buf copy = CJC_BUF_INIT;
 	int rc = 0;
 	if (src_fd >= 0) {
@@ -753,21 +858,38 @@ static int add_artifact(struct cjc_staging *st, const char *name, int src_fd, co
 	}
 	if (!rc && n == 0)
 		rc = -1, errno = ENODATA; /* an empty artifact is never published */
+	a->name = (char *)name;
 	if (!rc)
-		rc = write_staged(st, name, p, n);
+		rc = write_artifact(st, a, p, n);
 	int e = errno;
+	a->name = NULL;
 	if (!rc) {
-		struct cjc_artifact *a = &st->files[st->nfiles++];
+		st->nfiles++;
 		a->name = cjc_xstrdup(name);
 		a->size = n;
-		if (sha)
-			memcpy(a->sha256, sha, CJC_HEX_LEN + 1);
-		else
-			cjc_hash_buf_hex(p, n, a->sha256);
+		cjc_hash_buf_hex(p, n, a->sha256);
 	}
 	cjc_buf_release(&copy);
 	errno = e;
 	return rc;
+}
+
+int cjc_staging_add_stored(struct cjc_staging *st, const struct cjc_artifact *rec, const void *p,
+			   size_t n)
+{
+	struct cjc_artifact *a = new_artifact(st, rec->name);
+	if (!a)
+		return -1;
+	if (n == 0 || n != cjc_artifact_stored_size(rec)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (write_staged(st, rec->name, p, n))
+		return -1;
+	*a = *rec;
+	a->name = cjc_xstrdup(rec->name);
+	st->nfiles++;
+	return 0;
 }
 
 int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *src)
@@ -775,7 +897,7 @@ int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *s
 	int fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	int rc = add_artifact(st, name, fd, NULL, 0, NULL);
+	int rc = add_artifact(st, name, fd, NULL, 0);
 	int e = errno;
 	close(fd);
 	errno = e;
@@ -784,13 +906,7 @@ int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *s
 
 int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n)
 {
-	return add_artifact(st, name, -1, p, n, NULL);
-}
-
-int cjc_staging_add_checked(struct cjc_staging *st, const char *name, const void *p, size_t n,
-			    const char *sha)
-{
-	return add_artifact(st, name, -1, p, n, sha);
+	return add_artifact(st, name, -1, p, n);
 }
 
 /* Whether the writer's directory is still at its name in staging/ (ESTALE

@@ -5,7 +5,10 @@
  *
  *   entries/<kk>/<key>/     one entry per key (<kk>: the key's first two hex
  *                           digits); holds metadata.json (metadata.h) and the
- *                           artifacts it lists, all read-only:
+ *                           artifacts it lists, all read-only, each one zstd
+ *                           frame (compress.h) when its record says "zstd"
+ *                           (compression_level; kept as it is when that is
+ *                           not smaller), else the bytes as they are:
  *       output.o | output.cubin | output.fatbin | output.ptx   what nvcc made
  *       stdout, stderr      what nvcc printed, when it printed anything
  *       metadata.sig        the writer's signature of metadata.json (sign.h),
@@ -60,7 +63,9 @@
  * Reading (cjc_store_open_entry, cjc_entry_copy/read): the metadata is parsed
  * strictly (or, for cjc_store_open_entry, hashed and recognised as a
  * document that passed before: metamemo.h), and every byte of every artifact
- * is hashed and its size checked as it is served.  cjc_entry_open_dir always
+ * is hashed and its size checked as it is served; one stored compressed is
+ * checked as stored (size and hash) and as inflated (size and hash), and
+ * never inflated past its recorded size.  cjc_entry_open_dir always
  * parses, and gives `meta`.  Any failure is reported as damage, with the reason; the
  * entry is not touched.  Functions return 0 or -1 with errno / a reason in
  * `why`, except where an enum says more.
@@ -83,6 +88,10 @@ struct cjc_store {
 	int fd;    /* open on it (O_PATH), while dir is set */
 	mode_t dir_mode; /* $CJC_DIR's mode and group: every directory made in */
 	gid_t dir_gid;   /* the store takes them (not the umask); 0: unknown */
+	/* zstd level for the artifacts it publishes (compress.h); 0: none.
+	 * cjc_store_open sets CJC_COMPRESSION_DEFAULT; the compression_level
+	 * setting, where the caller reads settings. */
+	int compression_level;
 };
 
 /* Opens, creating what is missing, a store whose path may be trusted
@@ -186,6 +195,10 @@ const struct cjc_artifact *cjc_entry_artifact(const struct cjc_entry *e, const c
 int cjc_entry_copy(const struct cjc_entry *e, const char *name, int out_fd, struct cjc_buf *why);
 int cjc_entry_read(const struct cjc_entry *e, const char *name, struct cjc_buf *data,
 		   struct cjc_buf *why);
+/* The file of an artifact as it is stored (compressed or not: what a
+ * remote store keeps), appended to stored once both checks passed. */
+int cjc_entry_read_stored(const struct cjc_entry *e, const char *name, struct cjc_buf *stored,
+			  struct cjc_buf *why);
 /* Verifies every artifact. */
 int cjc_entry_verify(const struct cjc_entry *e, struct cjc_buf *why);
 void cjc_entry_release(struct cjc_entry *e);
@@ -206,6 +219,7 @@ struct cjc_staging {
 	bool transient;    /* to be read and removed, never published: no write-back started */
 	bool sealed;       /* finished and fsynced (cjc_staging_seal): only the rename is left */
 	bool copy;         /* of an entry a remote store keeps: the rename is not made durable */
+	int compression_level; /* the store's, when begun */
 };
 
 /* Makes and opens this writer's directory in staging/ (registered as a
@@ -217,13 +231,16 @@ int cjc_staging_begin(const struct cjc_store *s, struct cjc_staging *st);
  * so that no member of a group store can change it while it is served or
  * sent. */
 int cjc_staging_begin_as(const struct cjc_store *s, struct cjc_staging *st, bool transient);
-/* Adds an artifact from the current contents of a file / from memory. */
+/* Adds an artifact from the current contents of a file / from memory,
+ * stored compressed at st->compression_level when that is smaller. */
 int cjc_staging_add_file(struct cjc_staging *st, const char *name, const char *src);
 int cjc_staging_add_data(struct cjc_staging *st, const char *name, const void *p, size_t n);
-/* The same, for bytes whose SHA-256 (hex) the caller has just computed
- * from them (a remote store's artifact, checked): not hashed again. */
-int cjc_staging_add_checked(struct cjc_staging *st, const char *name, const void *p, size_t n,
-			    const char *sha);
+/* Adds an artifact as stored (rec: its record; p[0..n): the file's bytes,
+ * compressed or not, as rec says), checked by the caller against rec's
+ * stored size and hash (a remote store's; the read that serves it checks
+ * both again). */
+int cjc_staging_add_stored(struct cjc_staging *st, const struct cjc_artifact *rec, const void *p,
+			   size_t n);
 /* Writes the signature (sign.h; NULL or empty: unsigned), then
  * metadata.json: the staging then holds a whole entry. */
 int cjc_staging_finish(struct cjc_staging *st, const struct cjc_buf *metadata,
