@@ -12,6 +12,8 @@
  *   dl.h          libraries loaded at run time, their functions into a table
  *   run.h         subprocesses, and the variables no child gets
  *   blob.h        CRC-guarded small binary files, in memory
+ *   watch.h       whether watched files may have changed (inotify)
+ *   helperproc.h  a per-user helper process: its key, lock, socket, start
  * keys/     what a compile is, in memory: nvcc's model, paths, hashes, keys
  *   place.h       where a compile happens: relative paths and base_dir
  *   includescan.h include candidates that must stay absent
@@ -50,10 +52,12 @@
 #include "base/dl.h"
 #include "base/fs.h"
 #include "base/hash.h"
+#include "base/helperproc.h"
 #include "base/log.h"
 #include "base/run.h"
 #include "base/stamp.h"
 #include "base/util.h"
+#include "base/watch.h"
 #include "compile/config.h"
 #include "compile/diagnostics.h"
 #include "compile/lease.h"
