@@ -43,6 +43,7 @@
  *   miss.h        what nvcc read on a miss: the manifest record
  *   publish.h     what a miss does after the compiler ran
  *   nvrtc.h       NVRTC's functions (dlopen) and one compile
+ *   watcher.h     the watching helper: a hit with no stat per header
  *   why.h         the journal's records of compiles, for `cjc why`
  */
 #ifndef CUDAJITCACHE_H
@@ -65,6 +66,7 @@
 #include "compile/miss.h"
 #include "compile/nvrtc.h"
 #include "compile/publish.h"
+#include "compile/watcher.h"
 #include "compile/why.h"
 #include "keys/depfile.h"
 #include "keys/filehash.h"

@@ -91,6 +91,7 @@ enum cjc_setting {
 	CJC_SET_REMOTE_ONLY,
 	CJC_SET_REMOTE_HELPER,
 	CJC_SET_VERIFY_RATE,
+	CJC_SET_WATCHER,
 	CJC_SET_COUNT
 };
 
@@ -133,6 +134,9 @@ struct cjc_config {
 	/* The fraction of hits compiled again after they were served and
 	 * compared with the entry (tool/verify.h); 0: none. */
 	double verify_rate;
+	/* `cjc nvcc` asks the watching helper (watcher.h) whether a record's
+	 * files changed, starting it where none lives; false: it stats. */
+	bool watcher;
 	/* Settings ignored because the file that set them is not trusted and
 	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
 	char *notes;
