@@ -45,7 +45,7 @@ tearDown() {
 
 # The pid of the last helper started, from the log.
 helper_pid() {
-	sed -n 's/.*started the watching helper (pid \([0-9]*\),.*/\1/p' "$CJC_LOG" 2>/dev/null | tail -1
+	sed -n 's/.*started the watcher (pid \([0-9]*\),.*/\1/p' "$CJC_LOG" 2>/dev/null | tail -1
 }
 
 compile() { cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH; }
@@ -70,7 +70,7 @@ compile_until_vouched() {
 			compile || return 1
 			pid=$(tail -1 "$CJC_LOG" | sed 's/^[^[]*\[\([0-9]*\)\].*/\1/')
 		fi
-		lines_of "$pid" | grep -q 'watching helper vouched for' && return 0
+		lines_of "$pid" | grep -q 'watcher vouched for' && return 0
 	done
 	return 1
 }
@@ -148,7 +148,7 @@ testAStoppedHelperIsNotWaitedFor() {
 	echo '#define V5 55.0f' >inc1/h5.cuh
 	compile || fail "with the helper stopped"
 	kill -CONT "$pid"
-	assertTrue "not answered in time" "grep -q 'watching helper did not answer in time' '$CJC_LOG'"
+	assertTrue "not answered in time" "grep -q 'watcher did not answer in time' '$CJC_LOG'"
 	expect_nvcc_runs 2
 	plain_cubin
 	assert_same_devcode k.cubin plain.cubin
@@ -167,7 +167,7 @@ testASocketAnotherUserMadeIsNotUsed() {
 	compile_until_vouched || fail "the helper never vouched"
 	local pid name other
 	pid=$(helper_pid)
-	name=$(sed -n 's/.*started the watching helper (pid [0-9]*, \(.*\)\.sock).*/\1/p' "$CJC_LOG" | tail -1)
+	name=$(sed -n 's/.*started the watcher (pid [0-9]*, \(.*\)\.sock).*/\1/p' "$CJC_LOG" | tail -1)
 	kill -9 "$pid"
 	wait_until "gone $pid" || fail "the helper lives on"
 	other=$(mktemp -d /tmp/cjc-watch-other.XXXXXX) && chmod 777 "$other"

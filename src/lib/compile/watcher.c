@@ -90,9 +90,9 @@ static void start(int dir, const char *name)
 		close(null);
 	free(xdg);
 	if (rc)
-		cjc_log("cannot start the watching helper: %s", strerror(rc));
+		cjc_log("cannot start the watcher: %s", strerror(rc));
 	else
-		cjc_log("started the watching helper (pid %d, %s.sock)", (int)pid, name);
+		cjc_log("started the watcher (pid %d, %s.sock)", (int)pid, name);
 }
 
 /* A connection to this user's helper, or -1 (one is started when none
@@ -132,7 +132,7 @@ static int send_message(int fd, char op, const void *p, size_t n, int64_t deadli
 
 static void drop(struct cjc_watcher *w, const char *why)
 {
-	cjc_log("the watching helper %s; checking files by stat", why);
+	cjc_log("the watcher %s; checking files by stat", why);
 	close(w->fd);
 	w->fd = -1;
 }
@@ -156,8 +156,7 @@ bool cjc_watcher_unchanged(struct cjc_watcher *w, const char *cwd,
 		return false;
 	}
 	w->vouched = answer == '1';
-	cjc_log("the watching helper %s the record",
-		w->vouched ? "vouched for" : "cannot vouch for");
+	cjc_log("the watcher %s the record", w->vouched ? "vouched for" : "cannot vouch for");
 	return w->vouched;
 }
 
