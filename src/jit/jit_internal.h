@@ -11,7 +11,7 @@
  *   jit.c       the public calls: handles, results, a compile's dispatch
  *   nvcc.c      a compile with nvcc, keyed and published as `cjc` does it
  *   deps.c      whether a manifest record's files are unchanged, per handle
- *   changes.c   whether anything those files are read through may have changed (inotify)
+ *   changes.c   whether anything those files are read through may have changed (base/watch.h)
  *   tools.c     nvcc's, the host compiler's and `as`'s identities, once per change
  *   nvrtc.c     a compile with NVRTC (dlopen), keyed by its library and version
  *   journal.c   the cjc journal's records of compiles, for `cjc why --jit`
@@ -89,12 +89,13 @@ void jit_settings_unknown(const char *prefix, struct cjc_strvec *lines);
  * change signal to trust (then every check stats). */
 uint64_t jit_changes_generation(struct cjc_jit *h);
 /* Watches every directory r's files and candidates are reached through
- * (but the source's, keyed by content: source or named); false when it
- * cannot, and r's files must then be checked each time. */
-bool jit_changes_watch(struct cjc_jit *h, const struct cjc_manifest_record *r, const char *source,
-		       const char *named);
+ * (but the source's, keyed by content: source or named): the generation
+ * to check them in (cjc_watch_paths); 0 when it cannot, and r's files must
+ * then be checked each time. */
+uint64_t jit_changes_watch(struct cjc_jit *h, const struct cjc_manifest_record *r,
+			   const char *source, const char *named);
 /* The same for each path of paths (no source to skip). */
-bool jit_changes_watch_paths(struct cjc_jit *h, const struct cjc_strvec *paths);
+uint64_t jit_changes_watch_paths(struct cjc_jit *h, const struct cjc_strvec *paths);
 void jit_changes_release(struct cjc_jit *h);
 
 /* tools.c: the programs an nvcc request runs, identified (identity.h) or

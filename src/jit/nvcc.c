@@ -243,8 +243,7 @@ static bool still_holds(struct nvcc_job *n, struct jit_memory_item *it)
 	const struct cjc_manifest_record *rec = jit_memory_record(it);
 	if (jit_memory_checked(n->h, it, n->gen))
 		return true;
-	bool watched = n->gen && jit_changes_watch(n->h, rec, ANY_SOURCE, n->j->source);
-	uint64_t gen = watched ? jit_changes_generation(n->h) : 0; /* before the watch: past */
+	uint64_t gen = n->gen ? jit_changes_watch(n->h, rec, ANY_SOURCE, n->j->source) : 0;
 	struct cjc_manifest one = { (struct cjc_manifest_record *)rec, 1 };
 	if (match(n, &one) != 0)
 		return false;

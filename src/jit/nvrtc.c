@@ -519,10 +519,11 @@ static bool still_holds(struct nvrtc_job *r, struct jit_memory_item *it)
 		return true;
 	struct cjc_manifest_record abs = { 0 };
 	char *source = r->cwd[0] ? cjc_path_join(r->cwd, r->j->source) : NULL;
-	bool watched = gen && absolute_record(r->cwd, rec, &abs) &&
-		       jit_changes_watch(h, &abs, r->j->source[0] == '/' ? r->j->source : source,
-					 NULL);
-	gen = watched ? jit_changes_generation(h) : 0; /* before the check: past */
+	bool absolute = gen && absolute_record(r->cwd, rec, &abs);
+	/* the generation the watches were in place in: the check below is in it */
+	gen = absolute ? jit_changes_watch(h, &abs, r->j->source[0] == '/' ? r->j->source : source,
+					   NULL)
+		       : 0;
 	cjc_manifest_record_release(&abs);
 	free(source);
 	struct cjc_manifest one = { (struct cjc_manifest_record *)rec, 1 };

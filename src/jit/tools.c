@@ -160,8 +160,8 @@ static void push_candidates(struct cjc_strvec *paths, const char *cwd, const cha
 }
 
 /* Watches every name PATH may find the programs under, and the files the
- * identities rest on. */
-static bool watch_tools(struct cjc_jit *h, const struct tools_asked *a)
+ * identities rest on: the generation they are watched in, or 0. */
+static uint64_t watch_tools(struct cjc_jit *h, const struct tools_asked *a)
 {
 	struct cjc_strvec paths = CJC_STRVEC_INIT;
 	const char *const programs[] = { a->nvcc, a->host, "as" };
@@ -169,9 +169,10 @@ static bool watch_tools(struct cjc_jit *h, const struct tools_asked *a)
 		push_candidates(&paths, a->cwd, programs[i]);
 	bool ok = push_program(&paths, a->cwd, a->nvcc, true) &&
 		  push_program(&paths, a->cwd, a->host, false) &&
-		  push_program(&paths, a->cwd, "as", false) && jit_changes_watch_paths(h, &paths);
+		  push_program(&paths, a->cwd, "as", false);
+	uint64_t g = ok ? jit_changes_watch_paths(h, &paths) : 0;
 	cjc_strvec_clear(&paths);
-	return ok;
+	return g;
 }
 
 /* Identifies the three programs now. */
@@ -202,8 +203,7 @@ int jit_tools_identify(struct cjc_jit *h, uint64_t gen, const char *cwd, const c
 	/* watched first, then identified: what is kept was worked out after
 	 * the watch began, so a change since is a new generation; not for a
 	 * handle's first request, which may be its only one */
-	uint64_t watched = gen && !first_request(h) && watch_tools(h, &a) ?
-				   jit_changes_generation(h) : 0;
+	uint64_t watched = gen && !first_request(h) ? watch_tools(h, &a) : 0;
 	if (identify_now(h, nvcc, host, out))
 		return -1;
 	if (watched)

@@ -12,6 +12,8 @@
  *   dl.h          libraries loaded at run time, their functions into a table
  *   run.h         subprocesses, and the variables no child gets
  *   blob.h        CRC-guarded small binary files, in memory
+ *   watch.h       whether watched files may have changed (inotify)
+ *   helperproc.h  a per-user helper process: its key, lock, socket, start
  * keys/     what a compile is, in memory: nvcc's model, paths, hashes, keys
  *   place.h       where a compile happens: relative paths and base_dir
  *   includescan.h include candidates that must stay absent
@@ -41,6 +43,7 @@
  *   miss.h        what nvcc read on a miss: the manifest record
  *   publish.h     what a miss does after the compiler ran
  *   nvrtc.h       NVRTC's functions (dlopen) and one compile
+ *   watcher.h     the watching helper: a hit with no stat per header
  *   why.h         the journal's records of compiles, for `cjc why`
  */
 #ifndef CUDAJITCACHE_H
@@ -50,10 +53,12 @@
 #include "base/dl.h"
 #include "base/fs.h"
 #include "base/hash.h"
+#include "base/helperproc.h"
 #include "base/log.h"
 #include "base/run.h"
 #include "base/stamp.h"
 #include "base/util.h"
+#include "base/watch.h"
 #include "compile/config.h"
 #include "compile/diagnostics.h"
 #include "compile/lease.h"
@@ -61,6 +66,7 @@
 #include "compile/miss.h"
 #include "compile/nvrtc.h"
 #include "compile/publish.h"
+#include "compile/watcher.h"
 #include "compile/why.h"
 #include "keys/depfile.h"
 #include "keys/filehash.h"

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/helperproc.h"
 #include "remote/helper.h"
 
 #ifdef CJC_HAVE_CURL /* else no store can have a helper */
@@ -191,7 +192,7 @@ static int accept_client(int listener)
 	pthread_attr_t at;
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (!cjc_helper_peer_is_us(fd) || atomic_load(&clients) >= CJC_HELPER_MAX_CLIENTS) {
+	if (!cjc_helperproc_peer_is_us(fd) || atomic_load(&clients) >= CJC_HELPER_MAX_CLIENTS) {
 		close(fd);
 	} else {
 		atomic_fetch_add(&clients, 1);
@@ -218,52 +219,6 @@ static int read_settings(void)
 	return rc;
 }
 
-/* Holds the store's lock and listens on its socket, which appears at its
- * name (by rename) only once it listens: the listener, or -1.  *sock_st:
- * that socket's, so that only it is removed at the end. */
-static int listen_as(int dir, int *lock, struct stat *sock_st)
-{
-	char *lock_name = cjc_xasprintf("%s.lock", name);
-	*lock = openat(dir, lock_name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	free(lock_name);
-	if (*lock < 0 || flock(*lock, LOCK_EX | LOCK_NB))
-		return -1; /* another helper serves this store */
-	char *sock = cjc_xasprintf("%s.sock", name);
-	char *fresh = cjc_xasprintf("%s.sock.%d", name, (int)getpid());
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dir, fresh);
-	(void)unlinkat(dir, fresh, 0);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sa, sizeof sa) || listen(fd, 64) ||
-			fstatat(dir, fresh, sock_st, AT_SYMLINK_NOFOLLOW) ||
-			renameat(dir, fresh, dir, sock))) /* over a dead helper's */
-		close(fd), fd = -1, (void)unlinkat(dir, fresh, 0);
-	free(sock);
-	free(fresh);
-	return fd;
-}
-
-/* Whether the socket at its name is still this helper's: not removed
- * (with its directory, say) or replaced. */
-static bool socket_is_ours(int dir, const struct stat *ours)
-{
-	char *sock = cjc_xasprintf("%s.sock", name);
-	struct stat now;
-	bool same = !fstatat(dir, sock, &now, AT_SYMLINK_NOFOLLOW) && now.st_dev == ours->st_dev &&
-		    now.st_ino == ours->st_ino;
-	free(sock);
-	return same;
-}
-
-/* Removes the socket at its name when it is still this helper's. */
-static void remove_socket(int dir, const struct stat *ours)
-{
-	char *sock = cjc_xasprintf("%s.sock", name);
-	if (socket_is_ours(dir, ours))
-		(void)unlinkat(dir, sock, 0);
-	free(sock);
-}
-
 int cjc_helper_serve(void)
 {
 	if (isatty(0)) {
@@ -278,7 +233,8 @@ int cjc_helper_serve(void)
 	signal(SIGPIPE, SIG_IGN);
 	int dir = cjc_user_run_dir(), lock = -1;
 	struct stat sock_st;
-	int listener = dir < 0 ? -1 : listen_as(dir, &lock, &sock_st);
+	int listener = dir < 0 ? -1
+			       : cjc_helperproc_listen(dir, name, SOCK_STREAM, &lock, &sock_st);
 	if (listener < 0)
 		return 1;
 	atomic_store(&last_seen_ms, cjc_now_ms());
@@ -293,10 +249,10 @@ int cjc_helper_serve(void)
 		if (idle_ms >= TRIM_AFTER_MS)
 			trim_once(&trimmed_ms);
 		if (idle_ms >= settings.helper_idle_ms ||
-		    !socket_is_ours(dir, &sock_st))
+		    !cjc_helperproc_socket_is_ours(dir, name, &sock_st))
 			break; /* idle, or nobody can reach it any more */
 	}
-	remove_socket(dir, &sock_st);
+	cjc_helperproc_remove_socket(dir, name, &sock_st);
 	return 0; /* the lock goes with the process */
 }
 #else

@@ -33,6 +33,7 @@
 #include "compile/lookup.h"
 #include "compile/miss.h"
 #include "compile/publish.h"
+#include "compile/watcher.h"
 #include "compile/why.h"
 #include "keys/depfile.h"
 #include "keys/filehash.h"
@@ -44,6 +45,7 @@
 #include "keys/nvcc_args.h"
 #include "keys/place.h"
 #include "keys/rules.h"
+#include "once.h"
 #include "remote/helper.h"
 #include "remote/remote.h"
 #include "store/evict.h"
@@ -53,9 +55,7 @@
 #include "store/sign.h"
 #include "store/stats.h"
 #include "store/store.h"
-#include "once.h"
 #include "verify.h"
-
 
 /* Everything one compile through the cache works with. */
 struct job {
@@ -91,6 +91,7 @@ struct job {
 	const char *paths_keyed; /* how paths are keyed, and why, for `cjc why` */
 	char *paths_exact;       /* a miss that keeps its paths: which reach the output */
 	const char *served_meta; /* how the served entry's metadata was checked, for the log */
+	struct cjc_watcher watcher; /* the watching helper, asked before a record is stat'ed */
 };
 
 /* remote_only (config.h): entries only in the remote stores. */
@@ -354,11 +355,18 @@ static void note(void *ctx, const char *line)
 	cjc_log("%s", line);
 }
 
+/* Whether the watching helper vouches for r's files (watcher.h). */
+static bool vouched(void *ctx, const struct cjc_manifest_record *r)
+{
+	struct job *j = ctx;
+	return j->cfg.watcher && cjc_watcher_unchanged(&j->watcher, j->cwd, r);
+}
+
 /* The record of a manifest whose files are unchanged here. */
 static long match(void *ctx, const struct cjc_manifest *m)
 {
-	const struct job *j = ctx;
-	return cjc_manifest_match(m, j->direct_key, &j->c.place);
+	struct job *j = ctx;
+	return cjc_manifest_match_vouched(m, j->direct_key, &j->c.place, vouched, j);
 }
 
 /* This compile as the one lookup sees it (lookup.h). */
@@ -393,6 +401,8 @@ static int answer(struct job *j, struct cjc_lookup_result *r)
 		j->hit = true;
 		memcpy(j->served_key, r->entry_key, CJC_HEX_LEN + 1);
 		rc = j->spilled ? fail_on_spills() : 0;
+		cjc_watcher_checked(&j->watcher, j->cwd,
+				    &r->rec); /* served: the next hit may skip stats */
 	}
 	cjc_lookup_result_release(r);
 	return rc;
@@ -595,6 +605,16 @@ static void say_once(const char *lines)
 {
 	if (cjc_say_once(lines))
 		fputs(lines, stderr);
+}
+
+/* What the watching helper found that is not ours (a socket, a directory). */
+static void say_watcher_news(const struct job *j)
+{
+	const char *news = cjc_watcher_news(&j->watcher);
+	char *line = news ? cjc_xasprintf("cjc: %s\n", news) : NULL;
+	if (line)
+		say_once(line);
+	free(line);
 }
 
 static void say_readonly(const struct job *j)
@@ -1064,11 +1084,17 @@ static void job_release(struct job *j)
 	json_decref(j->record);
 	cjc_strvec_clear(&j->env);
 	cjc_diagnostics_release(&j->diag);
+	cjc_watcher_close(&j->watcher);
 }
 
 int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 {
-	struct job j = { .target = target, .wrap = wrap, .argc = argc, .argv = argv, .lease.fd = -1 };
+	struct job j = { .target = target,
+			 .wrap = wrap,
+			 .argc = argc,
+			 .argv = argv,
+			 .lease.fd = -1,
+			 .watcher = CJC_WATCHER_INIT };
 	struct cjc_buf why = CJC_BUF_INIT;
 	int rc;
 	j.user_umask = umask(0);
@@ -1088,6 +1114,7 @@ int cjc_launch(const char *target, char *const *wrap, int argc, char **argv)
 		rc = run_uncached(&j, why.data);
 	} else {
 		rc = try_hit(&j);
+		say_watcher_news(&j);
 		if (rc < 0 && j.remotes)
 			rc = fetch_remote(&j);
 		if (rc < 0)

@@ -159,51 +159,72 @@ struct setting_def {
 /* clang-format off */
 static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_DIR] = { "dir", "CJC_DIR", parse_path, AT(dir), NULL, "a directory", false,
-		"the store" },
-	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, AT(disable), "false", BOOLEAN, true,
-		"run nvcc uncached" },
-	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, AT(readonly), "false", BOOLEAN, true,
-		"serve hits, publish nothing" },
+			  "the store" },
+	[CJC_SET_DISABLE] = { "disable", "CJC_DISABLE", parse_bool, AT(disable), "false", BOOLEAN,
+			      true, "run nvcc uncached" },
+	[CJC_SET_READONLY] = { "readonly", "CJC_READONLY", parse_bool, AT(readonly), "false",
+			       BOOLEAN, true, "serve hits, publish nothing" },
 	[CJC_SET_LOG] = { "log", "CJC_LOG", parse_string, AT(log), "", "a file name", false,
-		"log file: why each compile hit, missed or ran uncached" },
+			  "log file: why each compile hit, missed or ran uncached" },
 	[CJC_SET_DEBUG] = { "debug", "CJC_DEBUG", parse_bool, AT(debug), "false", BOOLEAN, true,
-		"log to stderr too" },
+			    "log to stderr too" },
 	[CJC_SET_MAX_SIZE] = { "max_size", "CJC_MAX_SIZE", parse_size_setting, AT(max_size), "5G",
-		"a size such as 20G, 1.5G, 512M (a bare number is G) or 0 for no limit", true,
-		"size limit: past it, least recently used entries are evicted" },
+			       "a size such as 20G, 1.5G, 512M (a bare number is G) or 0 for no "
+			       "limit",
+			       true,
+			       "size limit: past it, least recently used entries are evicted" },
 	[CJC_SET_REMOTE] = { "remote", "CJC_REMOTE", parse_remote, AT(remote), "",
-		"store URLs (redis://, redis+unix:, http://, https://, s3://), each with |attributes "
-		"(docs/remote.md)", false, "remote stores, tried in order after the local one" },
-	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, AT(umask), "", "an octal mask such as 002, or empty",
-		false, "umask for the store's files (a store shared by a group)" },
-	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool, AT(print_commands),
-		"false", BOOLEAN, true, "print each real nvcc command on stderr" },
-	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, AT(keep_ptx), "false", BOOLEAN, true,
-		"keep nvcc's ptx in each entry" },
-	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, AT(keep_sass), "false", BOOLEAN,
-		false, "keep cuobjdump -sass of each output in its entry" }, /* runs cuobjdump */
-	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, AT(check_spills), "false",
-		BOOLEAN, false, "fail a compile whose kernels spill" }, /* fails builds */
+			     "store URLs (redis://, redis+unix:, http://, https://, s3://), each "
+			     "with |attributes "
+			     "(docs/remote.md)",
+			     false, "remote stores, tried in order after the local one" },
+	[CJC_SET_UMASK] = { "umask", "CJC_UMASK", parse_umask, AT(umask), "",
+			    "an octal mask such as 002, or empty", false,
+			    "umask for the store's files (a store shared by a group)" },
+	[CJC_SET_PRINT_COMMANDS] = { "print_commands", "CJC_PRINT_COMMANDS", parse_bool,
+				     AT(print_commands), "false", BOOLEAN, true,
+				     "print each real nvcc command on stderr" },
+	[CJC_SET_KEEP_PTX] = { "keep_ptx", "CJC_KEEP_PTX", parse_bool, AT(keep_ptx), "false",
+			       BOOLEAN, true, "keep nvcc's ptx in each entry" },
+	[CJC_SET_KEEP_SASS] = { "keep_sass", "CJC_KEEP_SASS", parse_bool, AT(keep_sass), "false",
+				BOOLEAN, false,
+				"keep cuobjdump -sass of each output in its entry" }, /* runs
+											 cuobjdump
+										       */
+	[CJC_SET_CHECK_SPILLS] = { "check_spills", "CJC_CHECK_SPILLS", parse_bool, AT(check_spills),
+				   "false", BOOLEAN, false,
+				   "fail a compile whose kernels spill" }, /* fails builds */
 	[CJC_SET_BASE_DIR] = { "base_dir", "CJC_BASE_DIR", parse_base_dir, AT(base_dir), "",
-		"an absolute directory, or empty", false, /* rewrites the command nvcc runs */
-		"absolute paths under it are rewritten relative to the working directory" },
+			       "an absolute directory, or empty",
+			       false, /* rewrites the command nvcc runs */
+			       "absolute paths under it are rewritten relative to the working "
+			       "directory" },
 	[CJC_SET_SIGN_KEY] = { "sign_key", "CJC_SIGN_KEY", parse_optional_path, AT(sign_key), "",
-		"a file name, or empty", false, "Ed25519 private key (PEM) that signs each published entry" },
+			       "a file name, or empty", false,
+			       "Ed25519 private key (PEM) that signs each published entry" },
 	[CJC_SET_TRUSTED_KEYS] = { "trusted_keys", "CJC_TRUSTED_KEYS", parse_optional_path,
-		AT(trusted_keys), "", "a file name, or empty", false,
-		"Ed25519 public keys (PEM): remote entries, and local ones others wrote, must be signed by one" },
-	[CJC_SET_HASH_DIR] = { "hash_dir", "CJC_HASH_DIR", parse_bool, AT(hash_dir), "true", BOOLEAN,
-		false, /* decides what is keyed */
-		"false: -g, -G and -lineinfo compiles share entries across directories and checkouts "
-		"(debug paths name the one that compiled)" },
-	[CJC_SET_LEASE_WAIT] = { "lease_wait", "CJC_LEASE_WAIT", parse_seconds, AT(lease_wait), "60s",
-		"a duration such as 60s, 2m or 0 for no leases", false, /* holds builds up */
-		"longest wait for another compile of the same key when none is recorded; 0: no leases" },
-	[CJC_SET_REMOTE_ONLY] = { "remote_only", "CJC_REMOTE_ONLY", parse_bool, AT(remote_only), "false",
-		BOOLEAN, false, "with a remote store: keep no entries in the local store, only there" },
+				   AT(trusted_keys), "", "a file name, or empty", false,
+				   "Ed25519 public keys (PEM): remote entries, and local ones "
+				   "others wrote, must be signed by one" },
+	[CJC_SET_HASH_DIR] = { "hash_dir", "CJC_HASH_DIR", parse_bool, AT(hash_dir), "true",
+			       BOOLEAN, false, /* decides what is keyed */
+			       "false: -g, -G and -lineinfo compiles share entries across "
+			       "directories and checkouts "
+			       "(debug paths name the one that compiled)" },
+	[CJC_SET_LEASE_WAIT] = { "lease_wait", "CJC_LEASE_WAIT", parse_seconds, AT(lease_wait),
+				 "60s", "a duration such as 60s, 2m or 0 for no leases",
+				 false, /* holds builds up */
+				 "longest wait for another compile of the same key when none is "
+				 "recorded; 0: no leases" },
+	[CJC_SET_REMOTE_ONLY] = { "remote_only", "CJC_REMOTE_ONLY", parse_bool, AT(remote_only),
+				  "false", BOOLEAN, false,
+				  "with a remote store: keep no entries in the local store, only "
+				  "there" },
 	[CJC_SET_REMOTE_HELPER] = { "remote_helper", "CJC_REMOTE_HELPER", parse_bool,
-		AT(remote_helper), "true", BOOLEAN, false, /* starts a process */
-		"false: no store is asked through a helper process (no process outlives a compile)" },
+				    AT(remote_helper), "true", BOOLEAN,
+				    false, /* starts a process */
+				    "false: no store is asked through a helper process (no process "
+				    "outlives a compile)" },
 	[CJC_SET_VERIFY_RATE] = { "verify_rate", "CJC_VERIFY_RATE", parse_fraction, AT(verify_rate),
 		"0", "a fraction such as 0.02 or 2%", false, /* runs compiles */
 		"the fraction of hits compiled again after they were served and compared; a "
@@ -211,6 +232,10 @@ static const struct setting_def settings[CJC_SET_COUNT] = {
 	[CJC_SET_COMPRESSION_LEVEL] = { "compression_level", "CJC_COMPRESSION_LEVEL", parse_level,
 		AT(compression_level), "1", "a zstd level from 0 (off) to 19", true,
 		"zstd level of the outputs stored; 0: stored as they are" },
+	[CJC_SET_WATCHER] = { "watcher", "CJC_WATCHER", parse_bool, AT(watcher), "true", BOOLEAN,
+		false, /* starts a process */
+		"false: a hit checks its headers by stat, asking no watching helper (no process "
+		"outlives a compile)" },
 };
 /* clang-format on */
 

@@ -92,6 +92,7 @@ enum cjc_setting {
 	CJC_SET_REMOTE_HELPER,
 	CJC_SET_VERIFY_RATE,
 	CJC_SET_COMPRESSION_LEVEL,
+	CJC_SET_WATCHER,
 	CJC_SET_COUNT
 };
 
@@ -136,6 +137,9 @@ struct cjc_config {
 	double verify_rate;
 	/* zstd level of the artifacts published (store.h); 0: stored as they are. */
 	int compression_level;
+	/* `cjc nvcc` asks the watching helper (watcher.h) whether a record's
+	 * files changed, starting it where none lives; false: it stats. */
+	bool watcher;
 	/* Settings ignored because the file that set them is not trusted and
 	 * they are not on the allowlist (docs/trust.md): messages to show, or NULL. */
 	char *notes;

@@ -153,7 +153,7 @@ void cjc_manifest_encode_file_with(const struct cjc_manifest *old,
 	cjc_buf_release(&payload);
 }
 
-static bool record_matches(const struct cjc_manifest_record *r)
+bool cjc_manifest_record_holds(const struct cjc_manifest_record *r)
 {
 	char **paths = cjc_xcalloc(r->ndeps + 1, sizeof *paths);
 	for (size_t i = 0; i < r->ndeps; i++)
@@ -207,11 +207,22 @@ static void rebase_record(struct cjc_manifest_record *r, const struct cjc_place 
 long cjc_manifest_match(const struct cjc_manifest *m, const char *direct_key,
 			const struct cjc_place *place)
 {
+	return cjc_manifest_match_vouched(m, direct_key, place, NULL, NULL);
+}
+
+long cjc_manifest_match_vouched(const struct cjc_manifest *m, const char *direct_key,
+				const struct cjc_place *place,
+				bool (*unchanged)(void *ctx, const struct cjc_manifest_record *r),
+				void *ctx)
+{
 	for (size_t i = 0; i < m->n; i++)
 		rebase_record(&m->recs[i], place);
-	for (size_t i = 0; i < m->n; i++)
-		if (key_matches(&m->recs[i], direct_key, place) && record_matches(&m->recs[i]))
+	for (size_t i = 0; i < m->n; i++) {
+		const struct cjc_manifest_record *r = &m->recs[i];
+		if (key_matches(r, direct_key, place) &&
+		    ((unchanged && unchanged(ctx, r)) || cjc_manifest_record_holds(r)))
 			return (long)i;
+	}
 	return -1;
 }
 

@@ -34,6 +34,7 @@
 #ifndef CJC_MANIFEST_H
 #define CJC_MANIFEST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/hash.h"
@@ -69,6 +70,15 @@ struct cjc_place;
  * can only lead to the entry its own files name: a poisoned one is a miss. */
 long cjc_manifest_match(const struct cjc_manifest *m, const char *direct_key,
 			const struct cjc_place *place);
+/* The same, where unchanged(ctx, r) may vouch that r's files are unchanged
+ * (the watching helper, compile/watcher.h); else they are checked. */
+long cjc_manifest_match_vouched(const struct cjc_manifest *m, const char *direct_key,
+				const struct cjc_place *place,
+				bool (*unchanged)(void *ctx, const struct cjc_manifest_record *r),
+				void *ctx);
+/* Whether every file r lists hashes as recorded and every candidate is
+ * still absent (filehash.h: by stamp where a hash is remembered). */
+bool cjc_manifest_record_holds(const struct cjc_manifest_record *r);
 void cjc_manifest_record_release(struct cjc_manifest_record *rec);
 void cjc_manifest_release(struct cjc_manifest *m);
 

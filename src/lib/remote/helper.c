@@ -24,6 +24,7 @@
 
 #include "base/fs.h"
 #include "base/hash.h"
+#include "base/helperproc.h"
 #include "base/log.h"
 #include "base/run.h"
 
@@ -38,50 +39,6 @@ void cjc_helper_allow(void)
 
 /* --- where and what ---------------------------------------------------- */
 
-/* The user's secret in the helpers' directory (KEY_FILE, 0600, made once,
- * by a link so that a reader never sees it half written): 0, or -1. */
-#define KEY_FILE "key"
-#define KEY_LEN 32
-static int read_key(int dir, unsigned char key[KEY_LEN])
-{
-	int fd = openat(dir, KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	bool ok = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-		  !(st.st_mode & 077) && st.st_size == KEY_LEN && read(fd, key, KEY_LEN) == KEY_LEN;
-	if (fd >= 0)
-		close(fd);
-	return ok ? 0 : -1;
-}
-
-/* The key, made when missing; one that is there but damaged (a chmod, a
- * write a power cut tore) is replaced, and said.  -1: no helper this
- * time (no randomness yet at boot, a directory at the key's name). */
-static int helper_key(int dir, unsigned char key[KEY_LEN])
-{
-	if (!read_key(dir, key))
-		return 0;
-	struct stat st;
-	bool damaged = !fstatat(dir, KEY_FILE, &st, AT_SYMLINK_NOFOLLOW);
-	char temp[64];
-	snprintf(temp, sizeof temp, KEY_FILE ".%d.%llx", (int)getpid(),
-		 (unsigned long long)cjc_wall_ns()); /* pids repeat across containers */
-	int fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	bool written = fd >= 0 && getrandom(key, KEY_LEN, GRND_NONBLOCK) == KEY_LEN &&
-		       write(fd, key, KEY_LEN) == KEY_LEN && !fsync(fd);
-	if (fd >= 0)
-		close(fd);
-	if (written && damaged)
-		(void)renameat(dir, temp, dir, KEY_FILE);
-	else if (written)
-		(void)linkat(dir, temp, dir, KEY_FILE, 0); /* the first one made stays */
-	if (fd >= 0)
-		(void)unlinkat(dir, temp, 0);
-	int rc = read_key(dir, key);
-	if (damaged)
-		cjc_log("the helpers' key was damaged: %s", rc ? "no helper is used" : "replaced");
-	return rc;
-}
-
 /* What libcurl and the libraries it loads read from the environment: a
  * helper started with other values is another helper, and the helper's
  * environment holds these and no other (helper.h). */
@@ -92,6 +49,7 @@ static const char *const curl_environment[] = {
 	"LD_LIBRARY_PATH", "LD_PRELOAD",
 	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 };
+#define KEY_LEN CJC_HELPERPROC_KEY_LEN
 #define NCURL_ENVIRONMENT (sizeof curl_environment / sizeof *curl_environment)
 
 static void add_field(struct cjc_hash *h, const char *s)
@@ -219,18 +177,6 @@ int cjc_helper_decode_settings(const char *text, size_t len, struct cjc_remote_u
 
 /* --- starting one ------------------------------------------------------- */
 
-/* Whether no helper holds name's lock (none lives, none is starting). */
-static bool lock_free(int dir, const char *name)
-{
-	char *lock = cjc_xasprintf("%s.lock", name);
-	int fd = openat(dir, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	free(lock);
-	bool is_free = fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB);
-	if (fd >= 0)
-		close(fd);
-	return is_free;
-}
-
 /* The helper's environment: what decides its requests (curl_environment,
  * part of its name) and where it lives, nothing else of the build's. */
 static char **helper_environment(void)
@@ -253,80 +199,26 @@ static char **helper_environment(void)
  * process's open but the pipe it reads its settings from. */
 static int spawn_helper(int settings_fd, pid_t *pid)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, settings_fd, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	char *argv[] = { "cjc", "remote", "helper", NULL };
 	char **env = helper_environment();
-	int rc = posix_spawn(pid, "/proc/self/exe", &fa, &at, argv, env);
+	int rc = cjc_helperproc_spawn(argv, env, settings_fd, pid);
 	free(env);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	return rc;
 }
 
 /* --- talking to one ------------------------------------------------------ */
 
-/* Waits for fd until deadline (cjc_now_ms); 0, or -1 with ETIMEDOUT. */
-static int wait_for(int fd, short events, int64_t deadline)
+/* The deadlines below are cjc_now_ms()'s. */
+static int read_exact(int fd, void *p, size_t n, int64_t deadline_ms)
 {
-	for (;;) {
-		int64_t left = deadline - cjc_now_ms();
-		if (left <= 0) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		struct pollfd p = { fd, events, 0 };
-		int n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
-		if (n > 0)
-			return 0;
-		if (n < 0 && errno != EINTR)
-			return -1;
-	}
+	int64_t left_ms = deadline_ms - cjc_now_ms();
+	return cjc_helperproc_read(fd, p, n, cjc_helperproc_now_us() + left_ms * 1000);
 }
 
-/* Reads exactly n bytes by deadline; -1 (ETIMEDOUT, or EPIPE at the end). */
-static int read_exact(int fd, void *p, size_t n, int64_t deadline)
+static int send_all(int fd, const void *p, size_t n, int64_t deadline_ms)
 {
-	char *at = p;
-	while (n) {
-		if (wait_for(fd, POLLIN, deadline))
-			return -1;
-		ssize_t got = recv(fd, at, n, MSG_DONTWAIT);
-		if (got == 0)
-			errno = EPIPE;
-		if (got <= 0 && (got == 0 || (errno != EINTR && errno != EAGAIN)))
-			return -1;
-		if (got > 0)
-			at += got, n -= (size_t)got;
-	}
-	return 0;
-}
-
-static int send_all(int fd, const void *p, size_t n, int64_t deadline)
-{
-	const char *at = p;
-	while (n) {
-		if (wait_for(fd, POLLOUT, deadline))
-			return -1;
-		ssize_t sent = send(fd, at, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (sent < 0 && errno != EINTR && errno != EAGAIN)
-			return -1;
-		if (sent > 0)
-			at += sent, n -= (size_t)sent;
-	}
-	return 0;
+	int64_t left_ms = deadline_ms - cjc_now_ms();
+	return cjc_helperproc_send(fd, p, n, cjc_helperproc_now_us() + left_ms * 1000);
 }
 
 /* Starts the store's helper, once a process, when none holds its lock.
@@ -338,7 +230,7 @@ static void start_helper(const struct cjc_remote_url *u, int dir, const char *na
 	struct cjc_buf settings = CJC_BUF_INIT;
 	int p[2];
 	cjc_helper_encode_settings(u, name, &settings);
-	if (started || !settings.len || !lock_free(dir, name) ||
+	if (started || !settings.len || !cjc_helperproc_lock_free(dir, name) ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p)) {
 		cjc_buf_release_secret(&settings);
 		return;
@@ -357,13 +249,6 @@ static void start_helper(const struct cjc_remote_url *u, int dir, const char *na
 		cjc_log("started the helper of %s (pid %d, %s.sock)", u->shown, (int)pid, name);
 }
 
-bool cjc_helper_peer_is_us(int fd)
-{
-	struct ucred cred;
-	socklen_t len = sizeof cred;
-	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.uid == geteuid();
-}
-
 /* path made absolute (the helper runs in /), or NULL. */
 static char *absolute(const char *path)
 {
@@ -379,16 +264,12 @@ static char *absolute(const char *path)
  * once. */
 static int greeted_by(const struct cjc_remote_url *u, int dir, const char *name)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s.sock", dir, name);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	bool up = fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof sa);
-	bool busy = !up && errno == EAGAIN;
+	int fd = cjc_helperproc_connect(dir, name, SOCK_STREAM);
+	bool up = fd >= 0, busy = !up && (errno == EAGAIN || errno == EPERM);
 	char greeting[8];
 	long left = cjc_remote_time_left(u), wait_ms = left < u->connect_ms ? left : u->connect_ms;
 	uint32_t version = CJC_HELPER_VERSION;
-	bool greeted = up && cjc_helper_peer_is_us(fd) &&
-		       !read_exact(fd, greeting, sizeof greeting, cjc_now_ms() + wait_ms) &&
+	bool greeted = up && !read_exact(fd, greeting, sizeof greeting, cjc_now_ms() + wait_ms) &&
 		       !memcmp(greeting, "CJCH", 4) && !memcmp(greeting + 4, &version, 4);
 	if (!up && !busy)
 		start_helper(u, dir, name);
@@ -410,7 +291,7 @@ static int reach_helper(const struct cjc_remote_url *given)
 	cjc_buf_release(&news);
 	if (dir < 0)
 		return -1;
-	if (!helper_key(dir, key)) {
+	if (!cjc_helperproc_key(dir, key)) {
 		struct cjc_remote_url u = *given;
 		char name[CJC_HEX_LEN + 1];
 		u.bearer_token_file = absolute(given->bearer_token_file);

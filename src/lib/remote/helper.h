@@ -90,9 +90,6 @@ void cjc_helper_allow(void);
  * user's secret there (32 bytes). */
 void cjc_helper_name(const struct cjc_remote_url *u, const unsigned char *key, char *name);
 
-/* Whether the peer of a unix socket is a process of this user's. */
-bool cjc_helper_peer_is_us(int fd);
-
 /* One get asked of the helper connected at fd (greeted): the store's
  * result (enum cjc_remote_result), its value in out (at most max bytes) or
  * its message in why; or CJC_HELPER_BROKEN when the helper failed or
