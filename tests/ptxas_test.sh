@@ -4,9 +4,11 @@
 # real ptxas and PTX that the real nvcc made.
 . "$(dirname "$0")/helpers.sh"
 
+# Beside nvcc, or the toolkit's where nvcc is a wrapper script elsewhere.
 REAL_PTXAS=${REAL_PTXAS:-$(dirname "$(readlink -f "$REAL_NVCC")")/ptxas}
+[ -x "$REAL_PTXAS" ] || REAL_PTXAS=/usr/local/cuda/bin/ptxas
 if [ ! -x "$REAL_PTXAS" ]; then
-	echo "ptxas not found beside $REAL_NVCC (set REAL_PTXAS): skipping" >&2
+	echo "ptxas not found beside $REAL_NVCC nor in /usr/local/cuda/bin (set REAL_PTXAS): skipping" >&2
 	exit 125
 fi
 GPU=sm_90a # Triton's --gpu-name on an H100
@@ -107,6 +109,8 @@ testQueriesPassThroughByteForByte() {
 	assertTrue "--version's messages" "cmp cjc.err plain.err"
 	assertTrue "--help's output" "cmp <(\"$CJC\" ptxas --help) <(\"$REAL_PTXAS\" --help)"
 	assertEquals "entries" 0 "$(entry_count)"
+	expect_stat uncacheable 0
+	expect_ptxas_runs 1 # --help, as given (the wrapper does not log --version)
 }
 
 testFailingPtxasPassesThroughAndPublishesNothing() {

@@ -10,7 +10,8 @@
  * build already had (ccache, say): cjc puts it in front of nvcc whenever
  * nvcc really runs.  Called as nvcc (a link named nvcc to cjc, ahead of the
  * toolkit on PATH: ccache's masquerade), cjc is `cjc nvcc`, with the first
- * nvcc on PATH that is not cjc itself.
+ * nvcc on PATH that is not cjc itself.  `cjc ptxas ARG...`, and cjc called
+ * as ptxas, assemble PTX through the cache (ptxas.h).
  */
 #include <errno.h>
 #include <limits.h>
