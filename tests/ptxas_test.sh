@@ -100,6 +100,16 @@ testChangedPtxOrOptionMisses() {
 	assertTrue "-fmad=false's cubin" "cmp c.cubin plain.cubin"
 }
 
+testAnotherPtxasMisses() {
+	"$CJC" ptxas --gpu-name=$GPU k.ptx -o a.cubin || fail
+	echo "# another build of ptxas" >>"$CJC_PTXAS"
+	"$CJC" ptxas --gpu-name=$GPU k.ptx -o b.cubin || fail
+	expect_ptxas_runs 2
+	expect_stat hits 0
+	"$CJC" ptxas --gpu-name=$GPU k.ptx -o c.cubin || fail
+	expect_ptxas_runs 2
+}
+
 testQueriesPassThroughByteForByte() {
 	"$CJC" ptxas --version >cjc.out 2>cjc.err
 	local got=$?
