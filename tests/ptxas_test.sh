@@ -110,6 +110,15 @@ testAnotherPtxasMisses() {
 	expect_ptxas_runs 2
 }
 
+testOutputThroughALinkIsWrittenByPtxas() {
+	"$CJC" ptxas --gpu-name=$GPU k.ptx -o first.cubin || fail
+	touch target.cubin && ln -s target.cubin link.cubin
+	"$CJC" ptxas --gpu-name=$GPU k.ptx -o link.cubin || fail
+	assertTrue "the link stays a link" "[ -L link.cubin ]"
+	assertTrue "ptxas wrote through it" "cmp target.cubin first.cubin"
+	expect_stat uncacheable 1
+}
+
 testQueriesPassThroughByteForByte() {
 	"$CJC" ptxas --version >cjc.out 2>cjc.err
 	local got=$?

@@ -248,8 +248,8 @@ static void parse(struct ptxas_job *j)
 		cjc_strvec_push(&j->key_args, "--output-named");
 		cjc_strvec_push(&j->key_args, j->output);
 	}
-	struct stat st;
-	if (!j->uncacheable && !stat(j->output, &st) && !S_ISREG(st.st_mode))
+	struct stat st; /* a link too: a hit's rename would replace it */
+	if (!j->uncacheable && !lstat(j->output, &st) && !S_ISREG(st.st_mode))
 		j->uncacheable = "the output is not a regular file";
 }
 
@@ -294,8 +294,7 @@ static void record_start(struct ptxas_job *j, const char *result, const char *re
 
 static void record_write(struct ptxas_job *j)
 {
-	if (j->record && j->have_store && !j->cfg.readonly &&
-	    cjc_journal_append(&j->store, j->record))
+	if (j->record && j->have_store && cjc_journal_append(&j->store, j->record))
 		cjc_log("cannot write the journal: %s", strerror(errno));
 	json_decref(j->record);
 	j->record = NULL;
