@@ -77,6 +77,9 @@ testMissThenHitServesPlainPtxasCubin() {
 	assertContains "-v's report replayed" "$(cat b.err)" "Used"
 	assertEquals "kind" ptxas "$("$CJC" ls --json | jq -r '.[0].kind')"
 	assertEquals "target" ptxas "$("$CJC" ls --json | jq -r '.[0].target')"
+	expect_why b.cubin "hit: served from entry"
+	assertContains "cjc why names ptxas" "$("$CJC" why b.cubin)" "of ptxas"
+	assertEquals "the journal's compiler" ptxas "$("$CJC" why --json b.cubin | jq -r .facts.compiler)"
 }
 
 testTritonCallFromTwoTemporaryNamesHits() {

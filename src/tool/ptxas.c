@@ -287,9 +287,14 @@ static void record_start(struct ptxas_job *j, const char *result, const char *re
 				   PTXAS_TARGET);
 	if (reason)
 		json_object_set_new(j->record, "reason", cjc_json_bytes(reason));
-	if (j->id.digest[0])
-		json_object_set_new(j->record, "facts",
-				    cjc_why_facts_nvrtc(j->key_args.v, j->key_args.n, &j->id));
+	if (!j->id.digest[0])
+		return;
+	/* NVRTC's facts (words and a library, no host compiler), but ptxas
+	 * reads the environment that nvcc's stages do */
+	json_t *facts = cjc_why_facts_nvrtc(j->key_args.v, j->key_args.n, &j->id);
+	json_object_set_new(facts, "compiler", json_string("ptxas"));
+	json_object_set_new(facts, "env", cjc_environment_json(j->env_set.v, j->env_set.n));
+	json_object_set_new(j->record, "facts", facts);
 }
 
 static void record_write(struct ptxas_job *j)
