@@ -2,6 +2,7 @@
  * cjc - the CudaJitCache command.
  *
  *     cjc [--target NAME] [--wrap PROG]... [--] COMPILER ARG...   compile through the cache
+ *     cjc ptxas ARG...                                          assemble PTX through it
  *     cjc SUBCOMMAND [OPTION...]                  inspect and maintain it
  *
  * A first word that is a subcommand (commands.h) is one; a compiler
