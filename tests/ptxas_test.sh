@@ -166,6 +166,8 @@ testNameInMessagesIsNotPublished() {
 	assertContains "ptxas's own warning, naming this input" "$(cat b.err)" "other.ptx"
 	assertEquals "entries" 0 "$(entry_count)"
 	expect_stat uncacheable 2
+	assertEquals "counted under its reason" 2 "$("$CJC" stats --json |
+		jq '.uncacheable_reasons["a file name reaches what ptxas made"]')"
 }
 
 testMasqueradeServesTritonThroughTritonPtxasPath() {

@@ -263,6 +263,15 @@ static void count(struct ptxas_job *j, enum cjc_counter what, uint64_t saved_ms)
 		cjc_log("cannot update the counters: %s", strerror(errno));
 }
 
+/* Counted uncacheable, and under its reason (stats/uncacheable). */
+static void count_uncacheable(struct ptxas_job *j, const char *reason)
+{
+	count(j, CJC_STAT_UNCACHEABLE, 0);
+	if (j->have_store &&
+	    cjc_stats_bump_named(&j->store, CJC_STATS_BY_REASON, reason, CJC_STAT_UNCACHEABLE, 0))
+		cjc_log("cannot update the counters: %s", strerror(errno));
+}
+
 static void count_event(void *ctx, enum cjc_counter what, uint64_t saved_ms)
 {
 	count(ctx, what, saved_ms);
@@ -611,7 +620,10 @@ static int compile_miss(struct ptxas_job *j)
 		bool published = !not_kept && !j->cfg.readonly && publish(j, &r, &rec);
 		cjc_log("miss for ptxas %s%s%s", j->input, not_kept ? ", not published: " : "",
 			not_kept ? not_kept : "");
-		count(j, not_kept ? CJC_STAT_UNCACHEABLE : CJC_STAT_MISSES, 0);
+		if (not_kept)
+			count_uncacheable(j, not_kept);
+		else
+			count(j, CJC_STAT_MISSES, 0);
 		record_start(j, not_kept ? "uncacheable" : "miss", not_kept ? not_kept : j->lookup);
 		json_object_set_new(j->record, "entry", json_string(rec.entry_key));
 		json_object_set_new(j->record, "published", json_boolean(published));
@@ -637,10 +649,7 @@ static const char *prepare(struct ptxas_job *j, struct cjc_buf *why)
 	const char *environment = cjc_key_env_uncacheable_in(&j->env, false);
 	const char *reason = j->uncacheable ? j->uncacheable : environment;
 	if (reason) {
-		count(j, CJC_STAT_UNCACHEABLE, 0);
-		if (cjc_stats_bump_named(&j->store, CJC_STATS_BY_REASON, reason,
-					 CJC_STAT_UNCACHEABLE, 0))
-			cjc_log("cannot update the counters: %s", strerror(errno));
+		count_uncacheable(j, reason);
 		record_start(j, "uncacheable", reason);
 		return reason;
 	}
