@@ -946,7 +946,9 @@ static void usage_of(FILE *out, const struct cjc_command *c)
 
 void cjc_usage(FILE *out)
 {
-	fprintf(out, "usage: cjc [--target NAME] [--wrap LAUNCHER]... [--] nvcc ARG...   compile through the cache\n"
+	fprintf(out, "usage: cjc [--target NAME] [--wrap LAUNCHER]... [--] nvcc ARG...   compile "
+		     "through the cache\n"
+		     "       cjc ptxas ARG...   assemble PTX through the cache (Triton's ptxas)\n"
 		     "       cjc SUBCOMMAND [OPTION...]\n\nsubcommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
 		if (commands[i].help)

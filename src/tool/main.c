@@ -2,6 +2,7 @@
  * cjc - the CudaJitCache command.
  *
  *     cjc [--target NAME] [--wrap PROG]... [--] COMPILER ARG...   compile through the cache
+ *     cjc ptxas ARG...                                          assemble PTX through it
  *     cjc SUBCOMMAND [OPTION...]                  inspect and maintain it
  *
  * A first word that is a subcommand (commands.h) is one; a compiler
@@ -10,7 +11,8 @@
  * build already had (ccache, say): cjc puts it in front of nvcc whenever
  * nvcc really runs.  Called as nvcc (a link named nvcc to cjc, ahead of the
  * toolkit on PATH: ccache's masquerade), cjc is `cjc nvcc`, with the first
- * nvcc on PATH that is not cjc itself.
+ * nvcc on PATH that is not cjc itself.  `cjc ptxas ARG...`, and cjc called
+ * as ptxas, assemble PTX through the cache (ptxas.h).
  */
 #include <errno.h>
 #include <limits.h>
@@ -20,11 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "launcher.h"
+#include "ptxas.h"
+#include "self.h"
 
 /*
  * The heap in 2 MB pages where the kernel gives them for the asking (THP
@@ -144,36 +147,11 @@ static int not_a_compiler(const char *word)
 	return 2;
 }
 
-/* The first `name` on PATH that is not this program (by device and inode,
- * so no link, however it is spelt, leads back here); NULL when none. */
-static char *find_beyond_self(const char *name)
-{
-	struct stat self, st;
-	const char *path = getenv("PATH");
-	if (stat("/proc/self/exe", &self) || !path)
-		return NULL;
-	for (const char *p = path;; p++) {
-		const char *end = strchrnul(p, ':');
-		char *dir = end == p ? strdup(".") : strndup(p, (size_t)(end - p));
-		char *candidate = NULL;
-		if (dir && asprintf(&candidate, "%s/%s", dir, name) < 0)
-			candidate = NULL;
-		free(dir);
-		if (candidate && !stat(candidate, &st) && S_ISREG(st.st_mode) &&
-		    !access(candidate, X_OK) && (st.st_dev != self.st_dev || st.st_ino != self.st_ino))
-			return candidate;
-		free(candidate);
-		if (!*end)
-			return NULL;
-		p = end;
-	}
-}
-
 /* Called as nvcc: `cjc nvcc ARG...` with the nvcc cjc stands in front of. */
 static int masquerade(int argc, char **argv)
 {
 	const char *name = base_name(argv[0]);
-	char *real = find_beyond_self(name);
+	char *real = cjc_self_find_beyond(name);
 	char *none[] = { NULL };
 	if (!real) {
 		fprintf(stderr, "cjc: called as %s, but no %s other than cjc itself is on PATH: put "
@@ -197,6 +175,8 @@ int main(int argc, char **argv)
 	mallopt(M_ARENA_MAX, 1);
 #endif
 	heap_in_huge_pages();
+	if (argc >= 1 && cjc_ptxas_named(base_name(argv[0])))
+		return cjc_ptxas(argc, argv);
 	if (argc >= 1 && known_compiler(base_name(argv[0]), true))
 		return masquerade(argc, argv);
 	if (argc < 2) {
@@ -223,6 +203,8 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	if (i < argc && cjc_ptxas_named(base_name(argv[i])))
+		return cjc_ptxas(argc - i, argv + i);
 	if (i >= argc || !is_compiler(argv[i]))
 		return not_a_compiler(i < argc ? argv[i] : "");
 	wrap[nwrap] = NULL;

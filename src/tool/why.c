@@ -34,9 +34,13 @@ static const char *jit_name(const char *path)
 	return cjc_starts_with(path, dir) ? path + strlen(dir) : NULL;
 }
 
-/* The record's compiler, for the words: NVRTC for the JIT's NVRTC compiles. */
+/* The record's compiler, for the words: NVRTC for the JIT's NVRTC compiles,
+ * ptxas for `cjc ptxas`'s (ptxas.h). */
 static const char *compiler_word(json_t *r)
 {
+	const char *f = json_string_value(json_object_get(json_object_get(r, "facts"), "compiler"));
+	if (f && !strcmp(f, "ptxas"))
+		return "ptxas";
 	const char *c = json_string_value(json_object_get(json_object_get(r, "jit"), "compiler"));
 	if (c && !strcmp(c, "nvrtc-shim"))
 		return "NVRTC";
