@@ -177,13 +177,13 @@ cjc_nvcc() {
 # runs, nor the JIT's preprocessing of a miss (nvcc.c: preprocessed_names).
 nvcc_compiles() {
 	[ -f "$NVCC_LOG" ] || { echo 0; return; }
-	grep -v -- '--version' "$NVCC_LOG" | grep -vc -- '-E -o .*/preprocessed\.ii$' || true
+	grep -av -- '--version' "$NVCC_LOG" | grep -avc -- '-E -o .*/preprocessed\.ii$' || true
 }
 
 # nvcc_preprocesses: the JIT's preprocessing runs of the counting nvcc.
 nvcc_preprocesses() {
 	[ -f "$NVCC_LOG" ] || { echo 0; return; }
-	grep -c -- '-E -o .*/preprocessed\.ii$' "$NVCC_LOG" || true
+	grep -ac -- '-E -o .*/preprocessed\.ii$' "$NVCC_LOG" || true
 }
 
 # jit ARGS...: the JIT library's test driver (tests/jit/jit_cli.c; ctest sets
