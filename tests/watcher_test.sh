@@ -58,13 +58,19 @@ lines_of() { grep "\[$1\]" "$CJC_LOG"; }
 # most 30 compiles: a state, not a time.  With "strace", once the helper
 # is up, each compile runs under strace -f (which would wait for a helper
 # the compile started), its stats in $TEST_DIR/stats.
+# traced CMD...: CMD under strace -f, its stats in $TEST_DIR/stats
+# (LeakSanitizer cannot run under ptrace: off for a sanitized cjc).
+traced() {
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f -e trace=newfstatat,statx,stat,lstat -o "$TEST_DIR/stats" "$@"
+}
+
 compile_until_vouched() {
 	local i pid
 	[ "${1:-}" != strace ] || compile_until_vouched || return 1
 	for i in $(seq 30); do
 		if [ "${1:-}" = strace ]; then
-			strace -f -e trace=newfstatat,statx,stat,lstat -o "$TEST_DIR/stats" \
-				"$CJC" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH || return 1
+			traced "$CJC" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH || return 1
 			pid=$(head -1 "$TEST_DIR/stats" | cut -d' ' -f1)
 		else
 			compile || return 1
@@ -85,8 +91,7 @@ plain_cubin() {
 
 testAHitTheHelperVouchesForStatsNoHeader() {
 	compile || fail "miss"
-	CJC_WATCHER=false strace -f -e trace=newfstatat,statx,stat,lstat -o "$TEST_DIR/stats" \
-		"$CJC" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH || fail "hit by stat"
+	CJC_WATCHER=false traced "$CJC" "$NVCC" --cubin k.cu -o k.cubin -arch=$ARCH || fail "hit by stat"
 	local by_stat
 	by_stat=$(header_stats)
 	assertTrue "a hit by stat stats each of the $HEADERS headers ($by_stat)" \
