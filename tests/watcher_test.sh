@@ -159,6 +159,22 @@ testAStoppedHelperIsNotWaitedFor() {
 	assert_same_devcode k.cubin plain.cubin
 }
 
+# The helper keeps nothing open in the file systems it watches: a mount
+# that holds a record's headers can be unmounted while the helper lives.
+testTheHelperDoesNotHoldAMountBusy() {
+	if [ "$(id -u)" != 0 ]; then
+		startSkipping
+		return
+	fi
+	mkdir inc3 && cp inc1/* inc3/ && mount --bind inc3 inc1 || fail "bind mount"
+	compile || fail "miss"
+	compile_until_vouched || fail "the helper never vouched"
+	umount inc1
+	assertEquals "unmounted while the helper lives" 0 $?
+	mountpoint -q inc1 && umount -l inc1
+	assertTrue "the helper lives" "kill -0 $(helper_pid)"
+}
+
 # A socket at the helper's name whose listener is another user's is not
 # used, and the user is told once (once.h).
 testASocketAnotherUserMadeIsNotUsed() {

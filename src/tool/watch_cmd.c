@@ -120,7 +120,9 @@ static void take(const char *cwd, struct cjc_manifest_record *rec)
 	if (!g)
 		return;
 	cjc_filehash_recheck(); /* what was remembered may have changed */
-	if (!cjc_manifest_record_holds(rec))
+	bool holds = cjc_manifest_record_holds(rec);
+	cjc_filehash_forget(); /* its directories closed: no mount is held busy */
+	if (!holds)
 		return;
 	struct mark *m = slot_of(digest);
 	memcpy(m->digest, digest, CJC_DIGEST_LEN);
