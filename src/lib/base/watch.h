@@ -16,7 +16,8 @@
  * generation is G: a change after the watch is an event, and the check
  * after it saw any change before.  Not seen, by inotify or anything else
  * the kernel offers: a write through a shared memory mapping (mmap) of a
- * file while the writer keeps it open (its close is an event).
+ * file, whether or not the writer still has it open (a review wrote
+ * through a mapping whose descriptor was closed first: no event at all).
  *
  * A directory on a file system whose changes may come from another machine
  * (any but the local kinds of watch.c: NFS, FUSE, a host's read-only
