@@ -46,6 +46,7 @@
 #include "keys/place.h"
 #include "keys/rules.h"
 #include "once.h"
+#include "output.h"
 #include "remote/helper.h"
 #include "remote/remote.h"
 #include "store/evict.h"
@@ -255,14 +256,6 @@ static int write_user_depfile(struct job *j, const struct cjc_dep *deps, size_t 
 	return rc;
 }
 
-static void replay(const struct cjc_buf *out, const struct cjc_buf *err)
-{
-	if (out->len)
-		(void)!cjc_write_all(1, out->data, out->len);
-	if (err->len)
-		(void)!cjc_write_all(2, err->data, err->len);
-}
-
 static char *artifact_name(const struct job *j)
 {
 	return cjc_xasprintf("output.%s", cjc_kind_ext(j->c.kind));
@@ -328,7 +321,7 @@ static int deliver(void *ctx, const struct cjc_entry *e, const struct cjc_manife
 	else
 		cjc_tempfile_remove(tmp);
 	if (!result)
-		replay(&out, &err);
+		cjc_replay(&out, &err);
 	j->served_meta = e->meta ? "parsed" : e->unread ? "recognised by its stamp" : "recognised by its hash";
 	free(tmp);
 	free(name);
@@ -731,7 +724,7 @@ static int compile_miss(struct job *j)
 	char *uncacheable = NULL; /* a time macro (miss.h) */
 	int rc = run_nvcc(j, &r);
 	if (!rc && r.status != 0) {
-		replay(&r.out, &r.err);
+		cjc_replay(&r.out, &r.err);
 		count(j, CJC_STAT_COMPILE_FAILED, 0);
 		record_start(j, "failed", NULL);
 		rc = r.status;
@@ -767,7 +760,7 @@ static int compile_miss(struct job *j)
 	}
 	if (!spilled)
 		cjc_tempfile_forget(r.tmp_out);
-	replay(&r.out, &r.err);
+	cjc_replay(&r.out, &r.err);
 	warn_no_sass(j);
 	if (published && remote_only(j))
 		published = cjc_remote_publish_staged(j->remotes, &j->staged, rec.entry_key,

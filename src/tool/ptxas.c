@@ -27,6 +27,7 @@
 #include "keys/filehash.h"
 #include "keys/key.h"
 #include "keys/metadata.h"
+#include "output.h"
 #include "self.h"
 #include "store/identity.h"
 #include "store/journal.h"
@@ -397,14 +398,6 @@ static int write_output(const struct ptxas_job *j, const struct cjc_buf *data, s
 	return rc;
 }
 
-static void replay(const struct cjc_buf *out, const struct cjc_buf *err)
-{
-	if (out->len)
-		(void)!cjc_write_all(1, out->data, out->len);
-	if (err->len)
-		(void)!cjc_write_all(2, err->data, err->len);
-}
-
 /* lookup.h's deliver: the cubin where -o says, then ptxas's messages. */
 static int deliver(void *ctx, const struct cjc_entry *e, const struct cjc_manifest_record *rec,
 		   struct cjc_buf *why)
@@ -422,7 +415,7 @@ static int deliver(void *ctx, const struct cjc_entry *e, const struct cjc_manife
 	else if (write_output(j, &cubin, why))
 		rc = CJC_LOOKUP_UNWRITTEN;
 	else
-		replay(&out, &err);
+		cjc_replay(&out, &err);
 	cjc_buf_release(&cubin);
 	cjc_buf_release(&out);
 	cjc_buf_release(&err);
@@ -605,7 +598,7 @@ static int compile_miss(struct ptxas_job *j)
 	struct cjc_dep dep;
 	record_of(j, &rec, &dep);
 	run_real(j, &r);
-	replay(&r.out, &r.err);
+	cjc_replay(&r.out, &r.err);
 	if (r.status < 0) {
 		fprintf(stderr, "cjc: cannot run %s: %s\n", j->argv[0], strerror(errno));
 		count(j, CJC_STAT_ERRORS, 0);
