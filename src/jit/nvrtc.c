@@ -267,12 +267,11 @@ static const char *uncacheable_request(const struct cjc_jit_request *req,
 	if (cjc_rules_time_macro(req->code, req->code ? strlen(req->code) : 0, false))
 		return "the code names __DATE__, __TIME__ or __TIMESTAMP__ (NVRTC ignores "
 		       "SOURCE_DATE_EPOCH)";
-	for (size_t i = 0; i < options->n; i++)
-		if (cjc_rules_stage_options_file(options->v[i]))
-			return "an option names a stage's options file, whose contents are not keyed";
-	if (cjc_rules_time_macro_words(options->v, options->n, false))
-		return "an option names __DATE__, __TIME__ or __TIMESTAMP__ (NVRTC ignores "
-		       "SOURCE_DATE_EPOCH)";
+	for (size_t i = 0; i < options->n; i++) {
+		const char *why = cjc_rules_nvrtc_option(options->v[i]);
+		if (why)
+			return why;
+	}
 	return cjc_key_env_uncacheable_in(env, true);
 }
 

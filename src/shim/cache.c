@@ -134,23 +134,12 @@ static bool names_clock(const char *text)
 /* Why a request cannot be cached, before anything is looked up; or NULL. */
 static const char *unkeyable_request(const struct shim_job *s)
 {
-	static const char *const writers[] = { "-pch", "--pch", "--create-pch", "--use-pch",
-					       "--pch-dir", "-time", "--time", "--fdevice-time-trace",
-					       "-fdevice-time-trace" };
 	for (int i = 0; i < s->noptions; i++) {
-		const char *o = s->options[i];
-		if (!o)
+		if (!s->options[i])
 			return "an option is NULL";
-		for (size_t k = 0; k < sizeof writers / sizeof *writers; k++)
-			if (cjc_starts_with(o, writers[k]))
-				return "an option reads or writes files of its own (precompiled headers, "
-				       "timings)";
-		if (!strcmp(o, "native") || cjc_ends_with(o, "=native"))
-			return "an option names the GPU of this machine (native)";
-		if (names_clock(o))
-			return "an option names __DATE__, __TIME__ or __TIMESTAMP__";
-		if (cjc_rules_stage_options_file(o))
-			return "an option names a stage's options file, whose contents are not keyed";
+		const char *why = cjc_rules_nvrtc_option(s->options[i]);
+		if (why)
+			return why;
 	}
 	if (names_clock(s->p->source))
 		return "the source names __DATE__, __TIME__ or __TIMESTAMP__";

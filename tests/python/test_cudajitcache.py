@@ -304,6 +304,21 @@ def test_nvrtc_repeats_from_memory_only_where_its_headers_still_hold(tmp_path, m
     assert shadowed.data != edited.data
 
 
+def test_nvrtc_options_that_write_files_are_not_cached(tmp_path, monkeypatch):
+    """An NVRTC option that writes a file of its own compiles every time:
+    nothing is kept, nothing served.  Two things refuse it, the rule
+    (rules.h, the shim's too) and the watch of NVRTC's file calls (a
+    write is unkeyable); this test cannot tell which."""
+    monkeypatch.setenv("PYJIT_JIT_COMPILER", "nvrtc")
+    monkeypatch.chdir(tmp_path)
+    opts = ["--time=timing.csv"]
+    with cudajitcache.Jit("PYJIT") as jit:
+        first = jit.compile(KERNEL, arch=ARCH, name="add_one.cu", options=opts)
+        again = jit.compile(KERNEL, arch=ARCH, name="add_one.cu", options=opts)
+    assert (first.hit, again.hit, first.key, again.key) == (False, False, "", "")
+    assert first.data == again.data and (tmp_path / "timing.csv").exists()
+
+
 def test_the_hook_callback_keeps_an_exception_for_compile(jit):
     # what the C side will call, called here directly: an exception must not
     # cross the C frames; it fails the compile (1) and compile() raises it

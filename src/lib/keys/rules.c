@@ -153,6 +153,26 @@ bool cjc_rules_stage_options_file(const char *word)
 	return part_starts(word, files, sizeof files / sizeof *files);
 }
 
+const char *cjc_rules_nvrtc_option(const char *word)
+{
+	static const char *const writers[] = {
+		"-pch",  "--pch",  "--create-pch",         "--use-pch",           "--pch-dir",
+		"-time", "--time", "--fdevice-time-trace", "-fdevice-time-trace",
+	};
+	for (size_t k = 0; k < sizeof writers / sizeof *writers; k++)
+		if (cjc_starts_with(word, writers[k]))
+			return "an option reads or writes files of its own (precompiled headers, "
+			       "timings)";
+	if (!strcmp(word, "native") || cjc_ends_with(word, "=native"))
+		return "an option names the GPU of this machine (native)";
+	if (cjc_rules_stage_options_file(word))
+		return "an option names a stage's options file, whose contents are not keyed";
+	if (cjc_rules_time_macro(word, strlen(word), false))
+		return "an option names __DATE__, __TIME__ or __TIMESTAMP__ (NVRTC ignores "
+		       "SOURCE_DATE_EPOCH)";
+	return NULL;
+}
+
 bool cjc_rules_host_include(const char *word)
 {
 	static const char *const includes[] = { "-I", "-iquote", "-isystem", "-idirafter", "-iprefix",

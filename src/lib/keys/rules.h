@@ -95,6 +95,12 @@ bool cjc_rules_may_include(const char *text, size_t len);
  *                                 -imacros): what it shadows is not followed
  */
 bool cjc_rules_stage_options_file(const char *word);
+/* Why an NVRTC option word makes the compile uncacheable, or NULL: NVRTC
+ * reads or writes files of its own for it (precompiled headers, timings),
+ * it names this machine's GPU (native), a stage's options file, or a time
+ * macro (NVRTC ignores SOURCE_DATE_EPOCH).  The JIT's NVRTC path and the
+ * shim both ask it of every option. */
+const char *cjc_rules_nvrtc_option(const char *word);
 bool cjc_rules_host_include(const char *word);
 
 /* Whether the source's path can reach the output (above): texts[0] is the
