@@ -29,7 +29,8 @@
 #define KEY_LEN CJC_HELPERPROC_KEY_LEN
 static int read_key(int dir, unsigned char key[KEY_LEN])
 {
-	int fd = openat(dir, KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO at the name is refused, never waited on */
+	int fd = openat(dir, KEY_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	bool ok = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
 		  !(st.st_mode & 077) && st.st_size == KEY_LEN && read(fd, key, KEY_LEN) == KEY_LEN;
@@ -45,8 +46,6 @@ int cjc_helperproc_key(int dir, unsigned char key[KEY_LEN])
 {
 	if (!read_key(dir, key))
 		return 0;
-	struct stat st;
-	bool damaged = !fstatat(dir, KEY_FILE, &st, AT_SYMLINK_NOFOLLOW);
 	char temp[64];
 	snprintf(temp, sizeof temp, KEY_FILE ".%d.%llx", (int)getpid(),
 		 (unsigned long long)cjc_wall_ns()); /* pids repeat across containers */
@@ -55,10 +54,12 @@ int cjc_helperproc_key(int dir, unsigned char key[KEY_LEN])
 		       write(fd, key, KEY_LEN) == KEY_LEN && !fsync(fd);
 	if (fd >= 0)
 		close(fd);
-	if (written && damaged)
+	/* the first one made stays; one that is there and still no key (not
+	 * another caller's, just linked) is damaged, and replaced */
+	bool damaged = written && linkat(dir, temp, dir, KEY_FILE, 0) && errno == EEXIST &&
+		       read_key(dir, key);
+	if (damaged)
 		(void)renameat(dir, temp, dir, KEY_FILE);
-	else if (written)
-		(void)linkat(dir, temp, dir, KEY_FILE, 0); /* the first one made stays */
 	if (fd >= 0)
 		(void)unlinkat(dir, temp, 0);
 	int rc = read_key(dir, key);
