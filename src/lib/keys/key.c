@@ -161,13 +161,6 @@ static bool usable_directory(const char *path)
 	return path[0] && !stat(path, &st) && S_ISDIR(st.st_mode) && !access(path, W_OK | X_OK);
 }
 
-const char *cjc_key_env_uncacheable(bool nvrtc)
-{
-	struct cjc_env e;
-	cjc_env_read(&e);
-	return cjc_key_env_uncacheable_in(&e, nvrtc);
-}
-
 const char *cjc_key_env_uncacheable_in(const struct cjc_env *e, bool nvrtc)
 {
 	for (size_t i = 0; i < cjc_env_count; i++) {

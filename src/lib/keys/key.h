@@ -78,11 +78,10 @@ void cjc_env_read(struct cjc_env *e);
 bool cjc_key_env_private(const char *name);
 /* Those KEYED variables that are set in e, as NAME=value, pushed onto env. */
 void cjc_key_environment(const struct cjc_env *e, struct cjc_strvec *env);
-/* Why the environment makes a compile uncacheable ("COMPILER_PATH is set:
- * gcc's program search is not keyed"), or NULL; a static string.  nvrtc:
- * an NVRTC compile's, by the variables NVRTC reads alone. */
-const char *cjc_key_env_uncacheable(bool nvrtc);
-/* The same over an environment already read (cjc_env_read). */
+/* Why the environment e (cjc_env_read) makes a compile uncacheable
+ * ("COMPILER_PATH is set: gcc's program search is not keyed"), or NULL; a
+ * static string.  nvrtc: an NVRTC compile's, by the variables NVRTC reads
+ * alone. */
 const char *cjc_key_env_uncacheable_in(const struct cjc_env *e, bool nvrtc);
 /* The words of a flags variable (INCLUDES, ...) as nvcc splits them: blanks
  * separate, double and single quotes group; -1 when the value holds a
