@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/dl.h"
+#include "base/oom.h"
 #include "jit_internal.h"
 
 typedef int CUresult;
@@ -191,8 +192,8 @@ static int ensure_context(struct cjc_jit *h, struct driver *d)
 	return r ? jit_fail(h, "no CUDA context: %s", error_name(d, r)) : 0;
 }
 
-int cjc_jit_load(cjc_jit *h, const struct cjc_jit_result *res, const char *kernel,
-		 void **module, void **function)
+static int load(cjc_jit *h, const struct cjc_jit_result *res, const char *kernel, void **module,
+		void **function)
 {
 	jit_clear_error(h);
 	struct driver *d = driver_of(h);
@@ -220,7 +221,7 @@ int cjc_jit_load(cjc_jit *h, const struct cjc_jit_result *res, const char *kerne
 	return 0;
 }
 
-int cjc_jit_unload(cjc_jit *h, void *module)
+static int unload(cjc_jit *h, void *module)
 {
 	jit_clear_error(h);
 	struct driver *d = driver_of(h);
@@ -230,8 +231,55 @@ int cjc_jit_unload(cjc_jit *h, void *module)
 	return r ? jit_fail(h, "cuModuleUnload failed: %s", error_name(d, r)) : 0;
 }
 
+/* The public calls, under a guard (base/oom.h, jit.c). */
+struct driver_call {
+	cjc_jit *h;
+	const struct cjc_jit_result *res;
+	const char *name; /* a kernel's, or a symbol's */
+	void *module, **function, *symbol;
+};
+
+static int load_call(void *ctx)
+{
+	struct driver_call *c = ctx;
+	return load(c->h, c->res, c->name, &c->module, c->function);
+}
+
+int cjc_jit_load(cjc_jit *h, const struct cjc_jit_result *res, const char *kernel, void **module,
+		 void **function)
+{
+	struct driver_call c = { .h = h, .res = res, .name = kernel, .function = function };
+	int rc = cjc_oom_run(load_call, &c);
+	if (rc == CJC_OOM_RAN_OUT)
+		return jit_out_of_memory(h);
+	if (!rc)
+		*module = c.module;
+	return rc;
+}
+
+static int unload_call(void *ctx)
+{
+	struct driver_call *c = ctx;
+	return unload(c->h, c->module);
+}
+
+int cjc_jit_unload(cjc_jit *h, void *module)
+{
+	struct driver_call c = { .h = h, .module = module };
+	int rc = cjc_oom_run(unload_call, &c);
+	return rc == CJC_OOM_RAN_OUT ? jit_out_of_memory(h) : rc;
+}
+
+static int symbol_call(void *ctx)
+{
+	struct driver_call *c = ctx;
+	struct driver *d = driver_of(c->h);
+	c->symbol = d ? dlsym(d->lib, c->name) : NULL;
+	return 0;
+}
+
 void *cjc_jit_driver_symbol(cjc_jit *h, const char *name)
 {
-	struct driver *d = driver_of(h);
-	return d ? dlsym(d->lib, name) : NULL;
+	struct driver_call c = { .h = h, .name = name };
+	return cjc_oom_run(symbol_call, &c) == CJC_OOM_RAN_OUT ? NULL : c.symbol;
 }

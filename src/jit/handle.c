@@ -26,6 +26,7 @@
 
 #include "base/fs.h"
 #include "base/log.h"
+#include "base/oom.h"
 #include "base/run.h"
 #include "compile/diagnostics.h"
 #include "jit_internal.h"
@@ -56,12 +57,12 @@ void jit_lock(struct cjc_jit *h)
 		pthread_mutex_init(&h->lock, NULL);
 		h->forks = now;
 	}
-	pthread_mutex_lock(&h->lock);
+	cjc_oom_lock(&h->lock);
 }
 
 void jit_unlock(struct cjc_jit *h)
 {
-	pthread_mutex_unlock(&h->lock);
+	cjc_oom_unlock(&h->lock);
 }
 
 unsigned jit_fork_generation(void)
@@ -83,15 +84,31 @@ int jit_fail(struct cjc_jit *h, const char *fmt, ...)
 	return -1;
 }
 
+/* The handle whose last call on this thread ran out of memory: its error,
+ * which then needs no memory. */
+static __thread const struct cjc_jit *ran_out;
+
 void jit_clear_error(struct cjc_jit *h)
 {
 	char *msg = pthread_getspecific(h->error_key);
 	if (msg)
 		msg[0] = '\0';
+	if (ran_out == h)
+		ran_out = NULL;
+}
+
+int jit_out_of_memory(struct cjc_jit *h)
+{
+	if (h)
+		jit_clear_error(h);
+	ran_out = h;
+	return -1;
 }
 
 const char *cjc_jit_error(const cjc_jit *jit)
 {
+	if (jit && ran_out == jit)
+		return "out of memory: the call was abandoned";
 	const char *msg = jit ? pthread_getspecific(jit->error_key) : NULL;
 	return msg ? msg : "";
 }

@@ -28,6 +28,7 @@
 
 #include "base/fs.h"
 #include "base/log.h"
+#include "base/oom.h"
 #include "base/run.h"
 #include "compile/diagnostics.h"
 #include "jit_internal.h"
@@ -58,7 +59,7 @@ static void warn_unknown(const cjc_jit *h, const char *prefix)
 /* Settings only: the store, NVRTC and the driver wait for their first use
  * (jit_store_ready, nvrtc.c, driver.c), so that a program that opens a
  * handle and never compiles leaves nothing on disk. */
-cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
+static cjc_jit *open_handle(const char *prefix, char *err, size_t errlen)
 {
 	struct cjc_buf why = CJC_BUF_INIT;
 	cjc_jit *h = cjc_xcalloc(1, sizeof *h);
@@ -85,12 +86,48 @@ cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
 	return h;
 }
 
+/*
+ * Every public call that allocates runs under a guard (base/oom.h): out of
+ * memory, its work is abandoned and it answers -1 (NULL), with "out of
+ * memory" as the error, instead of ending the caller's program.
+ */
+struct open_call {
+	const char *prefix;
+	char *err;
+	size_t errlen;
+	cjc_jit *h;
+};
+
+static int open_call(void *ctx)
+{
+	struct open_call *c = ctx;
+	c->h = open_handle(c->prefix, c->err, c->errlen);
+	return 0;
+}
+
+cjc_jit *cjc_jit_open(const char *prefix, char *err, size_t errlen)
+{
+	struct open_call c = { prefix, err, errlen, NULL };
+	if (cjc_oom_run(open_call, &c) == CJC_OOM_RAN_OUT) {
+		fill_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	return c.h;
+}
+
+/* What close writes: the memory's hit counts, the remembered hashes. */
+static int flush_call(void *h)
+{
+	jit_memory_release_all(h); /* both take the lock: before it is destroyed */
+	jit_deps_save(h);
+	return 0;
+}
+
 void cjc_jit_close(cjc_jit *h)
 {
 	if (!h)
 		return;
-	jit_memory_release_all(h); /* both take the lock: before it is destroyed */
-	jit_deps_save(h);
+	(void)cjc_oom_run(flush_call, h); /* out of memory: counts lost, hashes found again */
 	free(pthread_getspecific(h->error_key));
 	pthread_setspecific(h->error_key, NULL);
 	pthread_key_delete(h->error_key);
@@ -131,7 +168,7 @@ static void name_source(struct jit_job *j)
 		json_object_set_new(j->meta, "hook", cjc_json_bytes(req->hook_id));
 }
 
-int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_jit_result *out)
+static int compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_jit_result *out)
 {
 	static const char *const exts[] = { [CJC_JIT_CUBIN] = "cubin", [CJC_JIT_FATBIN] = "fatbin",
 					    [CJC_JIT_PTX] = "ptx" };
@@ -174,26 +211,64 @@ int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_ji
 	return rc;
 }
 
+struct compile_call {
+	cjc_jit *h;
+	const struct cjc_jit_request *req;
+	struct cjc_jit_result *out;
+};
+
+static int compile_call(void *ctx)
+{
+	struct compile_call *c = ctx;
+	return compile(c->h, c->req, c->out);
+}
+
+int cjc_jit_compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_jit_result *out)
+{
+	struct compile_call c = { h, req, out };
+	int rc = cjc_oom_run(compile_call, &c);
+	if (rc != CJC_OOM_RAN_OUT)
+		return rc;
+	if (out)
+		memset(out, 0, sizeof *out); /* what it held is lost */
+	return jit_out_of_memory(h);
+}
+
+struct arch_call {
+	cjc_jit *h;
+	char *arch;
+	size_t len;
+};
+
+static int arch_call(void *ctx)
+{
+	struct arch_call *c = ctx;
+	jit_clear_error(c->h);
+	return jit_driver_arch(c->h, c->arch, c->len);
+}
+
 int cjc_jit_device_arch(cjc_jit *h, char *arch, size_t len)
 {
-	jit_clear_error(h);
-	return jit_driver_arch(h, arch, len);
+	struct arch_call c = { h, arch, len };
+	int rc = cjc_oom_run(arch_call, &c);
+	return rc == CJC_OOM_RAN_OUT ? jit_out_of_memory(h) : rc;
 }
 
 int cjc_jit_bytes_set(cjc_jit_bytes *out, const void *data, size_t size)
 {
-	if (!out || (!data && size) || size > JIT_OUTPUT_MAX)
-		return -1; /* as bounded as the compiler's own output */
+	if (!out)
+		return -1;
 	cjc_buf_reset(&out->buf);
-	cjc_buf_add(&out->buf, data, size);
-	out->set = true;
-	return 0;
+	/* in the caller's hook, which nothing may jump over (base/oom.h);
+	 * bounded as the compiler's own output */
+	out->set = (data || !size) && size <= JIT_OUTPUT_MAX &&
+		   cjc_buf_try_add(&out->buf, data, size);
+	out->failed = !out->set;
+	return out->set ? 0 : -1;
 }
 
-int cjc_jit_drop(cjc_jit *h, const char *key)
+static int drop(cjc_jit *h, const char *key)
 {
-	if (!h)
-		return -1;
 	jit_clear_error(h);
 	if (!key || strlen(key) != CJC_HEX_LEN || strspn(key, "0123456789abcdef") != CJC_HEX_LEN)
 		return jit_fail(h, "drop: %s is not an entry's key (64 hex digits)", key ? key : "NULL");
@@ -208,3 +283,22 @@ int cjc_jit_drop(cjc_jit *h, const char *key)
 	return 0;
 }
 
+struct drop_call {
+	cjc_jit *h;
+	const char *key;
+};
+
+static int drop_call(void *ctx)
+{
+	struct drop_call *c = ctx;
+	return drop(c->h, c->key);
+}
+
+int cjc_jit_drop(cjc_jit *h, const char *key)
+{
+	if (!h)
+		return -1;
+	struct drop_call c = { h, key };
+	int rc = cjc_oom_run(drop_call, &c);
+	return rc == CJC_OOM_RAN_OUT ? jit_out_of_memory(h) : rc;
+}

@@ -173,11 +173,15 @@ static inline bool jit_store_open(const struct cjc_jit *h)
 /* Empties this thread's error: each public call starts with it, so that
  * cjc_jit_error() describes the last call only. */
 void jit_clear_error(struct cjc_jit *h);
+/* A call's answer when its work was abandoned for want of memory (base/oom.h):
+ * -1, and the error says so without needing memory itself. */
+int jit_out_of_memory(struct cjc_jit *h);
 
 /* A post-compile hook's output (cjc_jit_bytes_set). */
 struct cjc_jit_bytes {
 	struct cjc_buf buf;
 	bool set;
+	bool failed; /* a cjc_jit_bytes_set() that could not keep the bytes */
 };
 
 /* ---- job.c ---- */

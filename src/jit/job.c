@@ -355,9 +355,14 @@ int jit_run_hook(struct jit_job *j, struct cjc_buf *data)
 {
 	if (!j->req->hook)
 		return 0;
-	struct cjc_jit_bytes kept = { CJC_BUF_INIT, false };
+	struct cjc_jit_bytes kept = { CJC_BUF_INIT, false, false };
 	int rc = j->req->hook(j->req->hook_ctx, data->data, data->len, &kept);
-	if (rc)
+	if (!rc && kept.failed)
+		jit_fail(j->h,
+			 "%s: the post-compile hook %s could not keep its bytes (too many, or "
+			 "out of memory); nothing was kept",
+			 j->name, j->req->hook_id);
+	else if (rc)
 		jit_fail(j->h, "%s: the post-compile hook %s failed (it returned %d); nothing was kept",
 			 j->name, j->req->hook_id, rc);
 	else if (kept.set) {
@@ -366,5 +371,5 @@ int jit_run_hook(struct jit_job *j, struct cjc_buf *data)
 		kept.buf = (struct cjc_buf)CJC_BUF_INIT;
 	}
 	cjc_buf_release(&kept.buf);
-	return rc ? -1 : 0;
+	return rc || kept.failed ? -1 : 0;
 }

@@ -364,8 +364,7 @@ static void run_command(const struct nvcc_job *n, const struct run *r, struct cj
 		cjc_strvec_pushv(argv, n->argv.v + 1, n->argv.n - 1);
 	for (size_t i = argv->n; i-- > 1;)
 		if (!strcmp(argv->v[i], keyed)) {
-			free(argv->v[i]);
-			argv->v[i] = cjc_xstrdup(r->w.source);
+			cjc_replace_string(&argv->v[i], r->w.source);
 			break;
 		}
 }
@@ -549,8 +548,7 @@ static void record_source_as_keyed(const char *keyed, const char *copy,
 {
 	for (size_t i = 0; i < rec->ndeps; i++)
 		if (!strcmp(rec->deps[i].path, copy)) {
-			free(rec->deps[i].path);
-			rec->deps[i].path = cjc_xstrdup(keyed);
+			cjc_replace_string(&rec->deps[i].path, keyed);
 		}
 	size_t dir = (size_t)(strrchr(copy, '/') - copy) + 1;
 	struct cjc_strvec kept = CJC_STRVEC_INIT;

@@ -202,8 +202,7 @@ static void dump_asm(struct jit_settings *s)
 		int i = both[k];
 		if (s->flag[i])
 			continue;
-		free(s->text[i]);
-		s->text[i] = cjc_xstrdup("1");
+		cjc_replace_string(&s->text[i], "1");
 		s->flag[i] = true;
 		s->origin[i] = s->origin[JIT_DUMP_ASM];
 	}

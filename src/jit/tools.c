@@ -29,12 +29,16 @@ struct jit_tools {
 	char *as;
 };
 
+/* to is whole or untouched (base/oom.h: an allocation may abandon it). */
 static void identity_copy(struct cjc_identity *to, const struct cjc_identity *from)
 {
+	char *path = cjc_xstrdup(from->path);
+	char *real = from->realpath ? cjc_xstrdup(from->realpath) : NULL;
+	char *version = from->version ? cjc_xstrdup(from->version) : NULL;
 	*to = *from;
-	to->path = cjc_xstrdup(from->path);
-	to->realpath = from->realpath ? cjc_xstrdup(from->realpath) : NULL;
-	to->version = from->version ? cjc_xstrdup(from->version) : NULL;
+	to->path = path;
+	to->realpath = real;
+	to->version = version;
 }
 
 static void forget(struct jit_tools *t)
@@ -81,31 +85,40 @@ static bool recall(struct cjc_jit *h, uint64_t gen, const struct tools_asked *a,
 static void keep(struct cjc_jit *h, uint64_t gen, const struct tools_asked *a,
 		 const struct jit_toolset *in)
 {
-	jit_lock(h);
-	if (!h->tools)
-		h->tools = cjc_xcalloc(1, sizeof *h->tools);
-	struct jit_tools *t = h->tools;
-	forget(t);
-	t->gen = gen;
-	t->nvcc_name = cjc_xstrdup(a->nvcc);
-	t->host_name = cjc_xstrdup(a->host);
-	t->cwd = cjc_xstrdup(a->cwd);
+	/* made whole before the handle sees it (base/oom.h) */
+	struct jit_tools t = { .gen = gen };
+	struct jit_tools *room = cjc_xcalloc(1, sizeof *room);
+	t.nvcc_name = cjc_xstrdup(a->nvcc);
+	t.host_name = cjc_xstrdup(a->host);
+	t.cwd = cjc_xstrdup(a->cwd);
 	const char *path = getenv("PATH");
-	t->path_env = path ? cjc_xstrdup(path) : NULL;
-	identity_copy(&t->nvcc, &in->nvcc);
-	identity_copy(&t->host, &in->host);
-	t->as = cjc_xstrdup(in->as);
+	t.path_env = path ? cjc_xstrdup(path) : NULL;
+	t.as = cjc_xstrdup(in->as);
+	identity_copy(&t.nvcc, &in->nvcc);
+	identity_copy(&t.host, &in->host);
+	jit_lock(h);
+	if (!h->tools) {
+		h->tools = room;
+		room = NULL;
+	}
+	struct jit_tools old = *h->tools;
+	*h->tools = t;
 	jit_unlock(h);
+	forget(&old);
+	free(room);
 }
 
 /* Whether this is the handle's first identification (and notes it). */
 static bool first_request(struct cjc_jit *h)
 {
+	struct jit_tools *room = cjc_xcalloc(1, sizeof *room);
 	jit_lock(h);
 	bool first = !h->tools;
 	if (first)
-		h->tools = cjc_xcalloc(1, sizeof *h->tools);
+		h->tools = room;
 	jit_unlock(h);
+	if (!first)
+		free(room);
 	return first;
 }
 

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/oom.h"
 #include "keys/key.h"
 #include "keys/rules.h"
 #include "seam.h"
@@ -71,7 +72,7 @@ static int identified; /* 0: not yet; 1: in identity; -1: cannot be */
  * stamps, else taken now (jit_nvrtc_identify). */
 static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct shim_nvrtc *n)
 {
-	pthread_mutex_lock(&identity_lock);
+	cjc_oom_lock(&identity_lock);
 	if (!identified) {
 		Dl_info info;
 		char real[PATH_MAX];
@@ -87,7 +88,7 @@ static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct sh
 			jit_note(h, "nvrtc shim: %s", why.data);
 		cjc_buf_release(&why);
 	}
-	pthread_mutex_unlock(&identity_lock);
+	cjc_oom_unlock(&identity_lock);
 	return identified > 0 ? &identity : NULL;
 }
 
@@ -123,6 +124,18 @@ struct shim_job {
 	struct cjc_manifest_record rec;
 	int64_t duration_ms;
 	struct cjc_env env; /* read once: the rules' and the key's */
+	struct shim_call *call;
+};
+
+/* A compile under the guard (base/oom.h): whether NVRTC itself compiled
+ * the program, and its answer, which stands if the rest is abandoned. */
+struct shim_call {
+	const struct shim_nvrtc *n;
+	struct shim_program *p;
+	int noptions;
+	const char *const *options;
+	bool compiled;
+	nvrtcResult rc;
 };
 
 /* Whether text names a time macro (rules.h: NVRTC ignores SOURCE_DATE_EPOCH). */
@@ -364,6 +377,8 @@ static nvrtcResult compile_miss(struct shim_job *s)
 	cjc_watch_begin(&w);
 	nvrtcResult rc = s->n->compile(s->p->real, s->noptions, s->options);
 	cjc_watch_end(&w);
+	s->call->compiled = true;
+	s->call->rc = rc;
 	s->duration_ms = cjc_now_ms() - t0;
 	if (rc != NVRTC_SUCCESS) {
 		jit_count(&s->j, CJC_STAT_COMPILE_FAILED, 0);
@@ -427,15 +442,26 @@ nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog,
 	return rc;
 }
 
-nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
-			 const char *const *options)
+/* NVRTC's compile, unwatched, within a cached one. */
+static nvrtcResult uncached(struct shim_call *c)
 {
+	c->rc = shim_compile_uncached(c->n, c->p->real, c->noptions, c->options);
+	c->compiled = true;
+	return c->rc;
+}
+
+static nvrtcResult compile(struct shim_call *c)
+{
+	const struct shim_nvrtc *n = c->n;
+	struct shim_program *p = c->p;
+	int noptions = c->noptions;
+	const char *const *options = c->options;
 	cjc_nvrtc_outputs_release(&p->out);
 	p->served = false;
 	pthread_once(&handle_once, open_handle);
 	if (!handle || noptions < 0 || (noptions && !options))
-		return shim_compile_uncached(n, p->real, noptions, options);
-	struct shim_job s = { .n = n, .p = p, .noptions = noptions, .options = options };
+		return uncached(c);
+	struct shim_job s = { .n = n, .p = p, .noptions = noptions, .options = options, .call = c };
 	job_start(&s);
 	cjc_env_read(&s.env);
 	const char *reason = unkeyable_request(&s);
@@ -445,9 +471,9 @@ nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int
 		if (jit_store_ready(handle))
 			jit_count(&s.j, CJC_STAT_UNCACHEABLE, 0);
 		jit_journal_uncacheable(&s.j, reason);
-		rc = shim_compile_uncached(n, p->real, noptions, options);
+		rc = uncached(c);
 	} else if (!jit_cacheable(&s.j) || !(s.id = identity_of(handle, n))) {
-		rc = shim_compile_uncached(n, p->real, noptions, options);
+		rc = uncached(c);
 	} else {
 		direct_key(&s);
 		if (lookup(&s)) {
@@ -459,4 +485,21 @@ nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int
 	}
 	job_release(&s);
 	return rc;
+}
+
+static int compile_call(void *ctx)
+{
+	struct shim_call *c = ctx;
+	c->rc = compile(c);
+	return 0;
+}
+
+nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
+			 const char *const *options)
+{
+	struct shim_call c = { n, p, noptions, options, false, NVRTC_SUCCESS };
+	if (cjc_oom_run(compile_call, &c) != CJC_OOM_RAN_OUT)
+		return c.rc;
+	p->served = false; /* NVRTC answers for its program */
+	return c.compiled ? c.rc : NVRTC_ERROR_OUT_OF_MEMORY;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/oom.h"
 #include "shim.h"
 
 /* ---- NVRTC itself: the library after the shim ---- */
@@ -74,34 +75,34 @@ static unsigned bucket(nvrtcProgram prog)
  * thread at a time (NVRTC's rule), so it is not locked once found. */
 static struct shim_program *find(nvrtcProgram prog)
 {
-	pthread_mutex_lock(&known_lock);
+	cjc_oom_lock(&known_lock);
 	struct known *k = known[bucket(prog)];
 	for (; k && k->p.real != prog; k = k->next)
 		;
-	pthread_mutex_unlock(&known_lock);
+	cjc_oom_unlock(&known_lock);
 	return k ? &k->p : NULL;
 }
 
 static void add(struct known *k)
 {
 	unsigned b = bucket(k->p.real);
-	pthread_mutex_lock(&known_lock);
+	cjc_oom_lock(&known_lock);
 	k->next = known[b];
 	known[b] = k;
-	pthread_mutex_unlock(&known_lock);
+	cjc_oom_unlock(&known_lock);
 }
 
 static void forget(nvrtcProgram prog)
 {
 	struct known *gone = NULL;
-	pthread_mutex_lock(&known_lock);
+	cjc_oom_lock(&known_lock);
 	for (struct known **k = &known[bucket(prog)]; *k; k = &(*k)->next)
 		if ((*k)->p.real == prog) {
 			gone = *k;
 			*k = gone->next;
 			break;
 		}
-	pthread_mutex_unlock(&known_lock);
+	cjc_oom_unlock(&known_lock);
 	if (!gone)
 		return;
 	free(gone->p.name);
@@ -121,7 +122,34 @@ __attribute__((constructor)) static void shim_init(void)
 	pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
 }
 
-/* ---- NVRTC's calls ---- */
+/* ---- NVRTC's calls ----
+ *
+ * The shim's own work in them runs under a guard (base/oom.h): out of
+ * memory, it is abandoned and NVRTC's answer stands, or the compile
+ * answers NVRTC_ERROR_OUT_OF_MEMORY. */
+
+struct create_call {
+	nvrtcProgram prog;
+	const char *src, *name;
+	int numHeaders;
+	const char *const *headers, *const *includeNames;
+};
+
+/* The program is known (add) only once whole. */
+static int create_call(void *ctx)
+{
+	const struct create_call *c = ctx;
+	struct known *k = cjc_xcalloc(1, sizeof *k);
+	k->p.real = c->prog;
+	k->p.name = cjc_xstrdup(c->name ? c->name : "default_program");
+	k->p.source = cjc_xstrdup(c->src);
+	for (int i = 0; i < c->numHeaders && c->headers && c->includeNames; i++) {
+		cjc_strvec_push(&k->p.header_names, c->includeNames[i] ? c->includeNames[i] : "");
+		cjc_strvec_push(&k->p.headers, c->headers[i] ? c->headers[i] : "");
+	}
+	add(k);
+	return 0;
+}
 
 nvrtcResult nvrtcCreateProgram(nvrtcProgram *prog, const char *src, const char *name,
 			       int numHeaders, const char *const *headers,
@@ -132,15 +160,8 @@ nvrtcResult nvrtcCreateProgram(nvrtcProgram *prog, const char *src, const char *
 	nvrtcResult rc = real.create(prog, src, name, numHeaders, headers, includeNames);
 	if (rc != NVRTC_SUCCESS || !src)
 		return rc;
-	struct known *k = cjc_xcalloc(1, sizeof *k);
-	k->p.real = *prog;
-	k->p.name = cjc_xstrdup(name ? name : "default_program");
-	k->p.source = cjc_xstrdup(src);
-	for (int i = 0; i < numHeaders && headers && includeNames; i++) {
-		cjc_strvec_push(&k->p.header_names, includeNames[i] ? includeNames[i] : "");
-		cjc_strvec_push(&k->p.headers, headers[i] ? headers[i] : "");
-	}
-	add(k);
+	struct create_call c = { *prog, src, name, numHeaders, headers, includeNames };
+	(void)cjc_oom_run(create_call, &c); /* out of memory: not known, compiled uncached */
 	return rc;
 }
 
@@ -159,8 +180,9 @@ nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char *name)
 		return NVRTC_ERROR_INTERNAL_ERROR;
 	nvrtcResult rc = real.add_name(prog, name);
 	struct shim_program *p = find(prog);
-	if (rc == NVRTC_SUCCESS && p && name)
-		cjc_strvec_push(&p->expressions, name);
+	/* a name it could not note: the program is compiled uncached */
+	if (rc == NVRTC_SUCCESS && p && name && !cjc_strvec_try_push(&p->expressions, name))
+		p->unnoted = true;
 	return rc;
 }
 
@@ -170,8 +192,8 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char *c
 	if (!n)
 		return NVRTC_ERROR_INTERNAL_ERROR;
 	struct shim_program *p = find(prog);
-	return p ? shim_compile(n, p, numOptions, options)
-		 : shim_compile_uncached(n, prog, numOptions, options);
+	return p && !p->unnoted ? shim_compile(n, p, numOptions, options)
+				: shim_compile_uncached(n, prog, numOptions, options);
 }
 
 /* The program when a compile of it was served from the cache; else NULL

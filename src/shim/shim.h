@@ -27,6 +27,7 @@ typedef cjc_nvrtc_result nvrtcResult;
 typedef cjc_nvrtc_program nvrtcProgram;
 
 #define NVRTC_SUCCESS CJC_NVRTC_SUCCESS
+#define NVRTC_ERROR_OUT_OF_MEMORY 1
 #define NVRTC_ERROR_INVALID_INPUT CJC_NVRTC_INVALID_INPUT
 #define NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID 10
 #define NVRTC_ERROR_INTERNAL_ERROR 11
@@ -47,12 +48,14 @@ struct shim_program {
 	char *source;
 	struct cjc_strvec header_names, headers;
 	struct cjc_strvec expressions;
+	bool unnoted; /* an expression could not be noted: never cached */
 	bool served;
 	struct cjc_nvrtc_outputs out;
 };
 
 /* cache.c: a compile through the cache: NVRTC's answer, having either
- * compiled p (served false) or filled p->out from an entry (served true). */
+ * compiled p (served false) or filled p->out from an entry (served true);
+ * out of memory before NVRTC compiled, NVRTC_ERROR_OUT_OF_MEMORY. */
 nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
 			 const char *const *options);
 /* cache.c: NVRTC's compile as if the shim were not there (its lookups not

@@ -477,19 +477,31 @@ void cjc_tempfile_add_at(int dirfd, const char *path)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
+	/* with signals blocked and the lock held, nothing here may be abandoned
+	 * (oom.h): a temporary that cannot be listed is removed by age, later */
 	pthread_mutex_lock(&temps_lock);
 	install_handlers();
-	if (ntemps == captemps) {
+	char *copy = strdup(path);
+	if (copy && ntemps == captemps) {
 		size_t cap = captemps ? captemps * 2 : 8;
-		struct tempfile *t = cjc_xcalloc(cap, sizeof *t);
-		if (ntemps)
+		struct tempfile *t = calloc(cap, sizeof *t);
+		if (t && ntemps)
 			memcpy(t, temps, ntemps * sizeof *t);
-		struct tempfile *old_temps = temps;
-		temps = t;
-		captemps = cap;
-		free(old_temps);
+		if (t) {
+			free(temps);
+			temps = t;
+			captemps = cap;
+		}
 	}
-	temps[ntemps].path = cjc_xstrdup(path);
+	if (!copy || ntemps == captemps) {
+		free(copy);
+		if (dup_fd >= 0)
+			close(dup_fd);
+		pthread_mutex_unlock(&temps_lock);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return;
+	}
+	temps[ntemps].path = copy;
 	temps[ntemps].dirfd = dup_fd;
 	temps[ntemps].dev = dev;
 	temps[ntemps].ino = ino;
@@ -516,24 +528,26 @@ static void drop(int dirfd, const char *path, bool remove)
 	dev_t dev;
 	ino_t ino;
 	identify(dirfd, &dev, &ino);
+	struct tempfile gone = { .path = NULL };
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	pthread_mutex_lock(&temps_lock);
+	pthread_mutex_lock(&temps_lock); /* nothing under it allocates (oom.h) */
 	for (size_t i = 0; i < ntemps; i++) {
 		if (temps[i].path && !strcmp(temps[i].path, path) && temps[i].dev == dev &&
 		    temps[i].ino == ino && (temps[i].dirfd == AT_FDCWD) == (dirfd == AT_FDCWD)) {
-			if (remove)
-				cjc_remove_tree_at(dirfd, temps[i].path);
-			if (temps[i].dirfd >= 0)
-				close(temps[i].dirfd);
-			free(temps[i].path);
+			gone = temps[i];
 			temps[i] = temps[--ntemps];
 			break;
 		}
 	}
 	pthread_mutex_unlock(&temps_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (gone.path && remove) /* no longer listed: a signal now leaves it to age */
+		cjc_remove_tree_at(dirfd, gone.path);
+	if (gone.path && gone.dirfd >= 0)
+		close(gone.dirfd);
+	free(gone.path);
 }
 
 void cjc_tempfile_remove_at(int dirfd, const char *path)

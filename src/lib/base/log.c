@@ -17,8 +17,7 @@ static mode_t log_mode = 0666;
 
 void cjc_log_setup(const char *path, bool debug)
 {
-	free(log_path);
-	log_path = path && *path ? cjc_xstrdup(path) : NULL;
+	cjc_replace_string(&log_path, path && *path ? path : NULL);
 	log_debug = debug;
 	/* the log is the user's file: the umask now, not the store's later */
 	mode_t mask = umask(0);

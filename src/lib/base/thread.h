@@ -17,8 +17,13 @@
  * that machine, loaded by another job: it first ran 0.15 to 0.5 ms later;
  * 0.3 to 7 ms with pthread_create alone).  Where the caller has only one
  * CPU, or that cannot be told, it is an ordinary pthread_create.  Returns
- * pthread_create's result; join the thread with pthread_join.  The new
- * thread starts with the caller's signal mask, as with pthread_create.
+ * pthread_create's result, or EAGAIN where the caller's guard (oom.h) has
+ * no room for another worker; join the thread with cjc_thread_join.  The
+ * new thread starts with the caller's signal mask, as with pthread_create.
+ *
+ * Started by a thread under a guard (oom.h), fn runs under a guard of its
+ * own: if it runs out of memory it is abandoned, and cjc_thread_join then
+ * abandons the joiner's work too, as if the joiner had run out.
  */
 #ifndef CJC_THREAD_H
 #define CJC_THREAD_H
@@ -26,5 +31,6 @@
 #include <pthread.h>
 
 int cjc_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+void cjc_thread_join(pthread_t thread);
 
 #endif

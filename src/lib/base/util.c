@@ -1,5 +1,7 @@
 #include "base/util.h"
 
+#include "base/oom.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +9,7 @@
 
 static void die_oom(size_t n)
 {
-	fprintf(stderr, "cjc: out of memory allocating %zu bytes\n", n);
-	exit(70);
+	cjc_oom_raise(n);
 }
 
 void *cjc_xmalloc(size_t n)
@@ -48,6 +49,13 @@ char *cjc_xstrndup(const char *s, size_t n)
 	return p;
 }
 
+void cjc_replace_string(char **s, const char *text)
+{
+	char *copy = text ? cjc_xstrdup(text) : NULL;
+	free(*s);
+	*s = copy;
+}
+
 char *cjc_xvasprintf(const char *fmt, va_list ap)
 {
 	struct cjc_buf b = CJC_BUF_INIT;
@@ -69,24 +77,44 @@ char *cjc_xasprintf(const char *fmt, ...)
 	return s;
 }
 
-void cjc_buf_grow(struct cjc_buf *b, size_t extra)
+bool cjc_buf_try_grow(struct cjc_buf *b, size_t extra)
 {
 	if (b->len + extra + 1 <= b->cap)
-		return;
+		return true;
+	if (extra > SIZE_MAX / 4 - b->len)
+		return false;
 	size_t cap = b->cap ? b->cap : 64;
 	while (cap < b->len + extra + 1)
 		cap *= 2;
-	b->data = cjc_xrealloc(b->data, cap);
+	char *data = realloc(b->data, cap);
+	if (!data)
+		return false;
+	b->data = data;
 	b->cap = cap;
+	return true;
 }
 
-void cjc_buf_add(struct cjc_buf *b, const void *p, size_t n)
+void cjc_buf_grow(struct cjc_buf *b, size_t extra)
 {
-	cjc_buf_grow(b, n);
+	if (!cjc_buf_try_grow(b, extra))
+		die_oom(b->len + extra);
+}
+
+bool cjc_buf_try_add(struct cjc_buf *b, const void *p, size_t n)
+{
+	if (!cjc_buf_try_grow(b, n))
+		return false;
 	if (n)
 		memcpy(b->data + b->len, p, n);
 	b->len += n;
 	b->data[b->len] = '\0';
+	return true;
+}
+
+void cjc_buf_add(struct cjc_buf *b, const void *p, size_t n)
+{
+	if (!cjc_buf_try_add(b, p, n))
+		die_oom(b->len + n);
 }
 
 void cjc_buf_adds(struct cjc_buf *b, const char *s)
@@ -239,14 +267,36 @@ unsigned cjc_table_hash(const char *s, size_t n)
 	return (unsigned)(h ^ h >> 32);
 }
 
-void cjc_strvec_pushn(struct cjc_strvec *sv, const char *s, size_t n)
+bool cjc_strvec_try_pushn(struct cjc_strvec *sv, const char *s, size_t n)
 {
 	if (sv->n + 2 > sv->cap) {
-		sv->cap = sv->cap ? sv->cap * 2 : 16;
-		sv->v = cjc_xrealloc(sv->v, sv->cap * sizeof(*sv->v));
+		size_t cap = sv->cap ? sv->cap * 2 : 16;
+		char **v = realloc(sv->v, cap * sizeof *v);
+		if (!v)
+			return false;
+		sv->v = v;
+		sv->cap = cap;
+		sv->v[sv->n] = NULL;
 	}
-	sv->v[sv->n++] = cjc_xstrndup(s, n);
+	char *copy = malloc(n + 1);
+	if (!copy)
+		return false;
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	sv->v[sv->n++] = copy;
 	sv->v[sv->n] = NULL;
+	return true;
+}
+
+bool cjc_strvec_try_push(struct cjc_strvec *sv, const char *s)
+{
+	return cjc_strvec_try_pushn(sv, s, strlen(s));
+}
+
+void cjc_strvec_pushn(struct cjc_strvec *sv, const char *s, size_t n)
+{
+	if (!cjc_strvec_try_pushn(sv, s, n))
+		die_oom(n);
 }
 
 void cjc_strvec_push(struct cjc_strvec *sv, const char *s)

@@ -6,8 +6,10 @@
  * owned strings, NULL-terminated so it can be handed to execv().
  *
  * Allocation failure is not an error these modules return: cjc_xmalloc() and
- * friends print a message and exit(70), as git's xmalloc does, because a
- * process that cannot allocate a few bytes cannot do anything useful.
+ * friends, and the buffers and vectors, hand it to oom.h, which ends the cjc
+ * program (exit 70, as git's xmalloc does) and abandons a library call's
+ * work (its guard answers "out of memory").  The cjc_*_try_* forms return
+ * false instead, for code that must not be abandoned (oom.h says where).
  *
  * Ownership: a buffer or vector owns its storage; release it with
  * cjc_buf_release() / cjc_strvec_clear().  cjc_buf_detach() hands the
@@ -28,6 +30,9 @@ char *cjc_xstrdup(const char *s);
 char *cjc_xstrndup(const char *s, size_t n);
 char *cjc_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *cjc_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* *s = a copy of text (NULL: NULL), the old one freed: after the copy is
+ * made, so that *s is never left freed (oom.h). */
+void cjc_replace_string(char **s, const char *text);
 
 struct cjc_buf {
 	char *data;
@@ -38,6 +43,8 @@ struct cjc_buf {
 
 void cjc_buf_grow(struct cjc_buf *b, size_t extra);
 void cjc_buf_add(struct cjc_buf *b, const void *p, size_t n);
+bool cjc_buf_try_grow(struct cjc_buf *b, size_t extra);
+bool cjc_buf_try_add(struct cjc_buf *b, const void *p, size_t n);
 void cjc_buf_adds(struct cjc_buf *b, const char *s);
 void cjc_buf_addf(struct cjc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cjc_buf_reset(struct cjc_buf *b);
@@ -86,6 +93,8 @@ struct cjc_strvec {
 
 void cjc_strvec_push(struct cjc_strvec *sv, const char *s);
 void cjc_strvec_pushn(struct cjc_strvec *sv, const char *s, size_t n);
+bool cjc_strvec_try_push(struct cjc_strvec *sv, const char *s);
+bool cjc_strvec_try_pushn(struct cjc_strvec *sv, const char *s, size_t n);
 void cjc_strvec_pushv(struct cjc_strvec *sv, char *const *v, size_t n);
 void cjc_strvec_clear(struct cjc_strvec *sv);
 bool cjc_strvec_contains(const struct cjc_strvec *sv, const char *s);

@@ -28,8 +28,7 @@ typedef int (*parse_fn)(const char *text, void *dst);
 static int parse_string(const char *text, void *dst)
 {
 	char **s = dst;
-	free(*s);
-	*s = cjc_xstrdup(text);
+	cjc_replace_string(s, text);
 	return 0;
 }
 
@@ -406,14 +405,13 @@ static void remote_off(struct cjc_config *cfg, const char *text, const char *ori
 		cjc_buf_adds(&why, "expected " CONTROL_CHARACTERS);
 	else
 		cjc_remote_check_setting(text ? text : "", &why);
+	char *problem = cjc_buf_detach(&why); /* before the free: base/oom.h */
 	free(cfg->remote_problem);
-	cfg->remote_problem = cjc_buf_detach(&why);
+	cfg->remote_problem = problem;
 	if (!cfg->remote_problem || !*cfg->remote_problem) {
-		free(cfg->remote_problem);
-		cfg->remote_problem = cjc_xstrdup("malformed");
+		cjc_replace_string(&cfg->remote_problem, "malformed");
 	}
-	free(cfg->remote);
-	cfg->remote = cjc_xstrdup("");
+	cjc_replace_string(&cfg->remote, "");
 	set_origin(cfg, CJC_SET_REMOTE, "", cjc_xasprintf("off: %s is malformed", origin));
 }
 
@@ -552,8 +550,9 @@ static void add_note(struct cjc_config *cfg, const char *fmt, ...)
 		cjc_buf_adds(&b, cfg->notes);
 	cjc_buf_adds(&b, line);
 	free(line);
+	char *notes = cjc_buf_detach(&b); /* before the free: base/oom.h */
 	free(cfg->notes);
-	cfg->notes = cjc_buf_detach(&b);
+	cfg->notes = notes;
 }
 
 #define UNTRUSTED "the file is not owned by you or root, or others can write it or link to it " \

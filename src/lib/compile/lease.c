@@ -11,6 +11,7 @@
 
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/oom.h"
 #include "base/util.h"
 #include "keys/manifest.h"
 #include "store/records.h"
@@ -107,6 +108,7 @@ static int local_lease(const struct cjc_lease_wait *w, struct cjc_lease *l, int6
 		pause_until(&pause, LOCAL_PAUSE_MAX_MS, deadline);
 	}
 	l->fd = fd;
+	cjc_oom_fd_held(fd);
 	if (!waited)
 		return 1;
 	note_wait(l, start, false);
@@ -264,8 +266,10 @@ void cjc_lease_release(struct cjc_lease *l)
 	if (l->remotes)
 		cjc_remote_lease_end(l->remotes, l->direct_key);
 	l->remotes = NULL;
-	if (l->fd >= 0)
+	if (l->fd >= 0) {
+		cjc_oom_fd_let_go(l->fd);
 		close(l->fd);
+	}
 	l->fd = -1;
 }
 

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/oom.h"
 #include "compile/got.h"
 
 static __thread struct cjc_watch *current;
@@ -34,13 +35,19 @@ static atomic_int nwatched;
 
 static void unkeyable(struct cjc_watch *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The recorder runs inside NVRTC's calls, which nothing may jump over
+ * (base/oom.h): it allocates with the C library's calls, and a compile
+ * whose reads it could not record is unkeyable for this reason. */
+static char out_of_memory[] = "out of memory while recording what NVRTC read";
+
 static void unkeyable(struct cjc_watch *w, const char *fmt, ...)
 {
 	if (w->unkeyable)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	w->unkeyable = cjc_xvasprintf(fmt, ap);
+	if (vasprintf(&w->unkeyable, fmt, ap) < 0)
+		w->unkeyable = out_of_memory;
 	va_end(ap);
 }
 
@@ -50,11 +57,11 @@ static void stray(const char *what, const char *path)
 {
 	if (ignored || !atomic_load(&nwatched))
 		return;
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	for (struct cjc_watch *w = watched; w; w = w->next)
 		unkeyable(w, "NVRTC %s %s on another thread during the compile", what,
 			  path ? path : "");
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 }
 
 static void found(struct cjc_watch *w, const char *path, const struct stat *st)
@@ -65,9 +72,14 @@ static void found(struct cjc_watch *w, const char *path, const struct stat *st)
 		unkeyable(w, "NVRTC looked at %s, which is not a regular file", path);
 		return;
 	}
-	w->stamps = cjc_xrealloc(w->stamps, (w->found.n + 1) * sizeof *w->stamps);
-	cjc_stamp_of(st, &w->stamps[w->found.n]);
-	cjc_strvec_push(&w->found, path);
+	struct cjc_stamp *stamps = realloc(w->stamps, (w->found.n + 1) * sizeof *w->stamps);
+	if (stamps)
+		w->stamps = stamps;
+	if (!stamps || !cjc_strvec_try_push(&w->found, path)) {
+		unkeyable(w, "%s", out_of_memory);
+		return;
+	}
+	cjc_stamp_of(st, &w->stamps[w->found.n - 1]);
 }
 
 /* After a call that looked path up: rc, and errno e when it failed. */
@@ -82,9 +94,10 @@ static void looked_up(const char *what, const char *path, int rc, int e, const s
 		return;
 	if (!rc)
 		found(w, path, st);
-	else if (e == ENOENT || e == ENOTDIR)
-		cjc_strvec_push(&w->absent, path);
-	else
+	else if (e == ENOENT || e == ENOTDIR) {
+		if (!cjc_strvec_try_push(&w->absent, path))
+			unkeyable(w, "%s", out_of_memory);
+	} else
 		unkeyable(w, "NVRTC %s %s: %s", what, path, strerror(e));
 }
 
@@ -398,10 +411,10 @@ const struct cjc_watch_table *cjc_watch_functions(void)
 void cjc_watch_begin(struct cjc_watch *w)
 {
 	memset(w, 0, sizeof *w);
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	w->next = watched;
 	watched = w;
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 	atomic_fetch_add(&nwatched, 1);
 	current = w;
 }
@@ -409,13 +422,13 @@ void cjc_watch_begin(struct cjc_watch *w)
 void cjc_watch_end(struct cjc_watch *w)
 {
 	current = NULL;
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	for (struct cjc_watch **p = &watched; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;
 			break;
 		}
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 	atomic_fetch_sub(&nwatched, 1);
 }
 
@@ -457,7 +470,8 @@ void cjc_watch_release(struct cjc_watch *w)
 	cjc_strvec_clear(&w->found);
 	cjc_strvec_clear(&w->absent);
 	free(w->stamps);
-	free(w->unkeyable);
+	if (w->unkeyable != out_of_memory)
+		free(w->unkeyable);
 	memset(w, 0, sizeof *w);
 }
 
@@ -502,7 +516,7 @@ static int bind_object(void *lib, struct cjc_buf *why)
 int cjc_watch_bind(void *lib, const char *also, struct cjc_buf *why)
 {
 	static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
-	pthread_mutex_lock(&bind_lock);
+	cjc_oom_lock(&bind_lock);
 	int rc = bind_object(lib, why);
 	if (!rc && also && !access(also, F_OK)) {
 		void *more = dlopen(also, RTLD_NOW | RTLD_LOCAL); /* stays loaded: NVRTC's own */
@@ -511,6 +525,6 @@ int cjc_watch_bind(void *lib, const char *also, struct cjc_buf *why)
 		else
 			rc = bind_object(more, why);
 	}
-	pthread_mutex_unlock(&bind_lock);
+	cjc_oom_unlock(&bind_lock);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/oom.h"
 #include "base/stamp.h"
 #include "base/thread.h"
 #include "base/util.h"
@@ -211,10 +212,10 @@ static int stat_in(struct dir_memo *d, const char *path, const char *base, struc
 {
 	if (!d || !*base)
 		return stat(path, st);
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	int fd = dir_open(d);
 	int e = errno;
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	errno = e;
 	return stat_at(fd, base, path, st);
 }
@@ -222,10 +223,10 @@ static int stat_in(struct dir_memo *d, const char *path, const char *base, struc
 /* dir_fd() under the lock. */
 static int dir_fd_locked(const char *path, const char **base)
 {
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	int fd = dir_fd(path, base);
 	int e = errno;
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	errno = e;
 	return fd;
 }
@@ -316,10 +317,10 @@ static void settle(struct memo *m, bool holds, const struct fresh *fresh)
 int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIGEST_LEN])
 {
 	struct seen seen;
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	struct memo *m = memo_of(path);
 	seen = (struct seen){ m->known, m->stamped, m->st, m->taken_ns };
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	bool holds = false;
 	struct fresh fresh = { 0 };
 	const char *base = NULL;
@@ -334,12 +335,12 @@ int cjc_filehash_get(const char *path, uint64_t *size, unsigned char sha[CJC_DIG
 	}
 	if (!seen.known && !holds)
 		hash_now(dirfd, base, path, &fresh);
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	settle(m, holds, &fresh);
 	int err = m->err;
 	*size = m->size;
 	memcpy(sha, m->sha, CJC_DIGEST_LEN);
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	if (err) {
 		errno = err;
 		return -1;
@@ -407,12 +408,12 @@ static struct work *work_of(char *const *paths, size_t n)
 static bool mostly_unhashed(char *const *paths, size_t n)
 {
 	size_t sample = n < PREFETCH_MIN ? n : PREFETCH_MIN, count = 0;
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	for (size_t i = 0; i < sample; i++) {
 		const struct memo *m = memo_of(paths[i * (n / sample)]);
 		count += !m->known && !m->stamped;
 	}
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	return 2 * count > sample;
 }
 
@@ -422,37 +423,37 @@ void cjc_filehash_prefetch(char *const *paths, size_t n)
 	size_t threads = cpus < 2 ? 1 : cpus > PREFETCH_THREADS ? PREFETCH_THREADS : (size_t)cpus;
 	if (n < PREFETCH_MIN || threads < 2 || !mostly_unhashed(paths, n))
 		return; /* a stat each is not worth a thread: measured slower */
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	struct prefetch p = { .w = work_of(paths, n), .n = n };
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	pthread_t t[PREFETCH_THREADS];
 	size_t started = 0;
 	while (started < threads - 1 && !cjc_thread_start(&t[started], prefetch_some, &p))
 		started++; /* with no thread at all, this one does all of it */
 	prefetch_some(&p);
 	for (size_t k = 0; k < started; k++)
-		pthread_join(t[k], NULL);
-	pthread_mutex_lock(&memo_lock);
+		cjc_thread_join(t[k]);
+	cjc_oom_lock(&memo_lock);
 	for (size_t k = 0; k < n; k++)
 		if (!p.w[k].seen.known)
 			settle(p.w[k].m, p.w[k].holds, &p.w[k].fresh);
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	free(p.w);
 }
 
 void cjc_filehash_recheck(void)
 {
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	for (unsigned b = 0; b < MEMO_BUCKETS; b++)
 		for (struct memo *m = buckets[b]; m; m = m->next)
 			m->known = false;
 	forget_dirs();
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 }
 
 void cjc_filehash_forget(void)
 {
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	for (unsigned b = 0; b < MEMO_BUCKETS; b++) {
 		while (buckets[b]) {
 			struct memo *m = buckets[b];
@@ -464,7 +465,7 @@ void cjc_filehash_forget(void)
 	cjc_strvec_clear(&shared_dirs);
 	dirty = shared_dirty = false;
 	reused = hashed = gone_by_stamp = 0;
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 }
 
 /* d with its stamp, taken once per process (lock held); NULL when it
@@ -582,7 +583,7 @@ static void note_absent(struct memo *m, struct dir_memo *d, const char *base)
  */
 bool cjc_filehash_absent(const char *path)
 {
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	const char *base;
 	struct dir_memo *d = dir_of(path, &base);
 	struct memo *m = NULL;
@@ -592,18 +593,18 @@ bool cjc_filehash_absent(const char *path)
 		gone = name_still_absent(m, d);
 	}
 	gone_by_stamp += gone;
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	if (gone)
 		return true;
 	struct stat st;
 	bool absent = stat_in(d, path, base, &st) && (errno == ENOENT || errno == ENOTDIR);
 	if (m) {
-		pthread_mutex_lock(&memo_lock);
+		cjc_oom_lock(&memo_lock);
 		if (absent)
 			note_absent(m, d, base);
 		else if (m->gone) /* it exists now: its record is stale */
 			m->gone = false, changed(m->path);
-		pthread_mutex_unlock(&memo_lock);
+		cjc_oom_unlock(&memo_lock);
 	}
 	return absent;
 }
@@ -661,10 +662,10 @@ static void decode_record(struct cjc_cursor *c)
 
 void cjc_filehash_decode(struct cjc_cursor *c, uint32_t count)
 {
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	for (uint32_t i = 0; i < count && !c->bad; i++)
 		decode_record(c);
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 }
 
 void cjc_filehash_decode_shared(struct cjc_cursor *c, uint32_t count)
@@ -687,9 +688,9 @@ static bool wanted(const char *path, bool inherited, bool shared)
 static bool encode(struct cjc_buf *records, uint32_t *count, bool *changes, bool shared)
 {
 	*count = 0;
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	if (!*changes) {
-		pthread_mutex_unlock(&memo_lock);
+		cjc_oom_unlock(&memo_lock);
 		return false;
 	}
 	for (unsigned b = 0; b < MEMO_BUCKETS; b++)
@@ -717,7 +718,7 @@ static bool encode(struct cjc_buf *records, uint32_t *count, bool *changes, bool
 			(*count)++;
 		}
 	*changes = false;
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 	return true;
 }
 
@@ -733,8 +734,8 @@ bool cjc_filehash_encode_shared(struct cjc_buf *records, uint32_t *count)
 
 void cjc_filehash_share_under(char *const *dirs, size_t n)
 {
-	pthread_mutex_lock(&memo_lock);
+	cjc_oom_lock(&memo_lock);
 	for (size_t i = 0; i < n; i++)
 		cjc_strvec_push(&shared_dirs, dirs[i]);
-	pthread_mutex_unlock(&memo_lock);
+	cjc_oom_unlock(&memo_lock);
 }

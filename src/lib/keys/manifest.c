@@ -200,8 +200,7 @@ static void rebase_record(struct cjc_manifest_record *r, const struct cjc_place 
 		rebase(&r->deps[i].path, r->root, place->root);
 	for (size_t i = 0; i < r->absent.n; i++)
 		rebase(&r->absent.v[i], r->root, place->root);
-	free(r->root);
-	r->root = cjc_xstrdup(place->root);
+	cjc_replace_string(&r->root, place->root);
 }
 
 long cjc_manifest_match(const struct cjc_manifest *m, const char *direct_key,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/oom.h"
 #include "base/stamp.h"
 #include "base/util.h"
 
@@ -53,14 +54,14 @@ static struct record *find_locked(const char *key, const unsigned char *sha,
 static bool find(const char *key, const unsigned char *sha, const struct cjc_stamp *now,
 		 struct cjc_artifact **files, size_t *nfiles, int64_t *duration_ms)
 {
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	struct record *r = find_locked(key, sha, now);
 	if (r) {
 		*files = copy_files(r->files, r->nfiles);
 		*nfiles = r->nfiles;
 		*duration_ms = r->duration_ms;
 	}
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 	return r;
 }
 
@@ -79,14 +80,14 @@ bool cjc_metamemo_find_stamp(const char *key, const struct cjc_stamp *now,
 void cjc_metamemo_stamp(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 			const struct cjc_stamp *st, int64_t taken_ns)
 {
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	struct record *r = find_locked(key, sha, NULL);
 	if (r && (r->taken_ns != taken_ns || memcmp(&r->st, st, sizeof *st))) {
 		r->st = *st;
 		r->taken_ns = taken_ns;
 		dirty = true;
 	}
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 }
 
 /* Adds a record, dropping the oldest when full (lock held). */
@@ -111,20 +112,20 @@ static void add_locked(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 void cjc_metamemo_add(const char *key, const unsigned char sha[CJC_DIGEST_LEN],
 		      const struct cjc_artifact *files, size_t nfiles, int64_t duration_ms)
 {
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	add_locked(key, sha, copy_files(files, nfiles), nfiles, duration_ms);
 	dirty = true;
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 }
 
 void cjc_metamemo_forget(void)
 {
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	for (size_t i = 0; i < nrecords; i++)
 		cjc_artifacts_free(records_of[i].files, records_of[i].nfiles);
 	nrecords = 0;
 	dirty = false;
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 }
 
 /* How an artifact is stored: its stored size (0: as it is), then, when
@@ -192,17 +193,17 @@ static bool decode_record(struct cjc_cursor *c)
 
 void cjc_metamemo_decode(struct cjc_cursor *c, uint32_t count)
 {
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	for (uint32_t i = 0; i < count && decode_record(c); i++)
 		;
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 }
 
 bool cjc_metamemo_encode(struct cjc_buf *records, uint32_t *count)
 {
-	pthread_mutex_lock(&lock);
+	cjc_oom_lock(&lock);
 	if (!dirty) {
-		pthread_mutex_unlock(&lock);
+		cjc_oom_unlock(&lock);
 		return false;
 	}
 	*count = (uint32_t)nrecords;
@@ -222,6 +223,6 @@ bool cjc_metamemo_encode(struct cjc_buf *records, uint32_t *count)
 		}
 	}
 	dirty = false;
-	pthread_mutex_unlock(&lock);
+	cjc_oom_unlock(&lock);
 	return true;
 }

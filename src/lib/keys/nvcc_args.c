@@ -700,7 +700,7 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	case DEP_MF: set_once(c, &c->dep_file, value, "several dependency files"); break;
 	case DEP_MT: set_once(c, &c->dep_target, value, "several dependency targets"); break;
 	case OPTFILE: break;
-	case CCBIN: free(c->ccbin); c->ccbin = cjc_xstrdup(value); break;
+	case CCBIN: cjc_replace_string(&c->ccbin, value); break;
 	case INCLUDE: cjc_strvec_push(&c->search.dirs, value); break;
 	case ISYSTEM: cjc_strvec_push(&c->isystem, value); break;
 	case PREINCLUDE: cjc_strvec_push(&c->preincludes, value); break;

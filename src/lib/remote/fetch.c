@@ -280,7 +280,7 @@ static int entry_of(struct ahead *a, const struct cjc_manifest *m, long i, struc
 	if (a->started) {
 		if (i != 0)
 			atomic_store(&a->stop, true);
-		pthread_join(a->thread, NULL);
+		cjc_thread_join(a->thread);
 		a->f.stop = NULL;
 		if (i != 0) {
 			cjc_staging_abort(&a->st);

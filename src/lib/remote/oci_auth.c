@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/oom.h"
 #include "remote/oci.h"
 #include "remote/oci_internal.h"
 
@@ -87,13 +88,13 @@ void oci_auth_find(struct cjc_remote_backend *b)
 	add_part(&h, b->password);
 	add_part(&h, b->bearer);
 	cjc_hash_final_hex(&h, key);
-	pthread_mutex_lock(&auth_lock);
+	cjc_oom_lock(&auth_lock);
 	for (int i = 0; i < NAUTH && !b->auth; i++)
 		if (!auths[i].key[0] || !strcmp(auths[i].key, key)) {
 			b->auth = &auths[i];
 			memcpy(auths[i].key, key, sizeof key);
 		}
-	pthread_mutex_unlock(&auth_lock);
+	cjc_oom_unlock(&auth_lock);
 	if (!b->auth)
 		b->auth = b->own = cjc_xcalloc(1, sizeof *b->own);
 }
@@ -101,10 +102,10 @@ void oci_auth_find(struct cjc_remote_backend *b)
 /* A copy of the token of scope when one is cached and fresh, else NULL. */
 static char *token_for(const struct cjc_remote_backend *b, enum oci_scope s)
 {
-	pthread_mutex_lock(&auth_lock);
+	cjc_oom_lock(&auth_lock);
 	const struct token *t = &b->auth->tokens[s];
 	char *v = t->value && cjc_now_ms() < t->expires_ms ? cjc_xstrdup(t->value) : NULL;
-	pthread_mutex_unlock(&auth_lock);
+	cjc_oom_unlock(&auth_lock);
 	return v;
 }
 
@@ -113,9 +114,9 @@ static char *token_for(const struct cjc_remote_backend *b, enum oci_scope s)
  * not ask for is its own (a token registry may refuse them). */
 static bool asked_basic(const struct cjc_remote_backend *b)
 {
-	pthread_mutex_lock(&auth_lock);
+	cjc_oom_lock(&auth_lock);
 	bool basic = b->auth->basic;
-	pthread_mutex_unlock(&auth_lock);
+	cjc_oom_unlock(&auth_lock);
 	return basic;
 }
 
@@ -210,10 +211,10 @@ static int fetch_token(struct cjc_remote_backend *b, enum oci_scope s, const cha
 		errno = ETIMEDOUT;
 		return CJC_REMOTE_TIMEOUT;
 	}
-	pthread_mutex_lock(&auth_lock);
+	cjc_oom_lock(&auth_lock);
 	char *realm = b->auth->realm ? cjc_xstrdup(b->auth->realm) : cjc_xstrdup("");
 	char *service = b->auth->service ? cjc_xstrdup(b->auth->service) : NULL;
-	pthread_mutex_unlock(&auth_lock);
+	cjc_oom_unlock(&auth_lock);
 	if (!cjc_starts_with(realm, "https://") && (b->tls || !cjc_starts_with(realm, "http://"))) {
 		cjc_buf_adds(why, "setting: the registry names a token server that is not https; "
 			     "no credentials are sent there");
@@ -252,13 +253,14 @@ static int fetch_token(struct cjc_remote_backend *b, enum oci_scope s, const cha
 					  ? json_integer_value(expires) : 60;
 		if (secs > 86400)
 			secs = 86400;
-		pthread_mutex_lock(&auth_lock);
+		char *value = cjc_xstrdup(json_string_value(t)); /* not under the lock: oom.h */
+		cjc_oom_lock(&auth_lock);
 		struct token *k = &b->auth->tokens[s];
 		cjc_free_secret(k->value);
-		k->value = cjc_xstrdup(json_string_value(t));
+		k->value = value;
 		/* a little before it ends, so that it does not end in flight */
 		k->expires_ms = cjc_now_ms() + secs * 1000 - (secs > 20 ? 10000 : secs * 250);
-		pthread_mutex_unlock(&auth_lock);
+		cjc_oom_unlock(&auth_lock);
 	}
 	wipe_tokens(doc);
 	json_decref(doc);
@@ -284,10 +286,10 @@ static int answer_challenge(struct cjc_remote_backend *b, const struct oci_reque
 				     "credentials (give them in the URL or a credentials-file)");
 			return 1;
 		}
-		pthread_mutex_lock(&auth_lock);
+		cjc_oom_lock(&auth_lock);
 		bool sent = b->auth->basic;
 		b->auth->basic = true;
-		pthread_mutex_unlock(&auth_lock);
+		cjc_oom_unlock(&auth_lock);
 		return sent ? -1 : 0;
 	}
 	if (!challenge || strncasecmp(challenge, "bearer ", 7))
@@ -300,12 +302,12 @@ static int answer_challenge(struct cjc_remote_backend *b, const struct oci_reque
 		free(scope);
 		return -1;
 	}
-	pthread_mutex_lock(&auth_lock);
+	cjc_oom_lock(&auth_lock);
 	free(b->auth->realm);
 	free(b->auth->service);
 	b->auth->realm = realm;
 	b->auth->service = service;
-	pthread_mutex_unlock(&auth_lock);
+	cjc_oom_unlock(&auth_lock);
 	char *mine = cjc_xasprintf("repository:%s:%s", b->repo, scope_actions[rq->scope]);
 	*rc = fetch_token(b, rq->scope, scope ? scope : mine, why);
 	free(scope);
@@ -319,9 +321,9 @@ static int perform(struct cjc_remote_backend *b, const struct oci_request *rq, s
 		   struct cjc_buf *why)
 {
 	int rc = CJC_REMOTE_OK;
-	pthread_mutex_lock(&auth_lock);
+	cjc_oom_lock(&auth_lock);
 	bool named = b->auth->realm != NULL;
-	pthread_mutex_unlock(&auth_lock);
+	cjc_oom_unlock(&auth_lock);
 	char *token = named && !b->bearer ? token_for(b, rq->scope) : NULL;
 	bool fetch = named && !b->bearer && !token && oci_on_registry(b, rq->url);
 	cjc_free_secret(token);

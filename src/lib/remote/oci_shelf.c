@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/oom.h"
 #include "remote/oci_internal.h"
 
 #define SHELF_SLOTS 64
@@ -89,7 +90,7 @@ void oci_shelf_put(const char *hex, const char *entry_key, const void *p, size_t
 	char name[CJC_HEX_LEN + 3];
 	oci_shelf_name(hex, entry_key, name);
 	int64_t now = cjc_now_ms();
-	pthread_mutex_lock(&shelf_lock);
+	cjc_oom_lock(&shelf_lock);
 	struct shelved *slot = shelf_slot(name, n, now);
 	slot->bytes.data = cjc_xmalloc(n + 1); /* its size, not a power of two */
 	memcpy(slot->bytes.data, p, n);
@@ -99,39 +100,39 @@ void oci_shelf_put(const char *hex, const char *entry_key, const void *p, size_t
 	shelf_bytes += n;
 	memcpy(slot->name, name, sizeof slot->name);
 	slot->until_ms = now + SHELF_LIFE_MS;
-	pthread_mutex_unlock(&shelf_lock);
+	cjc_oom_unlock(&shelf_lock);
 }
 
 /* A copy of the shelved bytes of name, at most max, into out: whether there. */
 bool oci_shelf_copy(const char *name, uint64_t max, struct cjc_buf *out)
 {
-	pthread_mutex_lock(&shelf_lock);
+	cjc_oom_lock(&shelf_lock);
 	struct shelved *s = shelf_find(name, cjc_now_ms());
 	bool there = s && s->bytes.len <= max;
 	if (there)
 		cjc_buf_add(out, s->bytes.data, s->bytes.len);
-	pthread_mutex_unlock(&shelf_lock);
+	cjc_oom_unlock(&shelf_lock);
 	return there;
 }
 
 bool oci_shelf_has(const char *name)
 {
-	pthread_mutex_lock(&shelf_lock);
+	cjc_oom_lock(&shelf_lock);
 	bool there = shelf_find(name, cjc_now_ms()) != NULL;
-	pthread_mutex_unlock(&shelf_lock);
+	cjc_oom_unlock(&shelf_lock);
 	return there;
 }
 
 /* The same, taking them off the shelf (a get serves them once). */
 bool oci_shelf_take(const char *name, size_t max, struct cjc_buf *out)
 {
-	pthread_mutex_lock(&shelf_lock);
+	cjc_oom_lock(&shelf_lock);
 	struct shelved *s = shelf_find(name, cjc_now_ms());
 	bool there = s && s->bytes.len <= max;
 	if (there) {
 		cjc_buf_add(out, s->bytes.data, s->bytes.len);
 		shelf_clear(s);
 	}
-	pthread_mutex_unlock(&shelf_lock);
+	cjc_oom_unlock(&shelf_lock);
 	return there;
 }

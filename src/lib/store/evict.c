@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/oom.h"
 #include "base/thread.h"
 #include "store/stats.h"
 
@@ -194,7 +195,7 @@ static void remove_all(const struct cjc_store *s, struct candidate *v, size_t n,
 		started++;
 	remove_some(&r); /* this thread is one of them; with no other, it does them all */
 	for (size_t i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
+		cjc_thread_join(t[i]);
 }
 
 /* How many of the oldest candidates, from first on, must go while they are
@@ -333,6 +334,8 @@ int cjc_evict_published(const struct cjc_store *s, const char *key, uint64_t byt
 	int lock = take_evict_lock(s, shard);
 	if (lock == EVICT_BUSY)
 		return 0;
+	if (lock >= 0)
+		cjc_oom_fd_held(lock);
 	struct candidates c = { .s = s };
 	char prefix[2] = { key[0], '\0' };
 	int rc = cjc_store_foreach_entry_in(s, prefix, collect, &c);
@@ -344,7 +347,9 @@ int cjc_evict_published(const struct cjc_store *s, const char *key, uint64_t byt
 	if (!rc && r->bytes > max_size / 16)
 		evict_oldest(s, &c, r->bytes, max_size / 16 / 10 * 9, 0, r);
 	candidates_release(&c);
-	if (lock >= 0)
+	if (lock >= 0) {
+		cjc_oom_fd_let_go(lock);
 		close(lock);
+	}
 	return rc;
 }

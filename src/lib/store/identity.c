@@ -192,7 +192,7 @@ static int compute(struct cjc_identity *id, char *const *files, size_t n, const 
 	int e = errno;
 	for (size_t i = 0; i < n; i++)
 		if (f[i].threaded)
-			pthread_join(f[i].thread, NULL);
+			cjc_thread_join(f[i].thread);
 	if (rc != 0) {
 		cjc_buf_release(&version);
 		errno = rc < 0 ? e : ENOEXEC;

@@ -11,6 +11,7 @@
 
 #include "base/blob.h"
 #include "base/fs.h"
+#include "base/oom.h"
 
 static const char magic[4] = { 'C', 'J', 'C', 'S' };
 
@@ -121,9 +122,11 @@ static int with_locked(const struct cjc_store *s, const char *sub, bool wait,
 	if (fd < 0)
 		return -1;
 	int rc = wait ? cjc_lock_bounded(fd, LOCK_EX) : flock(fd, LOCK_EX | LOCK_NB);
+	cjc_oom_fd_held(fd);
 	if (!rc)
 		rc = update(fd, ctx);
 	int e = errno;
+	cjc_oom_fd_let_go(fd);
 	close(fd);
 	errno = e;
 	return rc;

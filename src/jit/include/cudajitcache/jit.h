@@ -65,13 +65,15 @@ typedef struct cjc_jit_bytes cjc_jit_bytes;
  * A post-compile hook (DeepJIT's post_hook): receives the compiled bytes and
  * sets the bytes to keep with cjc_jit_bytes_set(out, ...) (not setting them
  * keeps the input unchanged).  Returns 0; anything else fails the compile
- * and publishes nothing.  It runs on a miss only: a hit serves what the hook
- * made before, which is why the hook's identity is in the key.
+ * and publishes nothing, as does a cjc_jit_bytes_set() that failed.  It
+ * runs on a miss only: a hit serves what the hook made before, which is why
+ * the hook's identity is in the key.
  */
 typedef int (*cjc_jit_hook)(void *ctx, const void *data, size_t size, cjc_jit_bytes *out);
 
 /* Copies size bytes as the hook's output; 0, or -1 when size is over 1 GiB (the
- * bound on any compiler output: the bytes are then not set). */
+ * bound on any compiler output) or memory ran out: the bytes are then not
+ * set, and the compile fails. */
 int cjc_jit_bytes_set(cjc_jit_bytes *out, const void *data, size_t size);
 
 struct cjc_jit_request {
