@@ -696,6 +696,12 @@ static void test_path_free(void)
 	CHECK(!cjc_rules_paths_reach(t, 2, system, "-O3\n", 4));
 	cjc_buf_release(&t[0]);
 	cjc_buf_release(&t[1]);
+	/* preprocessed text: a name outside directives, or __builtin_FILE */
+	char *names[] = { "k.cu" };
+	const char pre[] = "# 1 \"k.cu\"\n#define W __FILE__\nint x;\n";
+	CHECK(!cjc_rules_preprocessed_names(pre, strlen(pre), names, 1));
+	CHECK(cjc_rules_preprocessed_names("p = \"/a/k.cu\";\n", 14, names, 1));
+	CHECK(cjc_rules_preprocessed_names("p = __builtin_FILE();", 21, names, 1));
 	const char named[] = "x _ZN32_INTERNAL_c797083e_4_k_cu y", other[] = "x _INTERNAL_ y";
 	CHECK(cjc_rules_output_names_path(named, sizeof named));
 	CHECK(!cjc_rules_output_names_path(other, sizeof other));

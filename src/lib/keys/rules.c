@@ -398,6 +398,26 @@ bool cjc_rules_paths_reach(const struct cjc_buf *texts, size_t n, const bool *re
 	return paths_reach(texts, n, relocated, relocated ? n : 0, options, options_len);
 }
 
+/* Whether a line of preprocessed text that is no directive (a line
+ * marker, -dD's #define) names a file of names, or a builtin that the
+ * compiler, not the preprocessor, turns into a file's name. */
+bool cjc_rules_preprocessed_names(const char *text, size_t len, char *const *names, size_t n)
+{
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *e = nl ? nl : end;
+		size_t line = (size_t)(e - p);
+		for (size_t i = 0; i < n && !directive(p, e); i++)
+			if (memmem(p, line, names[i], strlen(names[i])))
+				return true;
+		for (size_t i = 0; i < sizeof anywhere / sizeof *anywhere && !directive(p, e); i++)
+			if (has_token(p, line, anywhere[i], strlen(anywhere[i])))
+				return true;
+		p = e + 1;
+	}
+	return false;
+}
+
 /* ---- what the output names ---- */
 
 static bool hex8(const unsigned char *p)
