@@ -17,6 +17,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "base/compress.h"
 #include "base/fs.h"
 #include "base/thread.h"
 #include "compile/diagnostics.h"
@@ -726,6 +727,47 @@ static void test_path_free(void)
 	cjc_compile_release(&c);
 }
 
+/* A fatbin of one entry: payload stored zstd-compressed, recorded as full
+ * bytes once inflated. */
+static void fatbin_of(const struct cjc_buf *payload, uint64_t full, struct cjc_buf *fat)
+{
+	unsigned char head[16 + 64] = { 0x50, 0xed, 0x55, 0xba, 1, 0, 16 };
+	uint64_t size = 64 + payload->len;
+	memcpy(head + 8, &size, 8);
+	head[16 + 4] = 64;
+	memcpy(head + 16 + 8, &payload->len, 8);
+	memcpy(head + 16 + 16, &payload->len, 4);
+	head[16 + 41] = 0x80; /* zstd */
+	memcpy(head + 16 + 56, &full, 8);
+	cjc_buf_reset(fat);
+	cjc_buf_add(fat, head, sizeof head);
+	cjc_buf_add(fat, payload->data, payload->len);
+}
+
+/* The PTX nvcc stores zstd-compressed is read inflated (compress.h), never
+ * past the size its entry records. */
+static void test_fatbin_zstd(void)
+{
+	struct cjc_buf ptx = CJC_BUF_INIT, frame = CJC_BUF_INIT, fat = CJC_BUF_INIT;
+	unsigned seed = 1;
+	for (int i = 0; i < 4096; i++)
+		cjc_buf_addf(&ptx, "%c", 'a' + (seed = seed * 1103515245 + 12345) % 23);
+	memcpy(ptx.data + 2000, "_INTERNAL_c797083e_", 19);
+	CHECK(!cjc_compress(ptx.data, ptx.len, 1, &frame));
+	CHECK(!memmem(frame.data, frame.len, "_INTERNAL_", 10)); /* only inflated is it seen */
+	fatbin_of(&frame, ptx.len, &fat);
+	CHECK(cjc_rules_output_names_path(fat.data, fat.len));
+	memcpy(ptx.data + 2000, "_EXTERNAL_", 10);
+	CHECK(!cjc_compress(ptx.data, ptx.len, 1, &frame));
+	fatbin_of(&frame, ptx.len, &fat);
+	CHECK(!cjc_rules_output_names_path(fat.data, fat.len));
+	fatbin_of(&frame, ptx.len - 1, &fat); /* more than recorded: not read */
+	CHECK(cjc_rules_output_names_path(fat.data, fat.len));
+	cjc_buf_release(&ptx);
+	cjc_buf_release(&frame);
+	cjc_buf_release(&fat);
+}
+
 static void test_manifest_place(void)
 {
 	struct cjc_dep dep = { .path = "/t/A/k.cu", .size = 1 };
@@ -912,6 +954,7 @@ int main(void)
 	test_option_table_sorted();
 	test_env_table();
 	test_rules();
+	test_fatbin_zstd();
 	test_option_lookups();
 	test_parse_compiles();
 	test_parse_uncacheable();

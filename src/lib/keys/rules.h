@@ -131,8 +131,9 @@ bool cjc_rules_preprocessed_names(const char *text, size_t len, char *const *nam
  * path: cjc_rules_output_names_path() says whether an output (a cubin,
  * ptx, fatbin or object, device and host code) holds such a name; the
  * fatbin entries nvcc stores compressed (its PTX, zstd) are read
- * decompressed (libzstd.so.1, loaded when needed), and one that cannot be read (no libzstd,
- * another compression, a layout not understood) counts as naming one.
+ * decompressed (compress.h, never past the size an entry records), and
+ * one that cannot be read (another compression, a frame that is not
+ * whole, a layout not understood) counts as naming one.
  */
 bool cjc_rules_output_names_path(const void *data, size_t len);
 
