@@ -235,21 +235,25 @@ static long match(struct nvcc_job *n, const struct cjc_manifest *m)
 				    n->j->code_sha);
 }
 
-/* Whether the record of a remembered item still holds: its files as they
- * were when last checked in this change generation (changes.c), or found
- * so now, their directories watched first. */
+/* The watches on a remembered record's files (changes.c), where the
+ * handle watches. */
+static uint64_t watch_record(void *ctx, const struct cjc_manifest_record *rec)
+{
+	struct nvcc_job *n = ctx;
+	return n->gen ? jit_changes_watch(n->h, rec, ANY_SOURCE, n->j->source) : 0;
+}
+
+/* lookup.h's match: the record of m this request may use. */
+static long lookup_match(void *ctx, const struct cjc_manifest *m)
+{
+	return match(ctx, m);
+}
+
+/* Whether the record of a remembered item still holds (memory.c). */
 static bool still_holds(struct nvcc_job *n, struct jit_memory_item *it)
 {
-	const struct cjc_manifest_record *rec = jit_memory_record(it);
-	if (jit_memory_checked(n->h, it, n->gen))
-		return true;
-	uint64_t gen = n->gen ? jit_changes_watch(n->h, rec, ANY_SOURCE, n->j->source) : 0;
-	struct cjc_manifest one = { (struct cjc_manifest_record *)rec, 1 };
-	if (match(n, &one) != 0)
-		return false;
-	if (gen)
-		jit_memory_mark_checked(n->h, it, gen);
-	return true;
+	const struct jit_memory_check c = { watch_record, lookup_match, n };
+	return jit_memory_holds(n->h, it, n->gen, &c);
 }
 
 /* 1: a hit from the handle's memory (memory.c), its record's files
@@ -272,12 +276,6 @@ static void remember(struct nvcc_job *n, struct cjc_manifest_record *rec, int64_
 	const struct cjc_jit_result *out = n->j->out;
 	jit_memory_put(n->h, n->memory_key, rec->entry_key, rec, out->data, out->size, out->log,
 		       duration_ms);
-}
-
-/* lookup.h's match: the record of m this request may use. */
-static long lookup_match(void *ctx, const struct cjc_manifest *m)
-{
-	return match(ctx, m);
 }
 
 /* This request as the one lookup sees it. */
