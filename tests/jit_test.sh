@@ -465,6 +465,27 @@ testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 	expect_nvcc_runs 13
 }
 
+# compression_level (docs/settings.md) holds for the JIT library's entries
+# too, and `cjc ls` shows what the store holds for them: level 0 stores the
+# cubin as it is, the default compresses it.
+testCompressionLevelIsHonoured() {
+	write_kernel
+	local key
+	key=$(CJC_COMPRESSION_LEVEL=0 jit kernel.cu -I"$PWD/inc" | cut -d' ' -f2)
+	assertEquals "level 0: stored as it is" false \
+		"$("$CJC" show "$key" --json | jq '[.files[] | has("zstd")] | any')"
+	assertEquals "ls: as many bytes stored" true \
+		"$("$CJC" ls --json | jq '.[0].stored_size == .[0].size')"
+	"$CJC" clean >/dev/null || fail "cjc clean"
+	key=$(jit kernel.cu -I"$PWD/inc" | cut -d' ' -f2)
+	assertEquals "the default: compressed" true \
+		"$("$CJC" show "$key" --json | jq '[.files[] | has("zstd")] | all')"
+	assertEquals "ls: fewer bytes stored" true \
+		"$("$CJC" ls --json | jq '.[0].stored_size < .[0].size')"
+	assertEquals "ls's text shows the stored bytes" \
+		"$("$CJC" ls --json | jq '.[0].stored_size')" "$("$CJC" ls | awk '{print $4}')"
+}
+
 # damage HOW: in a copy of a store that holds the kernel's entry (compiled
 # once a suite run, in REF_DIR, through a counting nvcc there, whose path is
 # in the key: one compile proves one thing), damages the
