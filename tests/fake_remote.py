@@ -16,6 +16,13 @@ PORTFILE.requests ("METHOD PATH").  MODE:
                    artifact is 8 GB, and every artifact (.../c/SHA) is
                    answered "Content-Length: 8000000000" and zeros, as long
                    as the client reads.  PUT is answered 201 and dropped.
+  http-swapped ROOT  HTTP: as http-huge serves ROOT, but in every entry
+                   record each artifact stored compressed is swapped for a
+                   zstd frame (made by the zstd program) of as many zero
+                   bytes: the frame's own size and SHA-256, what is
+                   fetched, are right, and it is served at .../c/ITS_SHA,
+                   but it inflates to bytes that the record's size and
+                   SHA-256 of the artifact do not describe.
   redis-huge       RESP: every command is answered "$8000000000\\r\\n" and
                    zeros, as long as the client reads.
   redis-drip       RESP: every command is answered "$64\\r\\n" and 64 bytes,
@@ -75,7 +82,7 @@ PORTFILE.requests ("METHOD PATH").  MODE:
                    '{"layers":[[],[],...]}' (what a JSON parser makes
                    tens of times larger), as long as the client reads.
 
-Standard library only.
+Standard library only, and the zstd program (http-swapped).
 """
 import base64
 import hashlib
@@ -85,6 +92,7 @@ import os
 import socket
 import socketserver
 import struct
+import subprocess
 import sys
 import zlib
 import threading
@@ -143,20 +151,39 @@ def oracle_manifest(direct_key):
     return framed + struct.pack("<I", zlib.crc32(framed))
 
 
-def huge_record(data):
+def rewrite_record(data, change):
     """An entry record (src/lib/remote.c: blob "CJCE" of u32-prefixed metadata
-    and signature, CRC-32 last) whose metadata says each artifact is HUGE."""
+    and signature, CRC-32 last) whose metadata's each file change(f) rewrote."""
     payload = data[4:-4]
     mlen = struct.unpack_from("<I", payload, 0)[0]
     meta = json.loads(payload[4:4 + mlen])
     sig = payload[4 + mlen:]
     for f in meta["files"].values():
-        f["size"] = HUGE
-        if "zstd" in f:  # stored compressed: what is fetched (docs/store.md#compression)
-            f["zstd"]["size"] = HUGE
+        change(f)
     m = json.dumps(meta).encode()
     framed = b"CJCE" + struct.pack("<I", len(m)) + m + sig
     return framed + struct.pack("<I", zlib.crc32(framed))
+
+
+def huge_file(f):
+    """http-huge: each artifact is HUGE."""
+    f["size"] = HUGE
+    if "zstd" in f:  # stored compressed: what is fetched (docs/store.md#compression)
+        f["zstd"]["size"] = HUGE
+
+
+SWAPPED = {}
+
+
+def swapped_file(f):
+    """http-swapped: a compressed artifact's frame swapped for one of zeros."""
+    if "zstd" not in f:
+        return
+    frame = subprocess.run(["zstd", "-q", "-c"], input=bytes(f["size"]),
+                           stdout=subprocess.PIPE, check=True).stdout
+    sha = hashlib.sha256(frame).hexdigest()
+    SWAPPED[sha] = frame
+    f["zstd"] = {"size": len(frame), "sha256": sha}
 
 
 HUGE_RECORDS = {}
@@ -175,7 +202,7 @@ def huge_manifest(body):
             layer["size"] = HUGE
         if raw[:4] != b"CJCE":
             continue
-        record = huge_record(raw)
+        record = rewrite_record(raw, huge_file)
         layer["digest"] = "sha256:" + hashlib.sha256(record).hexdigest()
         layer["size"] = len(record)
         notes[DEFLATED] = base64.b64encode(zlib.compress(record)).decode()
@@ -230,14 +257,18 @@ class Http(BaseHTTPRequestHandler):
             if "/m/" in self.path and self.command == "GET":
                 return self.answer(200, oracle_manifest(self.path.rsplit("/", 1)[1]))
             return self.answer(404)
-        if "/c/" in self.path:
+        swapped = MODE == "http-swapped"
+        if "/c/" in self.path and swapped and self.path.rsplit("/", 1)[1] in SWAPPED:
+            return self.answer(200, SWAPPED[self.path.rsplit("/", 1)[1]])
+        if "/c/" in self.path and not swapped:
             return self.answer(200, length=HUGE, stream=True)
         path = os.path.join(ROOT, self.path.lstrip("/"))
         if ".." in self.path or not os.path.isfile(path):
             return self.answer(404)
         with open(path, "rb") as f:
             data = f.read()
-        self.answer(200, huge_record(data) if "/e/" in self.path else data)
+        change = swapped_file if swapped else huge_file
+        self.answer(200, rewrite_record(data, change) if "/e/" in self.path else data)
 
     do_HEAD = do_GET
 

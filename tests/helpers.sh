@@ -174,16 +174,16 @@ cjc_nvcc() {
 
 # How many times nvcc ran for something other than --version.
 # nvcc_compiles: the compiles the counting nvcc ran; not its --version
-# runs, nor the JIT's preprocessing of a miss (nvcc.c: preprocessed_names).
+# runs, nor a miss's preprocessing (miss.h: cjc_miss_preprocessed_names).
 nvcc_compiles() {
 	[ -f "$NVCC_LOG" ] || { echo 0; return; }
-	grep -av -- '--version' "$NVCC_LOG" | grep -avc -- '-E -o .*/preprocessed\.ii$' || true
+	grep -av -- '--version' "$NVCC_LOG" | grep -avc -- '-E -o .*preprocessed\.ii$' || true
 }
 
-# nvcc_preprocesses: the JIT's preprocessing runs of the counting nvcc.
+# nvcc_preprocesses: a miss's preprocessing runs of the counting nvcc.
 nvcc_preprocesses() {
 	[ -f "$NVCC_LOG" ] || { echo 0; return; }
-	grep -ac -- '-E -o .*/preprocessed\.ii$' "$NVCC_LOG" || true
+	grep -ac -- '-E -o .*preprocessed\.ii$' "$NVCC_LOG" || true
 }
 
 # jit ARGS...: the JIT library's test driver (tests/jit/jit_cli.c; ctest sets

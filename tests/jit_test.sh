@@ -428,7 +428,8 @@ names_compile() {
 # __FILE__ for itself, or defines a macro that does under a condition that
 # does not hold (as GCC 13's libstdc++ does for __glibcxx_assert, under
 # _GLIBCXX_ASSERTIONS); with -lineinfo, __FILE__ through a header's macro,
-# that condition holding, or assert(), each name compiles its own entry,
+# that condition holding, assert(), or __builtin_FILE() (which the
+# preprocessor leaves to the compiler), each name compiles its own entry,
 # which names it.
 testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 	local said kernel
@@ -440,6 +441,7 @@ testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 	printf '#include "own.h"\nextern "C" __global__ void one(const char **p) { *p = header_file; }\n' >own.cu
 	printf '#include "where.h"\nextern "C" __global__ void one(const char **p) { *p = WHERE; }\n' >where.cu
 	printf '#include <cassert>\nextern "C" __global__ void one(int *p) { assert(p); *p = 1; }\n' >assert.cu
+	printf 'extern "C" __global__ void one(const char **p) { *p = __builtin_FILE(); }\n' >builtin.cu
 	printf 'extern "C" __global__ void one(float *a) { a[threadIdx.x] = 1.0f; }\n' >one.cu
 	for kernel in one.cu guarded.cu own.cu; do
 		said=($(names_compile $kernel -I"$PWD/inc"))
@@ -450,7 +452,8 @@ testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 	assertTrue "own.h names itself" "strings a.cubin | grep -q 'inc/own.h'"
 	expect_nvcc_runs 3
 	assertEquals "guarded.cu's macro was asked of the preprocessor" 1 "$(nvcc_preprocesses)"
-	for kernel in "where.cu -I$PWD/inc" assert.cu "one.cu -lineinfo" "guarded.cu -I$PWD/inc -DGUARD_ON"; do
+	for kernel in "where.cu -I$PWD/inc" assert.cu "one.cu -lineinfo" "guarded.cu -I$PWD/inc -DGUARD_ON" \
+		builtin.cu; do
 		said=($(names_compile $kernel))
 		assertEquals "$kernel: a compile for each name" "miss miss hit" "${said[0]} ${said[2]} ${said[4]}"
 		assertNotEquals "$kernel: two entries" "${said[1]}" "${said[3]}"
@@ -459,7 +462,28 @@ testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 		assertTrue "$kernel: b.cu's names b.cu" "strings b.cubin | grep -q '\\<b\\.cu'"
 		assertFalse "$kernel: and not a.cu" "strings b.cubin | grep -q '\\<a\\.cu'"
 	done
-	expect_nvcc_runs 11
+	expect_nvcc_runs 13
+}
+
+# compression_level (docs/settings.md) holds for the JIT library's entries
+# too, and `cjc ls` shows what the store holds for them: level 0 stores the
+# cubin as it is, the default compresses it.
+testCompressionLevelIsHonoured() {
+	write_kernel
+	local key
+	key=$(CJC_COMPRESSION_LEVEL=0 jit kernel.cu -I"$PWD/inc" | cut -d' ' -f2)
+	assertEquals "level 0: stored as it is" false \
+		"$("$CJC" show "$key" --json | jq '[.files[] | has("zstd")] | any')"
+	assertEquals "ls: as many bytes stored" true \
+		"$("$CJC" ls --json | jq '.[0].stored_size == .[0].size')"
+	"$CJC" clean >/dev/null || fail "cjc clean"
+	key=$(jit kernel.cu -I"$PWD/inc" | cut -d' ' -f2)
+	assertEquals "the default: compressed" true \
+		"$("$CJC" show "$key" --json | jq '[.files[] | has("zstd")] | all')"
+	assertEquals "ls: fewer bytes stored" true \
+		"$("$CJC" ls --json | jq '.[0].stored_size < .[0].size')"
+	assertEquals "ls's text shows the stored bytes" \
+		"$("$CJC" ls --json | jq '.[0].stored_size')" "$("$CJC" ls | awk '{print $4}')"
 }
 
 # damage HOW: in a copy of a store that holds the kernel's entry (compiled

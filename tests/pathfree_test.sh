@@ -91,6 +91,31 @@ testLineInfoStaysExact() {
 	expect_exact cubin "$PLAIN" -lineinfo
 }
 
+# A macro that names __FILE__ under a condition that does not hold (as GCC
+# 13's libstdc++ defines __glibcxx_assert under _GLIBCXX_ASSERTIONS): the
+# text rule cannot tell, the preprocessor can (miss.h), for the device
+# code and the host code alike; where the condition holds, it stays exact.
+GUARDED='#ifdef GUARD_ON\n#define WHERE __FILE__\n#else\n#define WHERE "off"\n#endif\n#ifndef __CUDA_ARCH__\n#ifdef HOST_ON\nconst char *host_file = __FILE__;\n#endif\n#endif\n#include "h.h"\n__global__ void k(const char **p) { p[0] = WHERE; }\n'
+
+testFileMacroInDeadBranchHits() {
+	compile_both c "$GUARDED"
+	expect_stat misses 1
+	expect_stat hits 1
+	expect_nvcc_runs 1
+	assertEquals "the device and the host code preprocessed" 2 "$(nvcc_preprocesses)"
+	assert_same_devcode "$SECOND/build/k.o" "$SECOND/build/plain.o"
+}
+
+testFileMacroInLiveBranchStaysExact() {
+	expect_exact c "$GUARDED" -DGUARD_ON
+}
+
+testFileMacroInHostCodeStaysExact() {
+	expect_exact c "$GUARDED" -DHOST_ON
+	assertTrue "the host code names the second directory" \
+		"strings '$SECOND/build/k.o' | grep -qF '$SECOND/k.cu'"
+}
+
 # -G's output differs run to run (verify.h skips it): only the misses.
 testDeviceDebugStaysExact() {
 	compile_both cubin "$PLAIN" -G

@@ -82,6 +82,30 @@ testMissThenHitServesPlainPtxasCubin() {
 	assertEquals "the journal's compiler" ptxas "$("$CJC" why --json b.cubin | jq -r .facts.compiler)"
 }
 
+# path_lookups NAME...: how often a hit, run under strace with an empty
+# directory first on PATH, looked for ptxas or nvcc there.
+path_lookups() {
+	mkdir -p "$TEST_DIR/probe"
+	PATH=$TEST_DIR/probe:$PATH strace -f -qq -o "$TEST_DIR/trace" \
+		"$CJC" ptxas --gpu-name=$GPU k.ptx -o hit.cubin || fail "the hit failed"
+	grep -cE "\"$TEST_DIR/probe/(ptxas|nvcc)\"" "$TEST_DIR/trace"
+}
+
+# Finding the real ptxas (ptxas.h) asks each candidate only when those
+# before it are not there: none walks PATH where CJC_PTXAS names it, and
+# one walk finds nvcc, with ptxas beside it, where nothing does.
+testFindingPtxasWalksPathOnce() {
+	command -v strace >/dev/null || { startSkipping; return; }
+	"$CJC" ptxas --gpu-name=$GPU k.ptx -o miss.cubin || fail "the miss failed"
+	assertEquals "lookups with CJC_PTXAS" 0 "$(path_lookups)"
+	local said
+	said=$(unset CJC_PTXAS CUDA_HOME CUDA_PATH
+		PATH=$(dirname "$REAL_PTXAS"):$PATH
+		"$CJC" ptxas --gpu-name=$GPU k.ptx -o miss.cubin || echo "the miss failed"
+		echo "$(path_lookups) $(grep -c "probe/nvcc" "$TEST_DIR/trace")")
+	assertEquals "lookups without, the one for nvcc" "1 1" "$said"
+}
+
 testTritonCallFromTwoTemporaryNamesHits() {
 	triton_ptxas k.ptx "$CJC" ptxas >first.cubin || fail "first run failed"
 	triton_ptxas k.ptx "$CJC" ptxas >second.cubin || fail "second run failed"

@@ -617,6 +617,17 @@ testHugeHttpArtifactIsNotFetched() {
 	assertTrue "the server sent $(fake_sent) bytes" "[ $(fake_sent) -lt $((1 << 20)) ]"
 }
 
+# An HTTP store whose record swaps each compressed artifact for a frame
+# that hashes as the record says but inflates to other bytes (SPEC 4.1:
+# integrity covers both): not published, one error, compiled here.
+testSwappedCompressedArtifactIsNotPublished() {
+	upload_template "$NGINX_URL"
+	compile_against_fake http-swapped "http://127.0.0.1:PORT/cache" remote_errors "$NGINX_ROOT"
+	assertContains "$(cat "$CJC_LOG")" "inflates to other bytes"
+	assertEquals "no remote hit" 0 "$(remote_stat B remote_hits)"
+	assertTrue "B's store verifies" "on B '$CJC' verify >/dev/null"
+}
+
 # The same servers through a helper (the compile that starts one asks the
 # server itself): a value cut short, and a server that never answers, are
 # one error and one timeout of the compile that asked the helper, which

@@ -281,6 +281,18 @@ testEntriesAreOrdinary() {
 	assertContains "an entry whose input changed" "$("$CJC" audit all)" "input inc/disk.h changed"
 }
 
+# compression_level (docs/settings.md) holds for the shim's entries too.
+testCompressionLevelIsHonoured() {
+	CJC_COMPRESSION_LEVEL=0 shimmed linked a saxpy
+	local keys key
+	keys=$("$CJC" ls --json | jq -r '.[] | select(.kind == "nvrtc") | .key')
+	[ -n "$keys" ] || fail "no entry of kind nvrtc: $("$CJC" ls)"
+	for key in $keys; do
+		assertEquals "level 0: $key stored as it is" false \
+			"$("$CJC" show "$key" --json | jq '[.files[] | has("zstd")] | any')"
+	done
+}
+
 testDisableLeavesNvrtcAlone() {
 	prog ref saxpy
 	CJC_DISABLE=1 shimmed linked a saxpy

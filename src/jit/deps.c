@@ -622,19 +622,27 @@ long jit_deps_match(struct cjc_jit *h, const struct cjc_manifest *m, const char 
 	return jit_deps_match_named(h, m, direct_key, place, source, NULL, source_sha);
 }
 
+struct held {
+	struct cjc_jit *h;
+	const struct check *k;
+};
+
+/* Whether r's files are unchanged, by its note or by hashing them; its
+ * entry key is the one its files give (cjc_manifest_match_held). */
+static bool record_held(void *ctx, const struct cjc_manifest_record *r)
+{
+	const struct held *d = ctx;
+	return noted_unchanged(d->h, r, r->entry_key, d->k) ||
+	       unchanged(d->h, r, r->entry_key, d->k);
+}
+
 long jit_deps_match_named(struct cjc_jit *h, const struct cjc_manifest *m, const char *direct_key,
 			  const struct cjc_place *place, const char *source, const char *named,
 			  const unsigned char source_sha[CJC_DIGEST_LEN])
 {
 	const struct check k = { source, named, source_sha };
-	for (size_t i = 0; i < m->n; i++) {
-		char key[CJC_HEX_LEN + 1];
-		cjc_key_entry(direct_key, &m->recs[i], place, key);
-		if (!strcmp(key, m->recs[i].entry_key) &&
-		    (noted_unchanged(h, &m->recs[i], key, &k) || unchanged(h, &m->recs[i], key, &k)))
-			return (long)i;
-	}
-	return -1;
+	const struct held d = { h, &k };
+	return cjc_manifest_match_held(m, direct_key, place, record_held, (void *)&d);
 }
 
 void jit_deps_release(struct jit_deps *d)

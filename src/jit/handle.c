@@ -176,6 +176,8 @@ bool jit_store_ready(struct cjc_jit *h)
 	struct cjc_store store;
 	const char *dir = h->set.text[JIT_CACHE_DIR];
 	bool usable = !cjc_store_open(&store, dir);
+	if (usable)
+		store.compression_level = h->cfg.compression_level; /* settings.md */
 	char *why = usable ? NULL : cjc_store_unusable(dir, errno);
 	jit_lock(h);
 	bool first = !atomic_load(&h->store_state);

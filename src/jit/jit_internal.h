@@ -260,6 +260,17 @@ void jit_memory_release(struct cjc_jit *h, struct jit_memory_item *it);
 void jit_memory_put(struct cjc_jit *h, const char *lookup, const char *key,
 		    struct cjc_manifest_record *rec, const void *data, size_t size, const char *log,
 		    int64_t duration_ms);
+/* Whether an item's record still holds (nvcc.c, nvrtc.c): found so in
+ * change generation gen (0: none), or found so now by match, after watch
+ * put watches on its paths and said the generation they were in place in
+ * (0: none), which the item is then marked checked in. */
+struct jit_memory_check {
+	uint64_t (*watch)(void *ctx, const struct cjc_manifest_record *rec);
+	long (*match)(void *ctx, const struct cjc_manifest *m);
+	void *ctx;
+};
+bool jit_memory_holds(struct cjc_jit *h, struct jit_memory_item *it, uint64_t gen,
+		      const struct jit_memory_check *c);
 /* Forgets the items of entry key (cjc_jit_drop). */
 void jit_memory_forget(struct cjc_jit *h, const char *key);
 /* At close: the pending counts to the store, and every item freed. */

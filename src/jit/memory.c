@@ -113,6 +113,20 @@ const struct cjc_manifest_record *jit_memory_record(const struct jit_memory_item
 	return &it->rec;
 }
 
+bool jit_memory_holds(struct cjc_jit *h, struct jit_memory_item *it, uint64_t gen,
+		      const struct jit_memory_check *c)
+{
+	if (jit_memory_checked(h, it, gen))
+		return true;
+	uint64_t watched = c->watch(c->ctx, &it->rec);
+	struct cjc_manifest one = { &it->rec, 1 };
+	if (c->match(c->ctx, &one) != 0)
+		return false;
+	if (watched)
+		jit_memory_mark_checked(h, it, watched);
+	return true;
+}
+
 /* Takes an item out of the table; the caller holds the lock. */
 static void unlink_locked(struct jit_memory *m, struct jit_memory_item **p)
 {

@@ -235,21 +235,25 @@ static long match(struct nvcc_job *n, const struct cjc_manifest *m)
 				    n->j->code_sha);
 }
 
-/* Whether the record of a remembered item still holds: its files as they
- * were when last checked in this change generation (changes.c), or found
- * so now, their directories watched first. */
+/* The watches on a remembered record's files (changes.c), where the
+ * handle watches. */
+static uint64_t watch_record(void *ctx, const struct cjc_manifest_record *rec)
+{
+	struct nvcc_job *n = ctx;
+	return n->gen ? jit_changes_watch(n->h, rec, ANY_SOURCE, n->j->source) : 0;
+}
+
+/* lookup.h's match: the record of m this request may use. */
+static long lookup_match(void *ctx, const struct cjc_manifest *m)
+{
+	return match(ctx, m);
+}
+
+/* Whether the record of a remembered item still holds (memory.c). */
 static bool still_holds(struct nvcc_job *n, struct jit_memory_item *it)
 {
-	const struct cjc_manifest_record *rec = jit_memory_record(it);
-	if (jit_memory_checked(n->h, it, n->gen))
-		return true;
-	uint64_t gen = n->gen ? jit_changes_watch(n->h, rec, ANY_SOURCE, n->j->source) : 0;
-	struct cjc_manifest one = { (struct cjc_manifest_record *)rec, 1 };
-	if (match(n, &one) != 0)
-		return false;
-	if (gen)
-		jit_memory_mark_checked(n->h, it, gen);
-	return true;
+	const struct jit_memory_check c = { watch_record, lookup_match, n };
+	return jit_memory_holds(n->h, it, n->gen, &c);
 }
 
 /* 1: a hit from the handle's memory (memory.c), its record's files
@@ -272,12 +276,6 @@ static void remember(struct nvcc_job *n, struct cjc_manifest_record *rec, int64_
 	const struct cjc_jit_result *out = n->j->out;
 	jit_memory_put(n->h, n->memory_key, rec->entry_key, rec, out->data, out->size, out->log,
 		       duration_ms);
-}
-
-/* lookup.h's match: the record of m this request may use. */
-static long lookup_match(void *ctx, const struct cjc_manifest *m)
-{
-	return match(ctx, m);
 }
 
 /* This request as the one lookup sees it. */
@@ -459,57 +457,21 @@ static void option_text(const struct nvcc_job *n, struct cjc_buf *b)
 			cjc_buf_addf(b, "%s\n", getenv(vars[i]));
 }
 
-/* The longest preprocessed text searched; a longer one is taken to name it. */
-#define PREPROCESSED_MAX ((size_t)256 << 20)
-
-/* Whether a line of preprocessed text, other than a line marker, holds the
- * source's file name. */
-static bool names_in(const struct cjc_buf *text, const char *name)
-{
-	size_t len = strlen(name);
-	for (const char *p = text->data, *end = p + text->len; p < end;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *e = nl ? nl : end;
-		const char *q = p;
-		while (q < e && (*q == ' ' || *q == '\t'))
-			q++;
-		bool marker = q < e && *q == '#' &&
-			      (q + 1 == e || q[1] == ' ' || !strncmp(q + 1, "line", 4));
-		if (!marker && memmem(p, (size_t)(e - p), name, len))
-			return true;
-		p = e + 1;
-	}
-	return false;
-}
-
-/*
- * A macro of the closure can name the file (libstdc++'s __glibcxx_assert
- * does, under _GLIBCXX_ASSERTIONS, which rules.h cannot evaluate): whether
- * it does here is what the device code's preprocessing shows.  The command
- * as run, with -E: the file's name in the text outside line markers is
- * __FILE__ or __FILE_NAME__ expanded.  The JIT's formats are device code
- * only, so no host pass is asked.  Where nvcc -E fails, it may.
- */
+/* Whether the preprocessor shows the name reaching the output (miss.h):
+ * the JIT's formats are device code only, so no host pass is asked. */
 static bool preprocessed_names(const struct nvcc_job *n, const struct run *r)
 {
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
 	run_command(n, r, &argv);
 	char *out = cjc_xasprintf("%s/preprocessed.ii", r->w.path);
-	char *extra[] = { "-E", "-o", out };
-	cjc_strvec_pushv(&argv, extra, 3);
 	char *tmpdir = cjc_xasprintf("TMPDIR=%s", r->w.path);
 	char *env[] = { tmpdir, NULL };
-	struct cjc_child child = CJC_CHILD_INIT(argv.v);
-	child.env = env;
-	child.in_fd = child.out_fd = child.err_fd = CJC_RUN_NULL;
-	struct cjc_buf text = CJC_BUF_INIT;
 	const char *slash = strrchr(r->w.source, '/');
-	bool names = cjc_run_child(&child) != 0 ||
-		     cjc_read_bounded(r->w.fd, "preprocessed.ii", O_NOFOLLOW, PREPROCESSED_MAX,
-				      &text) ||
-		     names_in(&text, slash ? slash + 1 : r->w.source);
-	(void)unlinkat(r->w.fd, "preprocessed.ii", 0);
-	cjc_buf_release(&text);
+	char *name = slash ? (char *)slash + 1 : r->w.source;
+	struct cjc_miss_preprocess p = {
+		.command = &argv, .out = out, .env = env, .names = &name, .n = 1
+	};
+	bool names = cjc_miss_preprocessed_names(&p);
 	free(tmpdir);
 	free(out);
 	cjc_strvec_clear(&argv);

@@ -507,30 +507,31 @@ static bool absolute_record(const char *cwd, const struct cjc_manifest_record *r
 	return ok;
 }
 
-/* Whether a remembered item's record still holds: found so in this change
- * generation (changes.c), or found so now, its paths watched first. */
-static bool still_holds(struct nvrtc_job *r, struct jit_memory_item *it)
+/* The watches on a remembered record's paths, made absolute (changes.c),
+ * where the handle watches and the request has a working directory. */
+static uint64_t watch_record(void *ctx, const struct cjc_manifest_record *rec)
 {
+	struct nvrtc_job *r = ctx;
 	struct cjc_jit *h = r->j->h;
-	const struct cjc_manifest_record *rec = jit_memory_record(it);
-	uint64_t gen = r->cwd[0] ? jit_changes_generation(h) : 0;
-	if (gen && jit_memory_checked(h, it, gen))
-		return true;
 	struct cjc_manifest_record abs = { 0 };
 	char *source = r->cwd[0] ? cjc_path_join(r->cwd, r->j->source) : NULL;
-	bool absolute = gen && absolute_record(r->cwd, rec, &abs);
-	/* the generation the watches were in place in: the check below is in it */
-	gen = absolute ? jit_changes_watch(h, &abs, r->j->source[0] == '/' ? r->j->source : source,
-					   NULL)
-		       : 0;
+	bool absolute = r->cwd[0] && jit_changes_generation(h) &&
+			absolute_record(r->cwd, rec, &abs);
+	/* the generation the watches were in place in: the check after is in it */
+	uint64_t gen = absolute ? jit_changes_watch(h, &abs,
+						    r->j->source[0] == '/' ? r->j->source : source,
+						    NULL)
+				: 0;
 	cjc_manifest_record_release(&abs);
 	free(source);
-	struct cjc_manifest one = { (struct cjc_manifest_record *)rec, 1 };
-	if (match(r, &one) != 0)
-		return false;
-	if (gen)
-		jit_memory_mark_checked(h, it, gen);
-	return true;
+	return gen;
+}
+
+/* Whether a remembered item's record still holds (memory.c). */
+static bool still_holds(struct nvrtc_job *r, struct jit_memory_item *it)
+{
+	const struct jit_memory_check c = { watch_record, match, r };
+	return jit_memory_holds(r->j->h, it, r->cwd[0] ? jit_changes_generation(r->j->h) : 0, &c);
 }
 
 /* A hit from the handle's memory (memory.c), its record's files unchanged:

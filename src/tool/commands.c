@@ -527,6 +527,7 @@ static int add_row(const struct cjc_index_row *r, const char *dir, void *ctx)
 		json_object_set_new(row, "kind", json_string(r->kind));
 		json_object_set(row, "target", r->target);
 		json_object_set_new(row, "size", json_integer((json_int_t)r->size));
+		json_object_set_new(row, "stored_size", json_integer((json_int_t)r->stored));
 		json_object_set(row, "created", r->created);
 		json_object_set_new(row, "files", files);
 	}
@@ -555,7 +556,8 @@ static int cmd_ls(struct session *s)
 			char *kind = cjc_json_shown(json_object_get(r, "kind"), "?");
 			char *created = cjc_json_shown(json_object_get(r, "created"), "?");
 			printf("%s  %-18s %-20s %10lld  %s\n", key, kind, target,
-			       (long long)json_integer_value(json_object_get(r, "size")), created);
+			       (long long)json_integer_value(json_object_get(r, "stored_size")),
+			       created);
 			free(target);
 			free(kind);
 			free(created);

@@ -425,6 +425,14 @@ struct compile_result {
 	struct cjc_buf out, err;
 };
 
+/* The command a miss runs, less -o and -M*. */
+static void miss_command(const struct job *j, struct cjc_strvec *argv)
+{
+	push_wrapper(j, argv);
+	cjc_strvec_push(argv, j->argv[0]);
+	cjc_strvec_pushv(argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
+}
+
 static int run_nvcc(struct job *j, struct compile_result *r)
 {
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
@@ -439,9 +447,7 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 			r->keep_dir = NULL;
 		}
 	}
-	push_wrapper(j, &argv);
-	cjc_strvec_push(&argv, j->argv[0]);
-	cjc_strvec_pushv(&argv, j->c.nvcc_args.v, j->c.nvcc_args.n);
+	miss_command(j, &argv);
 	cjc_diagnostics_add_args(&j->diag, r->keep_dir, &argv);
 	char *extra[] = { "-o", r->tmp_out, "-MD", "-MF", r->tmp_dep };
 	cjc_strvec_pushv(&argv, extra, 5);
@@ -672,22 +678,52 @@ static void choose_root(struct job *j)
 	cjc_buf_release(&options);
 }
 
+/* Whether the preprocessor shows a relocated file's name (names) in the
+ * output (miss.h); the miss's -E runs write beside its output. */
+static bool preprocessed_names(const struct job *j, const struct compile_result *r,
+			       char *const *names, size_t n)
+{
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	miss_command(j, &argv);
+	char *out = cjc_xasprintf("%s.preprocessed.ii", r->tmp_out);
+	cjc_tempfile_add(out);
+	bool host = j->c.kind == CJC_KIND_OBJECT || j->c.kind == CJC_KIND_RDC_OBJECT;
+	struct cjc_miss_preprocess p = {
+		.command = &argv, .out = out, .host = host, .names = names, .n = n
+	};
+	bool named = cjc_miss_preprocessed_names(&p);
+	cjc_tempfile_remove(out);
+	free(out);
+	cjc_strvec_clear(&argv);
+	return named;
+}
+
 /* Whether a file nvcc read names a path that reaches the output (rules.h):
- * __FILE__ and the like in one keyed relative to the root. */
-static bool files_name_path(const struct job *j, const struct cjc_manifest_record *rec)
+ * __FILE__ and the like in one keyed relative to the root, where the
+ * preprocessor shows it. */
+static bool files_name_path(const struct job *j, const struct compile_result *r,
+			    const struct cjc_manifest_record *rec)
 {
 	struct cjc_buf *texts = cjc_xcalloc(rec->ndeps + 1, sizeof *texts), options = CJC_BUF_INIT;
 	bool *relocated = cjc_xcalloc(rec->ndeps + 1, sizeof *relocated);
+	char **names = cjc_xcalloc(rec->ndeps + 1, sizeof *names);
+	size_t nnames = 0;
 	for (size_t i = 0; i < rec->ndeps; i++) {
 		char *keyed = cjc_place_key_path(&j->c.place, rec->deps[i].path);
 		relocated[i] = keyed != NULL;
+		const char *slash = strrchr(rec->deps[i].path, '/');
+		if (keyed)
+			names[nnames++] = slash ? (char *)slash + 1 : rec->deps[i].path;
 		free(keyed);
 		(void)cjc_read_file(rec->deps[i].path, &texts[i]);
 	}
 	options_text(j, &options);
-	bool named = cjc_rules_paths_reach(texts, rec->ndeps, relocated, options.data, options.len);
+	bool named = cjc_rules_paths_reach(texts, rec->ndeps, relocated, options.data,
+					   options.len) &&
+		     preprocessed_names(j, r, names, nnames);
 	for (size_t i = 0; i < rec->ndeps; i++)
 		cjc_buf_release(&texts[i]);
+	free(names);
 	free(texts);
 	free(relocated);
 	cjc_buf_release(&options);
@@ -708,7 +744,7 @@ static void decide_exact(struct job *j, const struct compile_result *r,
 	if (cjc_read_file(r->tmp_out, &output) ||
 	    cjc_rules_output_names_path(output.data, output.len))
 		set_exact(j, cjc_xstrdup(internal_named));
-	else if (j->root && files_name_path(j, rec))
+	else if (j->root && files_name_path(j, r, rec))
 		set_exact(j, cjc_xstrdup(file_named));
 	cjc_buf_release(&output);
 	rec->exact = j->paths_exact != NULL;

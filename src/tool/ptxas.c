@@ -146,36 +146,69 @@ static char *beside(const char *dir, const char *name)
 	return dir && *dir ? cjc_xasprintf("%s/%s", dir, name) : NULL;
 }
 
+/* The candidates (ptxas.h), each asked only when those before it are not
+ * there: on a hit as on a miss, PATH is walked once where nvcc's directory
+ * holds ptxas. */
+static char *as_called(const char *called)
+{
+	return strchr(called, '/') ? cjc_xstrdup(called) : NULL;
+}
+
+static char *as_set(const char *called)
+{
+	(void)called;
+	const char *setting = getenv("CJC_PTXAS");
+	return setting && *setting ? cjc_xstrdup(setting) : NULL;
+}
+
+static char *in_home(const char *called)
+{
+	(void)called;
+	return beside(getenv("CUDA_HOME"), "bin/ptxas");
+}
+
+static char *in_cuda_path(const char *called)
+{
+	(void)called;
+	return beside(getenv("CUDA_PATH"), "bin/ptxas");
+}
+
+static char *beside_nvcc(const char *called)
+{
+	(void)called;
+	char *nvcc = cjc_self_find_beyond("nvcc");
+	char *dir = nvcc ? cjc_dirname(nvcc) : NULL;
+	char *ptxas = beside(dir, "ptxas");
+	free(nvcc);
+	free(dir);
+	return ptxas;
+}
+
+static char *on_path(const char *called)
+{
+	(void)called;
+	return cjc_self_find_beyond("ptxas");
+}
+
+static char *in_toolkit(const char *called)
+{
+	(void)called;
+	return cjc_xstrdup("/usr/local/cuda/bin/ptxas");
+}
+
 /* The candidates in order (ptxas.h), the first that is not cjc. */
 static char *find_real(const char *called)
 {
-	char *nvcc = cjc_self_find_beyond("nvcc");
-	char *nvcc_dir = nvcc ? cjc_dirname(nvcc) : NULL;
-	char *home = beside(getenv("CUDA_HOME"), "bin");
-	char *path = beside(getenv("CUDA_PATH"), "bin");
-	const char *setting = getenv("CJC_PTXAS");
-	char *candidates[] = {
-		strchr(called, '/') ? cjc_xstrdup(called) : NULL,
-		setting && *setting ? cjc_xstrdup(setting) : NULL,
-		beside(home, "ptxas"),
-		beside(path, "ptxas"),
-		beside(nvcc_dir, "ptxas"),
-		cjc_self_find_beyond("ptxas"),
-		cjc_xstrdup("/usr/local/cuda/bin/ptxas"),
+	static char *(*const candidates[])(const char *called) = {
+		as_called, as_set, in_home, in_cuda_path, beside_nvcc, on_path, in_toolkit,
 	};
-	size_t n = sizeof candidates / sizeof *candidates;
-	char *found = NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (!found && candidates[i] && cjc_self_other(candidates[i]))
-			found = candidates[i];
-		else
-			free(candidates[i]);
+	for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
+		char *c = candidates[i](called);
+		if (c && cjc_self_other(c))
+			return c;
+		free(c);
 	}
-	free(nvcc);
-	free(nvcc_dir);
-	free(home);
-	free(path);
-	return found;
+	return NULL;
 }
 
 /* ---- the command line ---- */

@@ -1,8 +1,7 @@
 #include "self.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "base/fs.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,21 +14,5 @@ bool cjc_self_other(const char *path)
 
 char *cjc_self_find_beyond(const char *name)
 {
-	const char *path = getenv("PATH");
-	if (!path)
-		return NULL;
-	for (const char *p = path;; p++) {
-		const char *end = strchrnul(p, ':');
-		char *dir = end == p ? strdup(".") : strndup(p, (size_t)(end - p));
-		char *candidate = NULL;
-		if (dir && asprintf(&candidate, "%s/%s", dir, name) < 0)
-			candidate = NULL;
-		free(dir);
-		if (candidate && cjc_self_other(candidate))
-			return candidate;
-		free(candidate);
-		if (!*end)
-			return NULL;
-		p = end;
-	}
+	return cjc_find_program_if(name, cjc_self_other);
 }

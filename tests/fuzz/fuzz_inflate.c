@@ -4,8 +4,8 @@
  * (0 to 65535); the rest is the file.  The inflater may refuse anything,
  * but never hands on more than the recorded size (nor makes more than one
  * byte past it), and a refusal says why. */
+#include "base/compress.h"
 #include "cudajitcache.h"
-#include "store/compress.h"
 
 struct count {
 	uint64_t made;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "base/compress.h"
 #include "base/fs.h"
 #include "base/thread.h"
 #include "compile/diagnostics.h"
@@ -696,6 +697,12 @@ static void test_path_free(void)
 	CHECK(!cjc_rules_paths_reach(t, 2, system, "-O3\n", 4));
 	cjc_buf_release(&t[0]);
 	cjc_buf_release(&t[1]);
+	/* preprocessed text: a name outside directives, or __builtin_FILE */
+	char *names[] = { "k.cu" };
+	const char pre[] = "# 1 \"k.cu\"\n#define W __FILE__\nint x;\n";
+	CHECK(!cjc_rules_preprocessed_names(pre, strlen(pre), names, 1));
+	CHECK(cjc_rules_preprocessed_names("p = \"/a/k.cu\";\n", 14, names, 1));
+	CHECK(cjc_rules_preprocessed_names("p = __builtin_FILE();", 21, names, 1));
 	const char named[] = "x _ZN32_INTERNAL_c797083e_4_k_cu y", other[] = "x _INTERNAL_ y";
 	CHECK(cjc_rules_output_names_path(named, sizeof named));
 	CHECK(!cjc_rules_output_names_path(other, sizeof other));
@@ -718,6 +725,47 @@ static void test_path_free(void)
 	      cjc_strvec_contains(&c.key_args, "-DDIR=/t/A"));
 	CHECK(cjc_strvec_contains(&c.key_args, "cjc:root"));
 	cjc_compile_release(&c);
+}
+
+/* A fatbin of one entry: payload stored zstd-compressed, recorded as full
+ * bytes once inflated. */
+static void fatbin_of(const struct cjc_buf *payload, uint64_t full, struct cjc_buf *fat)
+{
+	unsigned char head[16 + 64] = { 0x50, 0xed, 0x55, 0xba, 1, 0, 16 };
+	uint64_t size = 64 + payload->len;
+	memcpy(head + 8, &size, 8);
+	head[16 + 4] = 64;
+	memcpy(head + 16 + 8, &payload->len, 8);
+	memcpy(head + 16 + 16, &payload->len, 4);
+	head[16 + 41] = 0x80; /* zstd */
+	memcpy(head + 16 + 56, &full, 8);
+	cjc_buf_reset(fat);
+	cjc_buf_add(fat, head, sizeof head);
+	cjc_buf_add(fat, payload->data, payload->len);
+}
+
+/* The PTX nvcc stores zstd-compressed is read inflated (compress.h), never
+ * past the size its entry records. */
+static void test_fatbin_zstd(void)
+{
+	struct cjc_buf ptx = CJC_BUF_INIT, frame = CJC_BUF_INIT, fat = CJC_BUF_INIT;
+	unsigned seed = 1;
+	for (int i = 0; i < 4096; i++)
+		cjc_buf_addf(&ptx, "%c", 'a' + (seed = seed * 1103515245 + 12345) % 23);
+	memcpy(ptx.data + 2000, "_INTERNAL_c797083e_", 19);
+	CHECK(!cjc_compress(ptx.data, ptx.len, 1, &frame));
+	CHECK(!memmem(frame.data, frame.len, "_INTERNAL_", 10)); /* only inflated is it seen */
+	fatbin_of(&frame, ptx.len, &fat);
+	CHECK(cjc_rules_output_names_path(fat.data, fat.len));
+	memcpy(ptx.data + 2000, "_EXTERNAL_", 10);
+	CHECK(!cjc_compress(ptx.data, ptx.len, 1, &frame));
+	fatbin_of(&frame, ptx.len, &fat);
+	CHECK(!cjc_rules_output_names_path(fat.data, fat.len));
+	fatbin_of(&frame, ptx.len - 1, &fat); /* more than recorded: not read */
+	CHECK(cjc_rules_output_names_path(fat.data, fat.len));
+	cjc_buf_release(&ptx);
+	cjc_buf_release(&frame);
+	cjc_buf_release(&fat);
 }
 
 static void test_manifest_place(void)
@@ -906,6 +954,7 @@ int main(void)
 	test_option_table_sorted();
 	test_env_table();
 	test_rules();
+	test_fatbin_zstd();
 	test_option_lookups();
 	test_parse_compiles();
 	test_parse_uncacheable();

@@ -382,6 +382,11 @@ bool cjc_is_dir(const char *path)
 
 char *cjc_find_program(const char *name)
 {
+	return cjc_find_program_if(name, NULL);
+}
+
+char *cjc_find_program_if(const char *name, bool (*also)(const char *path))
+{
 	if (strchr(name, '/'))
 		return cjc_xstrdup(name);
 	const char *path = getenv("PATH");
@@ -394,7 +399,8 @@ char *cjc_find_program(const char *name)
 		char *full = cjc_path_join(dir, name);
 		free(dir);
 		struct stat st;
-		if (!stat(full, &st) && S_ISREG(st.st_mode) && !access(full, X_OK))
+		if (!stat(full, &st) && S_ISREG(st.st_mode) && !access(full, X_OK) &&
+		    (!also || also(full)))
 			return full;
 		free(full);
 		path += n;

@@ -129,6 +129,8 @@ char *cjc_path_join(const char *dir, const char *name);
 bool cjc_is_dir(const char *path);
 /* Searches PATH for an executable name (or returns a copy if it has a '/'). */
 char *cjc_find_program(const char *name);
+/* The same, skipping each file that also(path) refuses (cjc's own). */
+char *cjc_find_program_if(const char *name, bool (*also)(const char *path));
 /* The user's own run-time directory, checked and open (O_PATH), or -1:
  * $XDG_RUNTIME_DIR/cudajitcache when XDG_RUNTIME_DIR is a directory of this
  * user's (not one a `sudo -E` or `su` brought from another user), else

@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/compress.h"
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/run.h"
 #include "keys/place.h"
 #include "remote/remote.h"
-#include "store/compress.h"
 #include "store/stats.h"
 #include "store/store.h"
 

@@ -1,11 +1,14 @@
 #include "compile/miss.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/fs.h"
+#include "base/run.h"
 #include "keys/depfile.h"
 #include "keys/includescan.h"
 #include "keys/key.h"
@@ -221,4 +224,56 @@ int cjc_miss_record(const struct cjc_miss *m, const char *depfile, struct cjc_ma
 	cjc_strvec_clear(&deps);
 	cjc_buf_release(&text);
 	return 0;
+}
+
+/* The longest preprocessed text read; a longer one is taken to name a path. */
+#define PREPROCESSED_MAX ((size_t)256 << 20)
+
+/* The command with words before -E -o out, run, into text: 0, or -1. */
+static int preprocess(const struct cjc_miss_preprocess *p, char *const *words, size_t nwords,
+		      struct cjc_buf *text)
+{
+	struct cjc_strvec argv = CJC_STRVEC_INIT;
+	char *tail[] = { "-E", "-o", (char *)p->out };
+	cjc_strvec_pushv(&argv, p->command->v, p->command->n);
+	cjc_strvec_pushv(&argv, words, nwords);
+	cjc_strvec_pushv(&argv, tail, 3);
+	struct cjc_child child = CJC_CHILD_INIT(argv.v);
+	child.env = p->env;
+	child.in_fd = child.out_fd = child.err_fd = CJC_RUN_NULL;
+	int rc = cjc_run_child(&child)
+			 ? -1
+			 : cjc_read_bounded(AT_FDCWD, p->out, O_NOFOLLOW, PREPROCESSED_MAX, text);
+	(void)unlink(p->out);
+	cjc_strvec_clear(&argv);
+	return rc;
+}
+
+/* Whether -dD's text defines __CUDA_ARCH_LIST__ as more than one
+ * architecture, or not at all. */
+static bool several_archs(const struct cjc_buf *text)
+{
+	static const char def[] = "\n#define __CUDA_ARCH_LIST__ ";
+	const char *p = memmem(text->data, text->len, def, sizeof def - 1);
+	if (!p)
+		return true;
+	p += sizeof def - 1;
+	size_t left = text->len - (size_t)(p - text->data);
+	const char *nl = memchr(p, '\n', left);
+	return memchr(p, ',', nl ? (size_t)(nl - p) : left) != NULL;
+}
+
+bool cjc_miss_preprocessed_names(const struct cjc_miss_preprocess *p)
+{
+	static char *const device[] = { "-Xcompiler", "-dD" };
+	static char *const host[] = { "-U__CUDA_ARCH__", "-UCUDA_DOUBLE_MATH_FUNCTIONS" };
+	struct cjc_buf text = CJC_BUF_INIT;
+	bool names = preprocess(p, device, 2, &text) || several_archs(&text) ||
+		     cjc_rules_preprocessed_names(text.data, text.len, p->names, p->n);
+	cjc_buf_release(&text);
+	if (!names && p->host)
+		names = preprocess(p, host, 2, &text) ||
+			cjc_rules_preprocessed_names(text.data, text.len, p->names, p->n);
+	cjc_buf_release(&text);
+	return names;
 }

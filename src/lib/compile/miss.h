@@ -60,4 +60,28 @@ struct cjc_miss {
 int cjc_miss_record(const struct cjc_miss *m, const char *depfile, struct cjc_manifest_record *rec,
 		    bool *stable, struct cjc_buf *why);
 
+/*
+ * Whether a path rules.h found may reach the output does: the rules read
+ * texts, and cannot tell a dead #if branch (GCC 13's libstdc++ defines
+ * __glibcxx_assert with __FILE__ under _GLIBCXX_ASSERTIONS and uses it in
+ * <bit>, which CUDA's headers include), so where cjc_rules_paths_reach()
+ * says one may, the preprocessor decides.  The miss's command runs again
+ * with -E into out (removed after), for the device code (with -Xcompiler
+ * -dD) and, where host, for the host code (-U__CUDA_ARCH__
+ * -UCUDA_DOUBLE_MATH_FUNCTIONS: what nvcc 13's host pass does not define);
+ * cjc_rules_preprocessed_names() reads each text.  Where -E fails, or the
+ * command makes device code for more than one architecture (-E shows the
+ * first alone), one may.  Each run costs about what the compile's front
+ * end does, so it is asked only on a miss the rules found something in.
+ */
+struct cjc_miss_preprocess {
+	const struct cjc_strvec *command; /* the miss's command, less -o and -M* */
+	const char *out;                  /* where -E writes, a temporary file */
+	char *const *env;                 /* changes to the environment (run.h), or NULL */
+	bool host;                        /* the output holds host code (-c) */
+	char *const *names;               /* the file names that must not reach it */
+	size_t n;
+};
+bool cjc_miss_preprocessed_names(const struct cjc_miss_preprocess *p);
+
 #endif

@@ -209,20 +209,37 @@ long cjc_manifest_match(const struct cjc_manifest *m, const char *direct_key,
 	return cjc_manifest_match_vouched(m, direct_key, place, NULL, NULL);
 }
 
+long cjc_manifest_match_held(const struct cjc_manifest *m, const char *direct_key,
+			     const struct cjc_place *place,
+			     bool (*holds)(void *ctx, const struct cjc_manifest_record *r),
+			     void *ctx)
+{
+	for (size_t i = 0; i < m->n; i++)
+		rebase_record(&m->recs[i], place);
+	for (size_t i = 0; i < m->n; i++)
+		if (key_matches(&m->recs[i], direct_key, place) && holds(ctx, &m->recs[i]))
+			return (long)i;
+	return -1;
+}
+
+struct vouched {
+	bool (*unchanged)(void *ctx, const struct cjc_manifest_record *r);
+	void *ctx;
+};
+
+static bool vouched_or_holds(void *ctx, const struct cjc_manifest_record *r)
+{
+	const struct vouched *v = ctx;
+	return (v->unchanged && v->unchanged(v->ctx, r)) || cjc_manifest_record_holds(r);
+}
+
 long cjc_manifest_match_vouched(const struct cjc_manifest *m, const char *direct_key,
 				const struct cjc_place *place,
 				bool (*unchanged)(void *ctx, const struct cjc_manifest_record *r),
 				void *ctx)
 {
-	for (size_t i = 0; i < m->n; i++)
-		rebase_record(&m->recs[i], place);
-	for (size_t i = 0; i < m->n; i++) {
-		const struct cjc_manifest_record *r = &m->recs[i];
-		if (key_matches(r, direct_key, place) &&
-		    ((unchanged && unchanged(ctx, r)) || cjc_manifest_record_holds(r)))
-			return (long)i;
-	}
-	return -1;
+	struct vouched v = { unchanged, ctx };
+	return cjc_manifest_match_held(m, direct_key, place, vouched_or_holds, &v);
 }
 
 void cjc_manifest_record_release(struct cjc_manifest_record *rec)

@@ -76,6 +76,12 @@ long cjc_manifest_match_vouched(const struct cjc_manifest *m, const char *direct
 				const struct cjc_place *place,
 				bool (*unchanged)(void *ctx, const struct cjc_manifest_record *r),
 				void *ctx);
+/* The same, where holds(ctx, r) alone says whether r's files are unchanged
+ * (the JIT library's, which knows its requests' sources and headers). */
+long cjc_manifest_match_held(const struct cjc_manifest *m, const char *direct_key,
+			     const struct cjc_place *place,
+			     bool (*holds)(void *ctx, const struct cjc_manifest_record *r),
+			     void *ctx);
 /* Whether every file r lists hashes as recorded and every candidate is
  * still absent (filehash.h: by stamp where a hash is remembered). */
 bool cjc_manifest_record_holds(const struct cjc_manifest_record *r);

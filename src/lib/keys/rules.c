@@ -1,12 +1,10 @@
 #include "keys/rules.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/dl.h"
+#include "base/compress.h"
 #include "base/util.h"
 #include "keys/key.h"
 
@@ -398,6 +396,26 @@ bool cjc_rules_paths_reach(const struct cjc_buf *texts, size_t n, const bool *re
 	return paths_reach(texts, n, relocated, relocated ? n : 0, options, options_len);
 }
 
+/* Whether a line of preprocessed text that is no directive (a line
+ * marker, -dD's #define) names a file of names, or a builtin that the
+ * compiler, not the preprocessor, turns into a file's name. */
+bool cjc_rules_preprocessed_names(const char *text, size_t len, char *const *names, size_t n)
+{
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *e = nl ? nl : end;
+		size_t line = (size_t)(e - p);
+		for (size_t i = 0; i < n && !directive(p, e); i++)
+			if (memmem(p, line, names[i], strlen(names[i])))
+				return true;
+		for (size_t i = 0; i < sizeof anywhere / sizeof *anywhere && !directive(p, e); i++)
+			if (has_token(p, line, anywhere[i], strlen(anywhere[i])))
+				return true;
+		p = e + 1;
+	}
+	return false;
+}
+
 /* ---- what the output names ---- */
 
 static bool hex8(const unsigned char *p)
@@ -427,38 +445,16 @@ static bool names_internal(const unsigned char *p, size_t len)
 	return false;
 }
 
-/* libzstd, loaded when an output first needs it (dl.h): cjc links no
- * decompressor for this one rule. */
-struct zstd {
-	size_t (*decompress)(void *dst, size_t cap, const void *src, size_t n);
-	unsigned (*is_error)(size_t code);
-};
-static struct zstd zstd;
-static bool zstd_loaded;
-static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
-
-static void load_zstd(void)
-{
-	static const struct cjc_dl_symbol syms[] = {
-		CJC_DL_SYMBOL(struct zstd, decompress, "ZSTD_decompress"),
-		CJC_DL_SYMBOL(struct zstd, is_error, "ZSTD_isError"),
-	};
-	void *lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-	const char *missing;
-	zstd_loaded = lib && !cjc_dl_resolve(lib, syms, 2, &zstd, &missing);
-}
-
 /* Whether a compressed fatbin entry's payload (zstd, nvcc 13's default for
- * PTX) names one; true when it cannot be read. */
+ * PTX) names one; true when it cannot be read (compress.h: within the
+ * size the entry records). */
 static bool compressed_names_internal(const unsigned char *payload, uint64_t size, uint64_t full)
 {
-	pthread_once(&zstd_once, load_zstd);
-	if (!zstd_loaded || full > ((uint64_t)1 << 31))
-		return true;
-	unsigned char *out = cjc_xmalloc(full ? (size_t)full : 1);
-	size_t n = zstd.decompress(out, (size_t)full, payload, (size_t)size);
-	bool named = zstd.is_error(n) || n != full || names_internal(out, n);
-	free(out);
+	struct cjc_buf out = CJC_BUF_INIT;
+	bool named = full > ((uint64_t)1 << 31) ||
+		     cjc_inflate_all(payload, (size_t)size, full, &out, NULL) || out.len != full ||
+		     names_internal((const unsigned char *)out.data, out.len);
+	cjc_buf_release(&out);
 	return named;
 }
 

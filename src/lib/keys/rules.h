@@ -117,6 +117,13 @@ bool cjc_rules_path_reaches(const struct cjc_buf *texts, size_t n, const char *o
 bool cjc_rules_paths_reach(const struct cjc_buf *texts, size_t n, const bool *relocated,
 			   const char *options, size_t options_len);
 
+/* Whether nvcc -E's text names a file of names (n of them: file names,
+ * as __FILE__ and __FILE_NAME__ end) or __builtin_FILE, outside its
+ * directives (line markers, #define): what the preprocessor made of the
+ * macros cjc_rules_paths_reach() could not tell apart (a dead #if branch).
+ * compile/miss.h runs the preprocessor. */
+bool cjc_rules_preprocessed_names(const char *text, size_t len, char *const *names, size_t n);
+
 /*
  * The output.  nvcc 13 names internal-linkage device symbols (anonymous
  * namespaces, static device functions, libcu++ internals)
@@ -124,8 +131,9 @@ bool cjc_rules_paths_reach(const struct cjc_buf *texts, size_t n, const bool *re
  * path: cjc_rules_output_names_path() says whether an output (a cubin,
  * ptx, fatbin or object, device and host code) holds such a name; the
  * fatbin entries nvcc stores compressed (its PTX, zstd) are read
- * decompressed (libzstd.so.1, loaded when needed), and one that cannot be read (no libzstd,
- * another compression, a layout not understood) counts as naming one.
+ * decompressed (compress.h, never past the size an entry records), and
+ * one that cannot be read (another compression, a frame that is not
+ * whole, a layout not understood) counts as naming one.
  */
 bool cjc_rules_output_names_path(const void *data, size_t len);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/compress.h"
 #include "base/fs.h"
 #include "base/hash.h"
 #include "base/log.h"
@@ -82,6 +83,31 @@ static int fetch_record(struct cjc_remotes *r, struct remote_group *g, const cha
 	return rc;
 }
 
+static int hash_sink(void *ctx, const void *p, size_t n)
+{
+	cjc_hash_update(ctx, p, n);
+	return 0;
+}
+
+/* Whether a's stored bytes, compressed, inflate to the bytes its record
+ * names (SPEC 4.1: integrity covers both), never past their size. */
+static bool inflates_right(const struct cjc_artifact *a, const struct cjc_buf *data)
+{
+	struct cjc_inflate z;
+	struct cjc_hash h;
+	char sha[CJC_HEX_LEN + 1];
+	if (!a->stored_size)
+		return true;
+	cjc_hash_init(&h);
+	int rc = cjc_inflate_begin(&z, a->size)
+			 ? -1
+			 : cjc_inflate_feed(&z, data->data, data->len, hash_sink, &h);
+	if (cjc_inflate_end(&z) || rc || z.made != a->size)
+		return false;
+	cjc_hash_final_hex(&h, sha);
+	return !strcmp(sha, a->sha256);
+}
+
 /* Fetches each artifact by its hash into the staging, checked. */
 static int fetch_artifacts(struct cjc_remotes *r, struct remote_group *g, const char *key,
 			   const struct fetched *f, struct cjc_staging *st)
@@ -110,6 +136,9 @@ static int fetch_artifacts(struct cjc_remotes *r, struct remote_group *g, const 
 		cjc_hash_buf_hex(data.data, data.len, sha);
 		if (data.len != size || strcmp(sha, cjc_artifact_stored_sha(a)))
 			rc = remote_bad_data(r, g, "artifact", key, "size or SHA-256 differs from the metadata");
+		else if (!inflates_right(a, &data))
+			rc = remote_bad_data(r, g, "artifact", key,
+					     "inflates to other bytes than the metadata's");
 		else if (cjc_staging_add_stored(st, a, data.data, data.len))
 			rc = -1, cjc_log("cannot stage %s: %s", a->name, strerror(errno));
 	}

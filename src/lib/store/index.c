@@ -13,7 +13,7 @@
 #include "keys/metadata.h"
 #include "store/records.h"
 
-static const char magic[4] = { 'C', 'J', 'C', 'X' };
+static const char magic[4] = { 'C', 'J', 'C', 'Y' };
 
 #define TEXT_MAX 4096   /* a kind, target, created or file name in a row */
 #define FILES_MAX 64
@@ -49,6 +49,7 @@ static void row_from(const char *key, json_t *doc, const struct cjc_artifact *fi
 	r->created = created ? json_incref(created) : json_null();
 	for (size_t i = 0; i < n; i++) {
 		r->size += files[i].size;
+		r->stored += cjc_artifact_stored_size(&files[i]);
 		cjc_strvec_push(&r->files, files[i].name);
 	}
 }
@@ -71,6 +72,7 @@ static void encode(const struct stamped *s, struct cjc_buf *out)
 	add_json(&p, s->row.target);
 	add_json(&p, s->row.created);
 	cjc_buf_add_u64(&p, s->row.size);
+	cjc_buf_add_u64(&p, s->row.stored);
 	cjc_buf_add_u32(&p, (uint32_t)s->row.files.n);
 	for (size_t i = 0; i < s->row.files.n; i++)
 		cjc_buf_add_str(&p, s->row.files.v[i]);
@@ -107,6 +109,7 @@ static int decode(const void *p, size_t n, struct stamped *s)
 	s->row.target = c.bad ? NULL : cursor_json(&c);
 	s->row.created = c.bad ? NULL : cursor_json(&c);
 	s->row.size = cjc_cursor_u64(&c);
+	s->row.stored = cjc_cursor_u64(&c);
 	uint32_t nfiles = cjc_cursor_u32(&c);
 	for (uint32_t i = 0; i < nfiles && i < FILES_MAX && !c.bad; i++) {
 		char *name = cjc_cursor_str(&c, TEXT_MAX);

@@ -19,13 +19,15 @@
  * else's.  Only `cjc ls` reads the index; lookups, verify, gc, show and
  * audit use the entries.
  *
- * The file is a sequence of rows, each a blob (blob.h, magic "CJCX")
+ * The file is a sequence of rows, each a blob (blob.h, magic "CJCY";
+ * "CJCX", rows without the stored bytes, read as damaged and rewritten)
  * preceded by its u32 length, so appends need no rewrite and a torn or
  * damaged row ends the reading of the file.  Row payload, little-endian:
  *
  *     64 bytes key   u64 inode   i64 mtime_ns   u64 metadata size
  *     kind, target (JSON text), created (JSON text): util.h strings
- *     u64 bytes of artifacts   u32 count, then each artifact's name
+ *     u64 bytes of artifacts   u64 bytes stored (compressed: store.h)
+ *     u32 count, then each artifact's name
  */
 #ifndef CJC_INDEX_H
 #define CJC_INDEX_H
@@ -42,6 +44,7 @@ struct cjc_index_row {
 	json_t *target;  /* as in metadata.json: a string, {"bytes": hex} or null */
 	json_t *created;
 	uint64_t size;   /* of the artifacts */
+	uint64_t stored; /* of their files in the store, compressed or not */
 	struct cjc_strvec files;
 	char *damaged;   /* not NULL: the entry could not be read, and why */
 };

@@ -13,11 +13,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "base/compress.h"
 #include "base/fs.h"
 #include "base/hash.h"
 #include "base/stamp.h"
 #include "keys/metamemo.h"
-#include "store/compress.h"
 
 /* errno after a failed openat of name in dirfd: ELOOP for a link, which
  * O_PATH | O_DIRECTORY | O_NOFOLLOW reports as ENOTDIR. */

@@ -49,4 +49,10 @@ int cjc_inflate_feed(struct cjc_inflate *z, const void *in, size_t n,
 		     int (*sink)(void *ctx, const void *p, size_t n), void *ctx);
 int cjc_inflate_end(struct cjc_inflate *z);
 
+/* The three at once, for a frame held in memory: in[0..n) inflated onto
+ * out (appended).  0, or -1 as above (*why, where why is not NULL, says
+ * which). */
+int cjc_inflate_all(const void *in, size_t n, uint64_t limit, struct cjc_buf *out,
+		    const char **why);
+
 #endif

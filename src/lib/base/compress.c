@@ -1,4 +1,4 @@
-#include "store/compress.h"
+#include "base/compress.h"
 
 #include <errno.h>
 #include <string.h>
@@ -91,4 +91,20 @@ int cjc_inflate_end(struct cjc_inflate *z)
 	ZSTD_freeDCtx(z->ctx);
 	z->ctx = NULL;
 	return z->why ? -1 : 0;
+}
+
+static int append(void *ctx, const void *p, size_t n)
+{
+	cjc_buf_add(ctx, p, n);
+	return 0;
+}
+
+int cjc_inflate_all(const void *in, size_t n, uint64_t limit, struct cjc_buf *out, const char **why)
+{
+	struct cjc_inflate z;
+	int rc = cjc_inflate_begin(&z, limit) ? -1 : cjc_inflate_feed(&z, in, n, append, out);
+	rc = cjc_inflate_end(&z) || rc ? -1 : 0;
+	if (why)
+		*why = z.why;
+	return rc;
 }
