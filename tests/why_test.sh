@@ -141,6 +141,7 @@ two_checkouts() {
 	mkdir -p "$A" "$B" && cp k.cu k.h dev.h host.h "$A" && cp k.cu k.h dev.h host.h "$B" || fail
 	[ -z "${EDIT_B:-}" ] || sed -i "$EDIT_B" "$B/k.h"
 	(cd "$A" && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "$@") || fail "in a"
+	[ -z "${CLEAN_BETWEEN:-}" ] || "$CJC" clean >/dev/null || fail "clean"
 	(cd "$B" && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "$@") || fail "in b"
 	OUT_B=$(cd "$B" && "$CJC" why k.cubin | head -1)
 }
@@ -150,6 +151,15 @@ two_checkouts() {
 testSecondCheckoutNamesTheHeaderThatDiffers() {
 	EDIT_B='s/2.0f/3.0f/' two_checkouts
 	assertEquals "miss: k.h changed; compared with $A/k.cu, another directory's (the directory is not in the key)" "$OUT_B"
+}
+
+# The directory is not in the key and nothing else differs: what the
+# lookup found is the cause (here the first entry was cleaned), not the
+# directory.
+testSecondCheckoutAfterTheEntryWasCleaned() {
+	CLEAN_BETWEEN=1 two_checkouts
+	assertContains "$OUT_B" "$OUT_B" "miss: compared with $A/k.cu, another directory's (the directory is not in the key); entry "
+	assertContains "$OUT_B" "$OUT_B" "was made before but the store no longer had it (cleaned or evicted)"
 }
 
 # nvcc derives _INTERNAL_ prefixes from the absolute path: no setting

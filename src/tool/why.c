@@ -241,8 +241,9 @@ static void miss_summary(struct cjc_buf *b, json_t *r)
 	}
 	if (n > SUMMARY_CHANGES)
 		cjc_buf_addf(b, "; and %zu more", n - SUMMARY_CHANGES);
-	if (n)
+	if (cjc_why_explaining(changes))
 		return;
+	cjc_buf_adds(b, n ? "; " : "");
 	const char *name = jit_name(field(r, "source"));
 	if (json_is_null(json_object_get(r, "compared_with")) && name)
 		cjc_buf_addf(b, "no earlier compile of %s by this library is recorded", name);
@@ -301,7 +302,7 @@ const char *cjc_why_cause(json_t *r)
 {
 	json_t *changes = json_object_get(r, "changes");
 	const char *found;
-	if (json_array_size(changes)) {
+	if (cjc_why_explaining(changes)) {
 		const struct change_kind *k = change_kind_of(json_array_get(changes, 0));
 		return k ? k->cause : "something else changed";
 	}

@@ -645,6 +645,15 @@ static void compare_elsewhere(const struct cjc_store *s, json_t *record, const s
 	free(new_dir);
 }
 
+size_t cjc_why_explaining(json_t *changes)
+{
+	size_t n = json_array_size(changes);
+	json_t *last = n ? json_array_get(changes, n - 1) : NULL;
+	bool context = last && !strcmp(field(last, "kind"), "checkout") &&
+		       !json_is_true(json_object_get(last, "keyed"));
+	return context ? n - 1 : n;
+}
+
 void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
 		  size_t ndeps)
 {
@@ -659,7 +668,8 @@ void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_de
 	json_t *changes = json_array();
 	if (json_is_string(e.source))
 		(void)cjc_journal_foreach(s, needle_of(&e), match_earlier, &e, NULL);
-	const char *key = e.found ? json_string_value(json_object_get(e.found, "entry")) : NULL;
+	json_t *earlier = e.found ? e.found : e.near;
+	const char *key = earlier ? json_string_value(json_object_get(earlier, "entry")) : NULL;
 	if (e.found)
 		compare_entry(s, record, e.found, e.found_changes, NULL, NULL, deps, ndeps,
 			      changes);
@@ -667,8 +677,8 @@ void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_de
 		compare_elsewhere(s, record, &e, deps, ndeps, changes);
 	else
 		json_object_set_new(record, "compared_with", json_null());
-	if (key && !json_array_size(changes) && json_equal(json_object_get(record, "entry"),
-							    json_object_get(e.found, "entry")) &&
+	if (key && !cjc_why_explaining(changes) &&
+	    json_equal(json_object_get(record, "entry"), json_object_get(earlier, "entry")) &&
 	    !cjc_starts_with(field(record, "reason"), "entry "))
 		json_object_set_new(record, "note", json_sprintf(
 			"entry %.12s was made before but the store no longer had it (cleaned or evicted)", key));

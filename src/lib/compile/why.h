@@ -109,6 +109,10 @@ json_t *cjc_why_facts_nvrtc(char *const *args, size_t nargs, const struct cjc_id
 void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
 		  size_t ndeps);
 
+/* How many of a miss's changes explain it: all but the last when that is
+ * another directory's compile whose directory is not in the key. */
+size_t cjc_why_explaining(json_t *changes);
+
 /* A path as records hold it: resolved, or made absolute against cwd when it
  * does not exist; JSON null for NULL. */
 json_t *cjc_why_path(const char *path, const char *cwd);
