@@ -131,7 +131,8 @@ testReadonlyMissesAreExplainedToo() {
 # Two checkouts of one project, $TEST_DIR/a$ROUND and $TEST_DIR/b$ROUND
 # (physical paths: records hold them resolved; a new ROUND, new
 # directories), each compiling k.cu from its own directory with the
-# options given; OUT_B is b's first `cjc why` line.
+# options given (@HERE@ in one: the checkout's directory); OUT_B is b's
+# first `cjc why` line.
 # Before a second directory's compile was compared, each of these said
 # only "no earlier compile of k.cu for this target is recorded".
 two_checkouts() {
@@ -140,9 +141,9 @@ two_checkouts() {
 	A=$top/a${ROUND:-} B=$top/b${ROUND:-}
 	mkdir -p "$A" "$B" && cp k.cu k.h dev.h host.h "$A" && cp k.cu k.h dev.h host.h "$B" || fail
 	[ -z "${EDIT_B:-}" ] || sed -i "$EDIT_B" "$B/k.h"
-	(cd "$A" && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "$@") || fail "in a"
+	(cd "$A" && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "${@//@HERE@/$A}") || fail "in a"
 	[ -z "${CLEAN_BETWEEN:-}" ] || "$CJC" clean >/dev/null || fail "clean"
-	(cd "$B" && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "$@") || fail "in b"
+	(cd "$B" && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "${@//@HERE@/$B}") || fail "in b"
 	OUT_B=$(cd "$B" && "$CJC" why k.cubin | head -1)
 }
 
@@ -171,6 +172,13 @@ testSecondCheckoutWhoseOutputNamesItsPath() {
 	assertContains "$OUT_B" "$OUT_B" "miss: the directory differs: compiled before in $A, now in $B; $none"
 	ROUND=2 CJC_BASE_DIR=$(dirname "$A") two_checkouts
 	assertContains "with base_dir: $OUT_B" "$OUT_B" "miss: the directory differs: compiled before in $A, now in $B; $none"
+}
+
+# A -D value naming the directory keeps it in the key, root or base_dir:
+# `why` must not call the directory unkeyed, nor name a setting.
+testSecondCheckoutWhoseOptionNamesItsDirectory() {
+	EDIT_B='s/2.0f/3.0f/' two_checkouts -DHERE=@HERE@
+	assertContains "$OUT_B" "$OUT_B" "miss: the directory differs: compiled before in $A, now in $B; no setting shares entries between them: an option (-D or -Xcompiler) names the directory"
 }
 
 # assert() puts __FILE__ in the output: the directory is keyed, and the

@@ -529,13 +529,13 @@ static const struct sharing_rule {
 	{ names_internal, true, NULL,
 	  "the output names an _INTERNAL_ symbol, whose prefix nvcc "
 	  "derives from the source's absolute path" },
+	{ option_names_dir, true, NULL,
+	  "an option (-D or -Xcompiler) names the directory, and neither a root nor base_dir "
+	  "rewrites it" },
 	{ not_keyed, false, NULL, "the directory is not in the key" },
 	{ apart, true, NULL,
 	  "the compiles ran from different places in their directories, and "
 	  "base_dir keys paths relative to the working directory" },
-	{ option_names_dir, true, NULL,
-	  "an option (-D or -Xcompiler) names the directory, and "
-	  "base_dir does not rewrite it" },
 	{ records_dirs, true, "base_dir=%s with hash_dir=false",
 	  "the debug information (-g, -G, -lineinfo) then names the directories of the compile "
 	  "that made the entry" },
