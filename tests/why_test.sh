@@ -128,6 +128,83 @@ testReadonlyMissesAreExplainedToo() {
 	assertTrue "not published" "grep -q 'not published: readonly is set' why.txt"
 }
 
+# Two checkouts of one project, $TEST_DIR/a$ROUND and $TEST_DIR/b$ROUND
+# (physical paths: records hold them resolved; a new ROUND, new
+# directories), each compiling k.cu from its own directory with the
+# options given (@HERE@ in one: the checkout's directory); OUT_B is b's
+# first `cjc why` line.
+# Before a second directory's compile was compared, each of these said
+# only "no earlier compile of k.cu for this target is recorded".
+two_checkouts() {
+	local top
+	top=$(cd "$TEST_DIR" && pwd -P)
+	A=$top/a${ROUND:-} B=$top/b${ROUND:-}
+	mkdir -p "$A" "$B" && cp k.cu k.h dev.h host.h "$A" && cp k.cu k.h dev.h host.h "$B" || fail
+	[ -z "${EDIT_B:-}" ] || sed -i "$EDIT_B" "$B/k.h"
+	(cd "$A" && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "${@//@HERE@/$A}") || fail "in a"
+	[ -z "${CLEAN_BETWEEN:-}" ] || "$CJC" clean >/dev/null || fail "clean"
+	(cd "$B" && cjc_nvcc --cubin k.cu -o k.cubin -arch=$ARCH "${@//@HERE@/$B}") || fail "in b"
+	OUT_B=$(cd "$B" && "$CJC" why k.cubin | head -1)
+}
+
+# Paths keyed relative to the root: the directory is not the difference,
+# the header is, and `why` says both.
+testSecondCheckoutNamesTheHeaderThatDiffers() {
+	EDIT_B='s/2.0f/3.0f/' two_checkouts
+	assertEquals "miss: k.h changed; compared with $A/k.cu, another directory's (the directory is not in the key)" "$OUT_B"
+}
+
+# The directory is not in the key and nothing else differs: what the
+# lookup found is the cause (here the first entry was cleaned), not the
+# directory.
+testSecondCheckoutAfterTheEntryWasCleaned() {
+	CLEAN_BETWEEN=1 two_checkouts
+	assertContains "$OUT_B" "$OUT_B" "miss: compared with $A/k.cu, another directory's (the directory is not in the key); entry "
+	assertContains "$OUT_B" "$OUT_B" "was made before but the store no longer had it (cleaned or evicted)"
+}
+
+# nvcc derives _INTERNAL_ prefixes from the absolute path: no setting
+# shares such entries, base_dir included, and `why` claims none.
+testSecondCheckoutWhoseOutputNamesItsPath() {
+	printf 'namespace { __device__ __noinline__ float twice(float x) { return 2 * x; } }\n__global__ void k(float *a) { a[0] = twice(a[0]); }\n' >k.cu
+	two_checkouts
+	local none="no setting shares entries between them: the output names an _INTERNAL_ symbol"
+	assertContains "$OUT_B" "$OUT_B" "miss: the directory differs: compiled before in $A, now in $B; $none"
+	ROUND=2 CJC_BASE_DIR=$(dirname "$A") two_checkouts
+	assertContains "with base_dir: $OUT_B" "$OUT_B" "miss: the directory differs: compiled before in $A, now in $B; $none"
+}
+
+# A -D value naming the directory keeps it in the key, root or base_dir:
+# `why` must not call the directory unkeyed, nor name a setting.
+testSecondCheckoutWhoseOptionNamesItsDirectory() {
+	EDIT_B='s/2.0f/3.0f/' two_checkouts -DHERE=@HERE@
+	assertContains "$OUT_B" "$OUT_B" "miss: the directory differs: compiled before in $A, now in $B; no setting shares entries between them: an option (-D or -Xcompiler) names the directory"
+}
+
+# assert() puts __FILE__ in the output: the directory is keyed, and the
+# setting `why` names does share the entry (tried: b then hits).
+testSecondCheckoutNamesTheSettingThatShares() {
+	sed -i '1i #include <cassert>' k.cu
+	sed -i 's/^{$/{ assert(a);/' k.cu
+	two_checkouts
+	assertContains "$OUT_B" "$OUT_B" "miss: the directory differs: compiled before in $A, now in $B; base_dir=$(dirname "$A") would share entries between them"
+	local setting
+	setting=$(cd "$B" && "$CJC" why k.cubin --json | jq -r '.changes[0].shared_by')
+	ROUND=2 CJC_BASE_DIR=${setting#base_dir=} two_checkouts
+	assertContains "shared as said: $OUT_B" "$OUT_B" "hit: served from entry"
+}
+
+# -G records the directories: base_dir alone does not share, and `why`
+# names hash_dir=false with it (tried: b then hits).
+testSecondCheckoutWithDebugInformation() {
+	two_checkouts -G
+	assertContains "$OUT_B" "$OUT_B" "; base_dir=$(dirname "$A") with hash_dir=false would share entries between them (the debug information"
+	ROUND=2 CJC_BASE_DIR=$(dirname "$A") two_checkouts -G
+	assertContains "base_dir alone: $OUT_B" "$OUT_B" "with hash_dir=false would share"
+	ROUND=3 CJC_BASE_DIR=$(dirname "$A") CJC_HASH_DIR=false two_checkouts -G
+	assertContains "shared as said: $OUT_B" "$OUT_B" "hit: served from entry"
+}
+
 # expect_why_jit [PREFIX]:NAME TEXT: the first line of `cjc why --jit` contains TEXT.
 expect_why_jit() {
 	local said

@@ -167,6 +167,28 @@ static void describe_resolution(struct cjc_buf *b, json_t *c, const char *cwd)
 		     field(c, "old"));
 }
 
+/* Another directory's compile of the same source (compile/why.h): whether
+ * its directory is in the key, and what would share entries between them. */
+static void describe_checkout(struct cjc_buf *b, json_t *c, const char *cwd)
+{
+	const char *setting = json_string_value(json_object_get(c, "shared_by"));
+	(void)cwd;
+	if (!json_is_true(json_object_get(c, "keyed")))
+		cjc_buf_addf(b, "compared with %s, another directory's (%s)", field(c, "source"),
+			     field(c, "why"));
+	else if (setting)
+		cjc_buf_addf(
+			b,
+			"the directory differs: compiled before in %s, now in %s; %s would share "
+			"entries between them (%s)",
+			field(c, "old"), field(c, "new"), setting, field(c, "why"));
+	else
+		cjc_buf_addf(b,
+			     "the directory differs: compiled before in %s, now in %s; no setting "
+			     "shares entries between them: %s",
+			     field(c, "old"), field(c, "new"), field(c, "why"));
+}
+
 /* Each kind of change a miss records (compile/why.h): its words, and the
  * cause it names in a report. */
 static const struct change_kind {
@@ -177,6 +199,7 @@ static const struct change_kind {
 	{ "argument_added", "an argument was added", describe_added },
 	{ "argument_removed", "an argument was removed", describe_removed },
 	{ "base_dir", "base_dir changed", describe_base_dir },
+	{ "checkout", "the directory differs", describe_checkout },
 	{ "compiler", "the compiler changed", describe_compiler },
 	{ "dependency", "a source or header changed", describe_dependency },
 	{ "dependency_added", "a file is now read", describe_dependency_added },
@@ -218,8 +241,9 @@ static void miss_summary(struct cjc_buf *b, json_t *r)
 	}
 	if (n > SUMMARY_CHANGES)
 		cjc_buf_addf(b, "; and %zu more", n - SUMMARY_CHANGES);
-	if (n)
+	if (cjc_why_explaining(changes))
 		return;
+	cjc_buf_adds(b, n ? "; " : "");
 	const char *name = jit_name(field(r, "source"));
 	if (json_is_null(json_object_get(r, "compared_with")) && name)
 		cjc_buf_addf(b, "no earlier compile of %s by this library is recorded", name);
@@ -278,7 +302,7 @@ const char *cjc_why_cause(json_t *r)
 {
 	json_t *changes = json_object_get(r, "changes");
 	const char *found;
-	if (json_array_size(changes)) {
+	if (cjc_why_explaining(changes)) {
 		const struct change_kind *k = change_kind_of(json_array_get(changes, 0));
 		return k ? k->cause : "something else changed";
 	}
@@ -424,6 +448,8 @@ static void print_record(json_t *r)
 		printf("  %s ran %.3f s\n", compiler_word(r), (double)json_integer_value(took) / 1000.0);
 	if (json_is_string(json_object_get(r, "compared_with")))
 		print_shown("compared with entry", r, "compared_with");
+	if (json_is_string(json_object_get(r, "compared_source")))
+		print_shown("made from", r, "compared_source");
 	if (json_is_string(json_object_get(json_object_get(r, "facts"), "rule")))
 		print_shown("working directory:", json_object_get(r, "facts"), "rule");
 	print_paths(json_object_get(r, "paths"));

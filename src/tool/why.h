@@ -10,7 +10,11 @@
  * when, and each change.  `--json` prints the record plus "summary", the
  * first line of the text.  A JIT request's code is keyed as
  * CJC_JIT_SOURCE_DIR/<name> (keys/metadata.h): a change of it reads "the
- * code of NAME changed".
+ * code of NAME changed".  A miss compared with another directory's compile
+ * of the source (compile/why.h) names the directory ("the directory
+ * differs: compiled before in A, now in B; base_dir=... would share entries
+ * between them (...)", or "no setting shares entries between them: ..."),
+ * or, when the directory is not in the key, the other compile last.
  */
 #ifndef CJC_WHY_H
 #define CJC_WHY_H

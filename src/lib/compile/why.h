@@ -33,20 +33,27 @@
  *                 records it), "cwd_keyed_by" ("-G", "-g" or null),
  *                 "resolved" (object: relative path -> where it resolves, as
  *                 keyed), "base_dir" (or null), "rule" (how the key treats
- *                 the working directory, in words: place.h)
+ *                 the working directory, in words: place.h), "records_dirs"
+ *                 (-g, -G or -lineinfo: the output names directories)
  *   paths         (nvcc compiles) how their paths are keyed (path-free keys,
  *                 place.h): {"root": the root or null, "keyed": "exact: ..."
  *                 or "relative to the root: ...", with the reason, "exact":
  *                 why this compile's paths stay exact though the options
  *                 allowed a root (a file or the output names a path), or null}
  *   compared_with (miss) the earlier entry, or null when none is recorded
+ *   compared_source (miss) the earlier entry's source, when it is another
+ *                 directory's compile of this source (below)
  *   changes       (miss) array of {"kind", ...}: dependency / dependency_added /
  *                 dependency_removed ("path", "old", "new" sha256),
  *                 argument_added / argument_removed ("argument"),
  *                 environment ("name", "old", "new"), compiler ("which",
  *                 "old", "new"), working_directory ("old", "new",
  *                 "recorded_by"), resolution ("argument": a relative path,
- *                 "old", "new": where it resolved), base_dir ("old", "new")
+ *                 "old", "new": where it resolved), base_dir ("old", "new"),
+ *                 checkout ("old", "new": the two directories, "source": the
+ *                 other's, "keyed": whether the directory is in the key,
+ *                 "shared_by": the setting that would share entries between
+ *                 them, or null for none, "why")
  *   note          (miss) what the lookup or the comparison found when no
  *                 change explains the miss (e.g. the entry was cleaned)
  *
@@ -55,6 +62,20 @@
  * store, the one whose facts differ least (the latest of those); its
  * dependencies come from that entry's metadata.json, so they are compared
  * only while the entry is still there.
+ *
+ * Another directory's (nvcc compiles, when no such record exists): the
+ * record of the same target whose source shares the most trailing path
+ * components with this one (at least the source's path under its root,
+ * place.h), then the one whose facts differ least, the latest of those; its
+ * facts and dependencies are compared with that directory's paths moved
+ * under this one's, and the "checkout" change comes first when the
+ * directory is in the key, last when not.  The rules of docs/key.md decide
+ * "shared_by": none where the output names an _INTERNAL_ symbol (paths
+ * "exact" says so), where the two working directories lie differently in
+ * their directories, or where a -D or -X option names the directory;
+ * "base_dir=<the directory above both> with hash_dir=false" where the
+ * output records directories; else "base_dir=<...>".  The journal bounds
+ * the search (journal.h); the store's entries are not scanned.
  *
  * Calling sequence: cjc_why_record() (then cjc_why_set_jit() for a JIT
  * compile), the result's own fields, cjc_why_facts() or
@@ -87,6 +108,10 @@ json_t *cjc_why_facts_nvrtc(char *const *args, size_t nargs, const struct cjc_id
 /* For a miss: sets compared_with and changes (and note, when they say nothing). */
 void cjc_why_miss(const struct cjc_store *s, json_t *record, const struct cjc_dep *deps,
 		  size_t ndeps);
+
+/* How many of a miss's changes explain it: all but the last when that is
+ * another directory's compile whose directory is not in the key. */
+size_t cjc_why_explaining(json_t *changes);
 
 /* A path as records hold it: resolved, or made absolute against cwd when it
  * does not exist; JSON null for NULL. */
