@@ -186,11 +186,22 @@ struct macro {
 	const char *name, *body;
 	size_t nlen, blen;
 	int kind;
+	size_t group;
+};
+
+struct group {
+	const char *name;
+	size_t nlen;
+	int kind;
 };
 
 struct name_scan {
 	struct macro *macros;
 	size_t nmacros, cap;
+	struct group *groups;
+	size_t ngroups;
+	size_t *slots; /* group index + 1, 0 empty */
+	size_t nslots;
 };
 
 static bool ident_char(char c)
@@ -213,20 +224,84 @@ static bool has_token(const char *text, size_t len, const char *tok, size_t tokl
 static const char *const at_site[] = { "__FILE__", "__FILE_NAME__", "assert" };
 static const char *const anywhere[] = { "__BASE_FILE__", "__builtin_FILE", "__builtin_FILE_NAME" };
 
+/* The macros' names in an open-addressed table (a power of two of slots,
+ * at most half full): one lookup per identifier of a text, where a search
+ * per macro made a miss quadratic in the macros its headers define. */
+static size_t name_hash(const char *p, size_t n)
+{
+	size_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* The slot of the name p (n bytes): its group's, or the empty one where it
+ * would go. */
+static size_t *slot_of(const struct name_scan *s, const char *p, size_t n)
+{
+	size_t i = name_hash(p, n) & (s->nslots - 1);
+	for (;; i = (i + 1) & (s->nslots - 1)) {
+		size_t g = s->slots[i];
+		if (!g || (s->groups[g - 1].nlen == n && !memcmp(s->groups[g - 1].name, p, n)))
+			return &s->slots[i];
+	}
+}
+
+static struct group *group_of(const struct name_scan *s, const char *p, size_t n)
+{
+	size_t g = s->nslots ? *slot_of(s, p, n) : 0;
+	return g ? &s->groups[g - 1] : NULL;
+}
+
+/* One group per name, whose kind is its macros' together. */
+static void index_macros(struct name_scan *s)
+{
+	s->nslots = 16;
+	while (s->nslots < 2 * s->nmacros + 2)
+		s->nslots *= 2;
+	s->slots = cjc_xcalloc(s->nslots, sizeof *s->slots);
+	s->groups = cjc_xcalloc(s->nmacros + 1, sizeof *s->groups);
+	for (size_t m = 0; m < s->nmacros; m++) {
+		struct macro *mc = &s->macros[m];
+		size_t *slot = slot_of(s, mc->name, mc->nlen);
+		if (!*slot) {
+			s->groups[s->ngroups] = (struct group){ mc->name, mc->nlen, 0 };
+			*slot = ++s->ngroups;
+		}
+		mc->group = *slot - 1;
+		s->groups[mc->group].kind |= mc->kind;
+	}
+}
+
+static int word_kind(const char *p, size_t n)
+{
+	for (size_t i = 0; i < sizeof at_site / sizeof *at_site; i++)
+		if (strlen(at_site[i]) == n && !memcmp(at_site[i], p, n))
+			return AT_SITE;
+	for (size_t i = 0; i < sizeof anywhere / sizeof *anywhere; i++)
+		if (strlen(anywhere[i]) == n && !memcmp(anywhere[i], p, n))
+			return ANYWHERE;
+	return 0;
+}
+
 /* The kinds (AT_SITE, ANYWHERE) of the words and macros text names. */
 static int kinds_in(const struct name_scan *s, const char *text, size_t len, int want)
 {
 	int k = 0;
-	for (size_t i = 0; i < sizeof at_site / sizeof *at_site && (want & AT_SITE); i++)
-		if (has_token(text, len, at_site[i], strlen(at_site[i])))
-			k |= AT_SITE;
-	for (size_t i = 0; i < sizeof anywhere / sizeof *anywhere && (want & ANYWHERE); i++)
-		if (has_token(text, len, anywhere[i], strlen(anywhere[i])))
-			k |= ANYWHERE;
-	for (size_t i = 0; i < s->nmacros && (want & ~k); i++)
-		if ((s->macros[i].kind & want & ~k) &&
-		    has_token(text, len, s->macros[i].name, s->macros[i].nlen))
-			k |= s->macros[i].kind & want;
+	const char *p = text, *end = text + len;
+	while (p < end && (want & ~k)) {
+		if (!ident_char(*p)) {
+			p++;
+			continue;
+		}
+		const char *t = p;
+		while (p < end && ident_char(*p))
+			p++;
+		k |= word_kind(t, (size_t)(p - t)) & want;
+		const struct group *g = group_of(s, t, (size_t)(p - t));
+		if (g)
+			k |= g->kind & want;
+	}
 	return k;
 }
 
@@ -298,6 +373,7 @@ static bool scan_lines(struct name_scan *s, const struct cjc_buf *b, bool macros
 static void close_macros(struct name_scan *s)
 {
 	bool changed = true;
+	index_macros(s);
 	while (changed) {
 		changed = false;
 		for (size_t i = 0; i < s->nmacros; i++) {
@@ -305,6 +381,7 @@ static void close_macros(struct name_scan *s)
 			int k = m->kind | kinds_in(s, m->body, m->blen, (AT_SITE | ANYWHERE) & ~m->kind);
 			changed = changed || k != m->kind;
 			m->kind = k;
+			s->groups[m->group].kind |= k;
 		}
 	}
 }
@@ -379,6 +456,8 @@ static bool paths_reach(const struct cjc_buf *texts, size_t n, const bool *reloc
 		cjc_buf_release(&joined[i]);
 	free(joined);
 	free(s.macros);
+	free(s.groups);
+	free(s.slots);
 	cjc_buf_release(&joined_options);
 	return reaches;
 }
