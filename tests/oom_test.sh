@@ -7,16 +7,24 @@
 . "$(dirname "$0")/helpers.sh"
 : "${CJC_OOM_SWEEP:?set CJC_OOM_SWEEP to build/tests/oom_sweep}"
 
+# sweep COMPILER MODE STRIDE, or sweep shim SONAME STRIDE (through `cjc run`)
 sweep() {
+	local compiler=$1
+	if [ "$1" = shim ]; then
+		set -- "$CJC" run -- "$CJC_OOM_SWEEP" "$@"
+	else
+		shift
+		set -- "$CJC_OOM_SWEEP" "$@"
+	fi
 	# a lock left held would hang it: bounded; what abandoned calls had
 	# allocated is leaked by design (oom.h), which LeakSanitizer would count
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-		OOMTEST_JIT_CACHE_DIR=$CJC_DIR OOMTEST_JIT_COMPILER=$1 timeout 600 "$CJC_OOM_SWEEP" "$2" "$3" \
+		OOMTEST_JIT_CACHE_DIR=$CJC_DIR OOMTEST_JIT_COMPILER=$compiler timeout 600 "$@" \
 		>"$TEST_DIR/sweep.out" 2>"$TEST_DIR/sweep.err"
 	local rc=$?
 	cat "$TEST_DIR/sweep.out"
 	head -20 "$TEST_DIR/sweep.err" >&2
-	assertEquals "the sweep ($1 $2) came back whole" 0 "$rc"
+	assertEquals "the sweep ($compiler) came back whole" 0 "$rc"
 	# at least a few allocations were failed: the sweep itself works
 	local failed
 	failed=$(sed -n 's/^[a-z]*: \([0-9]*\) allocations failed.*/\1/p' "$TEST_DIR/sweep.out")
@@ -36,6 +44,21 @@ testAllocationsOfAnNvrtcMissCanFail() {
 
 testAllocationsOfAnNvccMissCanFail() {
 	sweep nvcc miss 2999
+}
+
+# NVRTC's soname, as a program dlopen's it.
+nvrtc_soname() {
+	local root lib
+	root=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")
+	lib=$(ls "$root"/lib64/libnvrtc.so "$root"/lib/libnvrtc.so 2>/dev/null | head -1)
+	objdump -p "$lib" | awk '/SONAME/ { print $2 }'
+}
+
+testAllocationsOfTheNvrtcShimCanFail() {
+	have_nvrtc || fail "no NVRTC"
+	sweep shim "$(nvrtc_soname)" 1
+	# the shim answered: the sweep's compiles were counted
+	assertTrue "the shim compiled ($(stat_value misses) misses)" "[ '$(stat_value misses)' -ge 4 ]"
 }
 
 . "$SHUNIT2"

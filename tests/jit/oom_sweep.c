@@ -12,6 +12,14 @@
  *                              memory); every STRIDE-th allocation fails
  *     oom_sweep miss STRIDE    compile a new variant each time (a miss,
  *                              published)
+ *     oom_sweep shim SONAME STRIDE
+ *                              through NVRTC (dlopen'ed by SONAME), which
+ *                              `cjc run` makes the shim: the shim's own
+ *                              allocations fail in a program's create,
+ *                              name expression and compile, each of a new
+ *                              variant; each must answer NVRTC's result or
+ *                              NVRTC_ERROR_OUT_OF_MEMORY, and then compile
+ *                              whole to the same PTX
  *
  * The compiler and the store are the settings' (OOMTEST_JIT_COMPILER,
  * OOMTEST_JIT_CACHE_DIR).
@@ -78,19 +86,23 @@ void *realloc(void *p, size_t n)
 	return fails(__builtin_return_address(0)) ? NULL : real_realloc(p, n);
 }
 
-static int find_library(struct dl_phdr_info *info, size_t size, void *unused)
+/* The executable segments of the object that holds the address *at. */
+static int find_library(struct dl_phdr_info *info, size_t size, void *at)
 {
-	(void)size, (void)unused;
-	if (!strstr(info->dlpi_name, "libcudajitcache.so"))
-		return 0;
+	(void)size;
+	uintptr_t lo = 0, hi = 0, a = (uintptr_t)at;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr, end = start + ph->p_memsz;
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
-		lib_lo = !lib_lo || lo < lib_lo ? lo : lib_lo;
-		lib_hi = hi > lib_hi ? hi : lib_hi;
+		lo = !lo || start < lo ? start : lo;
+		hi = end > hi ? end : hi;
 	}
+	if (a < lo || a >= hi)
+		return 0;
+	lib_lo = lo;
+	lib_hi = hi;
 	return 1;
 }
 
@@ -196,17 +208,105 @@ static bool sweep_once(long n, long variant, const struct cjc_jit_result *want)
 	return fired;
 }
 
+/* ---- through the NVRTC shim ---- */
+
+static struct nvrtc {
+	int (*create)(void **, const char *, const char *, int, const char *const *,
+		      const char *const *);
+	int (*add_name)(void *, const char *);
+	int (*compile)(void *, int, const char *const *);
+	int (*ptx_size)(void *, size_t *);
+	int (*ptx)(void *, char *);
+	int (*destroy)(void **);
+} nv;
+
+static bool load_nvrtc(const char *soname)
+{
+	void *lib = dlopen(soname, RTLD_NOW);
+	if (!lib)
+		return false;
+	*(void **)&nv.create = dlsym(lib, "nvrtcCreateProgram");
+	*(void **)&nv.add_name = dlsym(lib, "nvrtcAddNameExpression");
+	*(void **)&nv.compile = dlsym(lib, "nvrtcCompileProgram");
+	*(void **)&nv.ptx_size = dlsym(lib, "nvrtcGetPTXSize");
+	*(void **)&nv.ptx = dlsym(lib, "nvrtcGetPTX");
+	*(void **)&nv.destroy = dlsym(lib, "nvrtcDestroyProgram");
+	return nv.create && nv.add_name && nv.compile && nv.ptx_size && nv.ptx && nv.destroy;
+}
+
+/* Compiles variant v; its PTX (malloc'd) in *ptx, or NVRTC's error. */
+static int nvrtc_compile(long v, char **ptx)
+{
+	char source[512], define[48];
+	snprintf(source, sizeof source, "#define VARIANT %ld\n%s", v, code);
+	snprintf(define, sizeof define, "-arch=compute_80");
+	const char *opts[] = { define };
+	void *prog = NULL;
+	size_t size = 0;
+	*ptx = NULL;
+	int rc = nv.create(&prog, source, "scale.cu", 0, NULL, NULL);
+	if (!rc)
+		rc = nv.add_name(prog, "scale");
+	if (!rc)
+		rc = nv.compile(prog, 1, opts);
+	if (!rc)
+		rc = nv.ptx_size(prog, &size);
+	if (!rc && !(*ptx = calloc(1, size + 1)))
+		rc = 1;
+	if (!rc)
+		rc = nv.ptx(prog, *ptx);
+	if (prog)
+		nv.destroy(&prog);
+	return rc;
+}
+
+static bool shim_once(long n)
+{
+	char *ptx, *again;
+	arm(n);
+	int rc = nvrtc_compile(n, &ptx);
+	bool fired = disarm();
+	CHECK(!rc || (fired && rc == 1), "allocation %ld failed: NVRTC answered %d", n, rc);
+	CHECK(!nvrtc_compile(n, &again), "allocation %ld failed: the next compile failed", n);
+	CHECK(rc || !again || !strcmp(ptx, again), "allocation %ld failed: the two compiles differ",
+	      n);
+	free(ptx);
+	free(again);
+	return fired;
+}
+
+static int sweep_shim(const char *soname, long stride)
+{
+	if (!load_nvrtc(soname)) {
+		fprintf(stderr, "oom_sweep: cannot load NVRTC as %s: %s\n", soname, dlerror());
+		return 2;
+	}
+	dl_iterate_phdr(find_library, *(void **)&nv.compile); /* the shim's */
+	if (!lib_lo) {
+		fprintf(stderr,
+			"oom_sweep: the NVRTC shim is not loaded (run it under `cjc run`)\n");
+		return 2;
+	}
+	long n = 1, failed = 0;
+	for (; shim_once(n); n += stride)
+		failed++;
+	printf("shim: %ld allocations failed, one per call, up to allocation %ld\n", failed, n);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	me = getpid();
+	if (argc == 4 && !strcmp(argv[1], "shim"))
+		return sweep_shim(argv[2], atol(argv[3]));
 	if (argc != 3 || (strcmp(argv[1], "hit") && strcmp(argv[1], "miss"))) {
-		fprintf(stderr, "usage: oom_sweep hit|miss STRIDE\n");
+		fprintf(stderr, "usage: oom_sweep hit|miss STRIDE | shim SONAME STRIDE\n");
 		return 2;
 	}
 	bool hit = !strcmp(argv[1], "hit");
 	long stride = atol(argv[2]);
-	me = getpid();
 	cjc_jit *first = open_jit();
-	dl_iterate_phdr(find_library, NULL);
+	dl_iterate_phdr(find_library, (void *)cjc_jit_compile);
 	if (!lib_lo || stride < 1) {
 		fprintf(stderr, "oom_sweep: libcudajitcache.so is not loaded, or no stride\n");
 		return 2;
