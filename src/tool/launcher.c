@@ -654,6 +654,13 @@ static void options_text(const struct job *j, struct cjc_buf *out)
 		cjc_buf_addf(out, "%s\n", j->env.v[i]);
 }
 
+/* Whether the working directory bears on what the compile reads: a relative
+ * source or path value resolves against it. */
+static bool cwd_bears(const struct cjc_compile *c)
+{
+	return c->names_relative || c->source[0] != '/';
+}
+
 /* Path-free keys (place.h): a root when no option can put a path in the
  * output and base_dir (which has its own rule) is unset. */
 static void choose_root(struct job *j)
@@ -668,7 +675,7 @@ static void choose_root(struct job *j)
 		 cjc_rules_path_reaches(NULL, 0, options.data, options.len))
 		j->paths_keyed = "exact: an option puts paths in the output (-g, -G, -lineinfo, or "
 				 "__FILE__ in a -D)";
-	else if (!(j->root = cjc_place_root(j->cwd, j->c.source)))
+	else if (!(j->root = cjc_place_root(cwd_bears(&j->c) ? j->cwd : NULL, j->c.source)))
 		j->paths_keyed = "exact: the working directory and the source share no directory "
 				 "but /";
 	else

@@ -889,6 +889,7 @@ static void finish_place(struct parser *p)
 		cjc_strvec_push(&c->key_units, "cjc:hash_dir=false");
 	}
 	c->resolved = json_object();
+	c->names_relative = p->relative.n > 0;
 	for (size_t i = 0; i < p->relative.n; i++) {
 		char *to = cjc_place_resolve(&c->place, p->relative.v[i]);
 		if (!to)

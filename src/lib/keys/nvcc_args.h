@@ -56,6 +56,7 @@ struct cjc_compile {
 	struct cjc_place place; /* where it happens, as the key sees it (place.h) */
 	bool rewritten;    /* base_dir made a path relative */
 	json_t *resolved;  /* relative path -> where it resolves, as keyed */
+	bool names_relative;         /* a path value (-I, -include, ...) is relative */
 	struct cjc_strvec key_args;  /* arguments that bear on the output, in order */
 	struct cjc_strvec key_units; /* the same, one string per option ("-D FOO=1"), for `cjc why` */
 	struct cjc_strvec nvcc_args; /* the command to run on a miss, less -o and -M* */

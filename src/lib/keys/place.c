@@ -180,10 +180,12 @@ char *cjc_place_rule(const struct cjc_place *p)
 
 char *cjc_place_root(const char *cwd, const char *source)
 {
+	if (!cwd && source[0] != '/')
+		return NULL;
 	char *joined = source[0] == '/' ? cjc_xstrdup(source) : cjc_xasprintf("%s/%s", cwd, source);
 	char *file = cjc_path_normalize(joined);
 	char *dir = cjc_dirname(file);
-	char *here = cjc_path_normalize(cwd);
+	char *here = cjc_path_normalize(cwd ? cwd : dir);
 	size_t n = 0;
 	for (size_t i = 0; dir[i] && dir[i] == here[i]; i++)
 		if (dir[i + 1] == '/' || !dir[i + 1])

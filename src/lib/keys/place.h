@@ -69,7 +69,10 @@ struct cjc_place {
 };
 
 /* The deepest directory over both cwd and the source (as nvcc gets it),
- * normalised and malloc'd; NULL when that is "/" (nothing to leave out). */
+ * normalised and malloc'd; NULL when that is "/" (nothing to leave out).
+ * cwd NULL: the command names no relative path, so the working directory
+ * bears on nothing read, and the root is the source's own directory (a
+ * JIT's uuid-named directory below its working one). */
 char *cjc_place_root(const char *cwd, const char *source);
 /* With a root: the key's form of a path (a relative one resolved against
  * cwd) that starts with the root, "<root>/rest" (malloc'd); else NULL. */
