@@ -75,7 +75,6 @@ static cjc_jit *open_handle(const char *prefix, char *err, size_t errlen)
 	cjc_buf_release(&why);
 	h->prefix = prefix ? cjc_xstrdup(prefix) : NULL; /* for the journal (journal.c) */
 	cjc_log_setup(h->cfg.log, h->cfg.debug); /* for the store's own lines: remote.h, ... */
-	pthread_key_create(&h->error_key, free);
 	pthread_mutex_init(&h->lock, NULL);
 	h->forks = jit_fork_generation();
 	/* What a settings file that is not trusted could not set (config.h):
@@ -83,6 +82,16 @@ static cjc_jit *open_handle(const char *prefix, char *err, size_t errlen)
 	if (h->cfg.notes)
 		jit_note(h, "%.*s", (int)strlen(h->cfg.notes) - 1, h->cfg.notes);
 	warn_unknown(h, prefix);
+	/* last: an open abandoned for want of memory (base/oom.h) leaks no key */
+	if (pthread_key_create(&h->error_key, free)) {
+		fill_err(err, errlen, "no thread-specific key left for the handle's errors");
+		pthread_mutex_destroy(&h->lock);
+		jit_settings_release(&h->set);
+		cjc_config_release(&h->cfg);
+		free(h->prefix);
+		free(h);
+		return NULL;
+	}
 	return h;
 }
 

@@ -68,6 +68,13 @@ static pthread_mutex_t identity_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cjc_identity identity;
 static int identified; /* 0: not yet; 1: in identity; -1: cannot be */
 
+static void identify_again(void *unused)
+{
+	(void)unused;
+	cjc_identity_release(&identity);
+	identified = 0;
+}
+
 /* NVRTC's identity: remembered in the store while its files keep their
  * stamps, else taken now (jit_nvrtc_identify). */
 static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct shim_nvrtc *n)
@@ -78,6 +85,7 @@ static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct sh
 		char real[PATH_MAX];
 		struct cjc_buf why = CJC_BUF_INIT;
 		identified = -1;
+		cjc_oom_undo_push(identify_again, NULL); /* out of memory: not for good */
 		if (!dladdr((void *)n->version, &info) || !info.dli_fname ||
 		    !realpath(info.dli_fname, real))
 			jit_note(h, "nvrtc shim: cannot tell which file NVRTC was loaded from");
@@ -87,6 +95,7 @@ static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct sh
 		else
 			jit_note(h, "nvrtc shim: %s", why.data);
 		cjc_buf_release(&why);
+		cjc_oom_undo_pop(identify_again, NULL);
 	}
 	cjc_oom_unlock(&identity_lock);
 	return identified > 0 ? &identity : NULL;

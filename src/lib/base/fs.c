@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/oom.h"
+
 /* Reads to the end, or fails with EFBIG past max bytes. */
 static int read_up_to(int fd, size_t max, struct cjc_buf *out)
 {
@@ -864,8 +866,10 @@ static int private_run_dir(const char *why, struct cjc_buf *news)
 	char *cache, *record = cjc_xasprintf("cudajitcache-run.%s", cjc_hostname());
 	int fd = -1, records = open_run_records(&cache, &trouble);
 	int lock = records < 0 ? -1 : openat(records, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (lock >= 0)
+	if (lock >= 0) {
 		(void)cjc_lock_bounded(lock, LOCK_EX); /* two at once: a record lost, nothing worse */
+		cjc_oom_fd_held(lock);
+	}
 	if (records >= 0 && (fd = recorded_run_dir(records, record)) < 0)
 		fd = record_new_run_dir(records, record, &made, &trouble);
 	if (fd >= 0 && made.len)
@@ -874,8 +878,10 @@ static int private_run_dir(const char *why, struct cjc_buf *news)
 	else if (fd < 0)
 		cjc_buf_addf(news, "run-time directory %s, and no private one is used instead: %s",
 			     why, trouble.data);
-	if (lock >= 0)
+	if (lock >= 0) {
+		cjc_oom_fd_let_go(lock);
 		close(lock);
+	}
 	if (records >= 0)
 		close(records);
 	free(cache);

@@ -37,10 +37,11 @@
  *    of its own and is joined with cjc_thread_join(), which abandons the
  *    joiner's work too when the worker ran out of memory;
  *  - code that runs inside another library's frames (the recorder of
- *    NVRTC's file calls, cjc_jit_bytes_set() in the user's hook) must not
- *    jump over them: it allocates only with util.h's *_try_* forms or the C
- *    library's calls, and says what it could not do; a library call made
- *    from such frames runs under a guard of its own.
+ *    NVRTC's file calls, libcurl's write callbacks, cjc_jit_bytes_set() in
+ *    the user's hook) must not jump over them: it allocates only with
+ *    util.h's *_try_* forms or the C library's calls and says what it could
+ *    not do (curl's callers raise once curl has returned); a library call
+ *    made from such frames runs under a guard of its own.
  *
  * With no guard entered on the thread (the cjc program), a failed
  * allocation ends the process as before.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/oom.h"
 
 extern char **environ;
 
@@ -24,6 +25,19 @@ static int wait_child(pid_t pid)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return -1;
+}
+
+struct child {
+	pid_t pid;
+	int out; /* the read end of its output */
+};
+
+/* A child whose output is no longer read: closed, it ends on its next write. */
+static void reap(void *arg)
+{
+	const struct child *c = arg;
+	close(c->out);
+	(void)wait_child(c->pid);
 }
 
 bool cjc_secret_variable(const char *name, size_t len)
@@ -124,7 +138,10 @@ int cjc_run_capture(char *const *argv, struct cjc_buf *out)
 		errno = rc;
 		return -1;
 	}
+	struct child c = { pid, fds[0] };
+	cjc_oom_undo_push(reap, &c); /* its output may outgrow the memory (oom.h) */
 	int read_rc = cjc_read_fd(fds[0], out);
+	cjc_oom_undo_pop(reap, &c);
 	close(fds[0]);
 	int status = wait_child(pid);
 	return read_rc ? -1 : status;

@@ -67,6 +67,19 @@ static void note_wait(struct cjc_lease *l, int64_t start, bool timed_out)
 			l->direct_key, (long long)l->waited_ms);
 }
 
+static void release_on_unwind(void *l)
+{
+	cjc_lease_release(l);
+}
+
+/* A lease held is let go where the compile that holds it is abandoned
+ * (base/oom.h): others wait on it. */
+static void recorded(struct cjc_lease *l)
+{
+	cjc_oom_undo_pop(release_on_unwind, l);
+	cjc_oom_undo_push(release_on_unwind, l);
+}
+
 /*
  * The local lease: 1 taken (l->fd), 0 not to be had (compile without it),
  * -1 with *served when the holder's entry was served, -2 when the bound
@@ -108,7 +121,7 @@ static int local_lease(const struct cjc_lease_wait *w, struct cjc_lease *l, int6
 		pause_until(&pause, LOCAL_PAUSE_MAX_MS, deadline);
 	}
 	l->fd = fd;
-	cjc_oom_fd_held(fd);
+	recorded(l);
 	if (!waited)
 		return 1;
 	note_wait(l, start, false);
@@ -200,7 +213,7 @@ static enum cjc_lease_result remote_lease(const struct cjc_lease_wait *w, struct
 	enum cjc_remote_lease got = cjc_remote_lease_take(w->remotes, w->direct_key, (long)w->bound_ms,
 							  deadline);
 	if (got == CJC_REMOTE_LEASE_TAKEN)
-		l->remotes = w->remotes;
+		l->remotes = w->remotes, recorded(l);
 	/* a server too slow to answer within the bound is a wait that ran to it */
 	if (got == CJC_REMOTE_LEASE_NONE && cjc_now_ms() >= deadline)
 		return bound_passed(w, l, start);
@@ -225,7 +238,7 @@ static enum cjc_lease_result remote_lease(const struct cjc_lease_wait *w, struct
 	/* it let go without an entry: compile, holding the lease if it is free */
 	if (cjc_remote_lease_take(w->remotes, w->direct_key, (long)w->bound_ms, deadline) ==
 	    CJC_REMOTE_LEASE_TAKEN)
-		l->remotes = w->remotes;
+		l->remotes = w->remotes, recorded(l);
 	return CJC_LEASE_COMPILE;
 }
 
@@ -263,13 +276,12 @@ enum cjc_lease_result cjc_lease_take(struct cjc_lease_wait *w, int64_t lease_wai
 
 void cjc_lease_release(struct cjc_lease *l)
 {
+	cjc_oom_undo_pop(release_on_unwind, l);
 	if (l->remotes)
 		cjc_remote_lease_end(l->remotes, l->direct_key);
 	l->remotes = NULL;
-	if (l->fd >= 0) {
-		cjc_oom_fd_let_go(l->fd);
+	if (l->fd >= 0)
 		close(l->fd);
-	}
 	l->fd = -1;
 }
 

@@ -408,6 +408,13 @@ const struct cjc_watch_table *cjc_watch_functions(void)
 	return &table;
 }
 
+static void end_on_unwind(void *w)
+{
+	cjc_watch_end(w);
+}
+
+/* A watch ends, and ignoring stops, where the work that began it is
+ * abandoned (base/oom.h): nothing is left pointing into its frame. */
 void cjc_watch_begin(struct cjc_watch *w)
 {
 	memset(w, 0, sizeof *w);
@@ -417,10 +424,12 @@ void cjc_watch_begin(struct cjc_watch *w)
 	cjc_oom_unlock(&lock);
 	atomic_fetch_add(&nwatched, 1);
 	current = w;
+	cjc_oom_undo_push(end_on_unwind, w);
 }
 
 void cjc_watch_end(struct cjc_watch *w)
 {
+	cjc_oom_undo_pop(end_on_unwind, w);
 	current = NULL;
 	cjc_oom_lock(&lock);
 	for (struct cjc_watch **p = &watched; *p; p = &(*p)->next)
@@ -432,9 +441,19 @@ void cjc_watch_end(struct cjc_watch *w)
 	atomic_fetch_sub(&nwatched, 1);
 }
 
+static void stop_ignoring(void *unused)
+{
+	(void)unused;
+	ignored = false;
+}
+
 void cjc_watch_ignore(bool on)
 {
 	ignored = on;
+	if (on)
+		cjc_oom_undo_push(stop_ignoring, NULL);
+	else
+		cjc_oom_undo_pop(stop_ignoring, NULL);
 }
 
 void cjc_watch_settle(struct cjc_watch *w)

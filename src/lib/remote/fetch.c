@@ -20,6 +20,7 @@
 #include "base/fs.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/oom.h"
 #include "base/thread.h"
 #include "keys/metadata.h"
 #include "keys/metamemo.h"
@@ -256,6 +257,13 @@ static void *fetch_ahead(void *arg)
 	return NULL;
 }
 
+/* Where the match is abandoned (base/oom.h), the fetch ahead stops before
+ * it is joined, instead of reading the whole entry for no one. */
+static void stop_ahead(void *a)
+{
+	atomic_store(&((struct ahead *)a)->stop, true);
+}
+
 /* Starts the fetch ahead of m's first record (its staging made here);
  * a->started says whether it did. */
 static void start_ahead(struct ahead *a, const struct cjc_manifest *m)
@@ -279,6 +287,8 @@ static void start_ahead(struct ahead *a, const struct cjc_manifest *m)
 	if (!a->started) {
 		cjc_staging_abort(&a->st);
 		free(u->failed);
+	} else {
+		cjc_oom_undo_push(stop_ahead, a);
 	}
 }
 
@@ -307,6 +317,7 @@ static int entry_of(struct ahead *a, const struct cjc_manifest *m, long i, struc
 		    struct cjc_staging *st)
 {
 	if (a->started) {
+		cjc_oom_undo_pop(stop_ahead, a);
 		if (i != 0)
 			atomic_store(&a->stop, true);
 		cjc_thread_join(a->thread);

@@ -69,6 +69,7 @@ struct oci_reply {
 	const struct oci_request *rq;
 	long status;
 	bool too_large;
+	bool out_of_memory; /* a body not kept: curl's callbacks may not jump (base/oom.h) */
 	bool elsewhere;             /* answered by another host than the one asked (a redirect) */
 	char *challenge, *location; /* the last response's */
 	struct cjc_buf error;       /* a non-2xx body's start */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/oom.h"
 #include "remote/oci_internal.h"
 
 #define HEADER_MAX 4096
@@ -28,8 +29,9 @@ static size_t take_body(char *p, size_t size, size_t n, void *ctx)
 	struct oci_reply *r = ctx;
 	size_t len = size * n;
 	if (!is_2xx(r->curl)) {
-		if (r->error.len < ERROR_BODY_MAX)
-			cjc_buf_add(&r->error, p, len < ERROR_BODY_MAX ? len : ERROR_BODY_MAX);
+		if (r->error.len < ERROR_BODY_MAX &&
+		    !cjc_buf_try_add(&r->error, p, len < ERROR_BODY_MAX ? len : ERROR_BODY_MAX))
+			return r->out_of_memory = true, 0;
 		return r->error.len < 64 * 1024 ? len : 0;
 	}
 	if (!r->rq->out)
@@ -38,7 +40,8 @@ static size_t take_body(char *p, size_t size, size_t n, void *ctx)
 		r->too_large = true;
 		return 0;
 	}
-	cjc_buf_add(r->rq->out, p, len);
+	if (!cjc_buf_try_add(r->rq->out, p, len))
+		return r->out_of_memory = true, 0;
 	return len;
 }
 
@@ -54,7 +57,7 @@ static char *header_value(const char *line, size_t len, const char *name)
 		v++;
 	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
 		end--;
-	return cjc_xstrndup(v, (size_t)(end - v));
+	return strndup(v, (size_t)(end - v)); /* in curl's callback: NULL, the header unread */
 }
 
 static size_t take_header(char *p, size_t size, size_t n, void *ctx)
@@ -158,6 +161,7 @@ struct curl_slist *oci_prepare(struct cjc_remote_backend *b, CURL *c, const stru
 	r->rq = rq;
 	r->status = 0;
 	r->too_large = false;
+	r->out_of_memory = false;
 	cjc_buf_reset(&r->error);
 	if (rq->out)
 		cjc_buf_reset(rq->out);
@@ -168,6 +172,8 @@ struct curl_slist *oci_prepare(struct cjc_remote_backend *b, CURL *c, const stru
  * host answered. */
 void oci_answered(CURL *c, struct oci_reply *r)
 {
+	if (r->out_of_memory)
+		cjc_oom_raise(0); /* now that curl's frames are gone */
 	char *url = NULL;
 	cjc_curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 	cjc_curl.easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &url);

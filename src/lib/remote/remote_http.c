@@ -38,7 +38,7 @@
 
 #include "base/fs.h"
 #include "base/hash.h"
-
+#include "base/oom.h"
 
 struct cjc_remote_backend {
 	CURL *curl;
@@ -166,6 +166,7 @@ struct body {
 	struct cjc_buf *out;
 	size_t max;
 	bool too_large;
+	bool out_of_memory; /* not kept: curl's callbacks may not jump (base/oom.h) */
 };
 
 static size_t take_body(char *p, size_t size, size_t n, void *ctx)
@@ -177,7 +178,8 @@ static size_t take_body(char *p, size_t size, size_t n, void *ctx)
 		body->too_large = true;
 		return 0;
 	}
-	cjc_buf_add(body->out, p, size * n);
+	if (!cjc_buf_try_add(body->out, p, size * n))
+		return body->out_of_memory = true, 0;
 	return size * n;
 }
 
@@ -240,6 +242,8 @@ static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, con
 		cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPHEADER, headers);
 	CURLcode code = cjc_curl.easy_perform(b->curl);
 	cjc_curl_free_headers(headers);
+	if (body && body->out_of_memory)
+		cjc_oom_raise(0); /* now that curl's frames are gone */
 	long status = 0;
 	cjc_curl.easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (body && (body->too_large || code == CURLE_FILESIZE_EXCEEDED)) {
@@ -269,7 +273,7 @@ static int perform(struct cjc_remote_backend *b, struct curl_slist *headers, con
 static int http_get(struct cjc_remote_backend *b, const char *name, size_t max, struct cjc_buf *out,
 		    struct cjc_buf *why)
 {
-	struct body body = { out, max, false };
+	struct body body = { .out = out, .max = max };
 	struct curl_slist *headers = setup(b, name, &body, "", 0);
 	cjc_curl.easy_setopt(b->curl, CURLOPT_HTTPGET, 1L);
 	cjc_curl.easy_setopt(b->curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
@@ -282,7 +286,7 @@ static int http_get(struct cjc_remote_backend *b, const char *name, size_t max, 
 static int http_put(struct cjc_remote_backend *b, const char *name, const void *p, size_t n,
 		    bool only_if_absent, struct cjc_buf *why)
 {
-	struct body body = { NULL, 0, false };
+	struct body body = { .out = NULL };
 	struct curl_slist *headers = setup(b, name, &body, p, n);
 	cjc_curl.easy_setopt(b->curl, CURLOPT_CUSTOMREQUEST, "PUT");
 	cjc_curl.easy_setopt(b->curl, CURLOPT_POSTFIELDS, p);
@@ -306,7 +310,7 @@ static int http_put(struct cjc_remote_backend *b, const char *name, const void *
 
 static int http_exists(struct cjc_remote_backend *b, const char *name, struct cjc_buf *why)
 {
-	struct body body = { NULL, 0, false };
+	struct body body = { .out = NULL };
 	struct curl_slist *headers = setup(b, name, &body, "", 0);
 	cjc_curl.easy_setopt(b->curl, CURLOPT_NOBODY, 1L);
 	return perform(b, headers, NULL, why);
