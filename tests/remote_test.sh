@@ -333,6 +333,19 @@ testShimCompilesOnceForTwoMachines() {
 	assertEquals "B's remote hits" 2 "$(remote_stat B remote_hits)"
 }
 
+# A remote hit's requests, counted at a proxy (tests/latency_proxy.py): one
+# connection, and one round trip for each value: AUTH goes out with the
+# manifest's GETRANGE, in the same write (remote_redis.c), not on its own.
+testRedisHitTakesOneRoundTripPerValue() {
+	upload_template
+	start_latency_proxy redis_turns "$CASE/proxy" "127.0.0.1:$REDIS_PORT" 0 "$CASE/turns" || fail "no proxy"
+	CJC_REMOTE="redis://:$REDIS_PASSWORD@127.0.0.1:$LATENCY_PORT" compile_on B
+	kill_server redis_turns
+	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
+	assertEquals "one connection" 1 "$(grep -c '^connect ' "$CASE/turns")"
+	assertEquals "round trips: the manifest, the entry, its artifact" 3 "$(grep -c '^request ' "$CASE/turns")"
+}
+
 testRedisUnixSocket() {
 	expect_shared "redis+unix://:$REDIS_PASSWORD@$REDIS_SOCKET"
 }
