@@ -346,6 +346,34 @@ testRedisHitTakesOneRoundTripPerValue() {
 	assertEquals "round trips: the manifest, the entry, its artifact" 3 "$(grep -c '^request ' "$CASE/turns")"
 }
 
+# With |helper, a Redis store is asked through the helper, whose connection
+# stays open between compiles: once it runs, a hit is three round trips and
+# no connection (nor AUTH).  When the server has closed the connections it
+# kept (as its idle timeout does), the helper asks again on a new one: still
+# a hit, and no error.
+testRedisHelperKeepsItsConnection() {
+	upload_template
+	start_latency_proxy redis_turns "$CASE/proxy" "127.0.0.1:$REDIS_PORT" 0 "$CASE/turns" || fail "no proxy"
+	export CJC_REMOTE="redis://:$REDIS_PASSWORD@127.0.0.1:$LATENCY_PORT|helper|connect-timeout=5s"
+	compile_on B # asks the server itself, and starts the helper
+	wait_for_helper || fail "no helper listens"
+	compile_on C # the helper connects
+	: >"$CASE/turns"
+	CJC_LOG=$CASE/D.log compile_on D
+	assertEquals "D's remote hits" 1 "$(remote_stat D remote_hits)"
+	assertEquals "D asked the helper" 1 "$(grep -c 'asking the helper' "$CASE/D.log")"
+	assertEquals "no connection: the helper's was kept" 0 "$(grep -c '^connect ' "$CASE/turns")"
+	assertEquals "round trips: the manifest, the entry, its artifact" 3 "$(grep -c '^request ' "$CASE/turns")"
+	redis_cli CLIENT KILL TYPE normal >/dev/null
+	: >"$CASE/turns"
+	compile_on E
+	assertEquals "E's remote hits" 1 "$(remote_stat E remote_hits)"
+	assertEquals "E's errors" 0 "$(remote_stat E remote_errors)"
+	assertEquals "a new connection" 1 "$(grep -c '^connect ' "$CASE/turns")"
+	stop_helpers
+	kill_server redis_turns
+}
+
 testRedisUnixSocket() {
 	expect_shared "redis+unix://:$REDIS_PASSWORD@$REDIS_SOCKET"
 }
