@@ -773,7 +773,7 @@ testMalformedUrlNamesTheSettingAndCompiles() {
 	local bad n=0
 	for bad in "redis://:secret@127.0.0.1:$REDIS_PORT|shards" \
 		"redis://:secret@127.0.0.1:$REDIS_PORT|operation-timeout=0" \
-		"redis://:secret@127.0.0.1:$REDIS_PORT|helper" "$NGINX_URL|helper-idle=0"; do
+		"redis://:secret@127.0.0.1:$REDIS_PORT|helpers" "$NGINX_URL|helper-idle=0"; do
 		export CJC_REMOTE=$bad
 		# a build of its own: the same words are said once per build
 		use_run_dir "$CASE/run-$((++n))"
