@@ -156,7 +156,8 @@ static int serve_get(int fd)
 	int64_t deadline = cjc_now_ms() + left_ms;
 	bool kept;
 	int rc = ask(false, &kept, name, (size_t)max, deadline, &out, &why);
-	if (rc == CJC_REMOTE_ERROR && kept) { /* its connection may have been closed while it was kept */
+	/* a kept handle's connection may have been closed while it was kept */
+	if (rc == CJC_REMOTE_ERROR && kept) {
 		cjc_buf_reset(&out);
 		cjc_buf_reset(&why);
 		rc = ask(true, &kept, name, (size_t)max, deadline, &out, &why);

@@ -435,8 +435,8 @@ static int helped_exists(struct cjc_remote_backend *b, const char *name, struct 
 	return rc ? rc : b->ops->exists(b->in, name, why);
 }
 
-static int helped_lease(struct cjc_remote_backend *b, const char *name, const char *value, long ttl_ms,
-			struct cjc_buf *why)
+static int helped_lease(struct cjc_remote_backend *b, const char *name, const char *value,
+			long ttl_ms, struct cjc_buf *why)
 {
 	int rc = inner(b, why);
 	return rc ? rc : b->ops->lease(b->in, name, value, ttl_ms, why);
@@ -463,5 +463,6 @@ const struct cjc_remote_ops cjc_remote_helped_ops = {
 };
 
 const struct cjc_remote_ops cjc_remote_helped_leasing_ops = {
-	helped_open, helped_get, helped_put, helped_exists, helped_close, helped_lease, helped_unlease,
+	helped_open,  helped_get,   helped_put,     helped_exists,
+	helped_close, helped_lease, helped_unlease,
 };

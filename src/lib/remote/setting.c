@@ -250,9 +250,11 @@ int remote_parse_store(const char *word, struct remote_spec *sp, struct cjc_buf 
 	bool http = cjc_starts_with(sp->u.url, "http://") || cjc_starts_with(sp->u.url, "https://") ||
 		    cjc_starts_with(sp->u.url, "s3://") || cjc_starts_with(sp->u.url, "oci://") ||
 		    cjc_starts_with(sp->u.url, "oci+http://");
-	bool redis = cjc_starts_with(sp->u.url, "redis://") || cjc_starts_with(sp->u.url, "redis+unix:");
-	if (sp->helper == HELPER_ON && !http && !redis) { /* no-helper is no news to any other store */
-		cjc_buf_adds(why, "helper is for http://, https://, s3://, oci:// and redis:// stores");
+	bool redis = cjc_starts_with(sp->u.url, "redis://") ||
+		     cjc_starts_with(sp->u.url, "redis+unix:");
+	/* no-helper is no news to any other store */
+	if (sp->helper == HELPER_ON && !http && !redis) {
+		cjc_buf_adds(why, "helper is for http(s)://, s3://, oci:// and redis:// stores");
 		return -1;
 	}
 	/* on unless turned off; for Redis, off unless turned on */
