@@ -333,6 +333,47 @@ testShimCompilesOnceForTwoMachines() {
 	assertEquals "B's remote hits" 2 "$(remote_stat B remote_hits)"
 }
 
+# A remote hit's requests, counted at a proxy (tests/latency_proxy.py): one
+# connection, and one round trip for each value: AUTH goes out with the
+# manifest's GETRANGE, in the same write (remote_redis.c), not on its own.
+testRedisHitTakesOneRoundTripPerValue() {
+	upload_template
+	start_latency_proxy redis_turns "$CASE/proxy" "127.0.0.1:$REDIS_PORT" 0 "$CASE/turns" || fail "no proxy"
+	CJC_REMOTE="redis://:$REDIS_PASSWORD@127.0.0.1:$LATENCY_PORT" compile_on B
+	kill_server redis_turns
+	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
+	assertEquals "one connection" 1 "$(grep -c '^connect ' "$CASE/turns")"
+	assertEquals "round trips: the manifest, the entry, its artifact" 3 "$(grep -c '^request ' "$CASE/turns")"
+}
+
+# With |helper, a Redis store is asked through the helper, whose connection
+# stays open between compiles: once it runs, a hit is three round trips and
+# no connection (nor AUTH).  When the server has closed the connections it
+# kept (as its idle timeout does), the helper asks again on a new one: still
+# a hit, and no error.
+testRedisHelperKeepsItsConnection() {
+	upload_template
+	start_latency_proxy redis_turns "$CASE/proxy" "127.0.0.1:$REDIS_PORT" 0 "$CASE/turns" || fail "no proxy"
+	export CJC_REMOTE="redis://:$REDIS_PASSWORD@127.0.0.1:$LATENCY_PORT|helper|connect-timeout=5s"
+	compile_on B # asks the server itself, and starts the helper
+	wait_for_helper || fail "no helper listens"
+	compile_on C # the helper connects
+	: >"$CASE/turns"
+	CJC_LOG=$CASE/D.log compile_on D
+	assertEquals "D's remote hits" 1 "$(remote_stat D remote_hits)"
+	assertEquals "D asked the helper" 1 "$(grep -c 'asking the helper' "$CASE/D.log")"
+	assertEquals "no connection: the helper's was kept" 0 "$(grep -c '^connect ' "$CASE/turns")"
+	assertEquals "round trips: the manifest, the entry, its artifact" 3 "$(grep -c '^request ' "$CASE/turns")"
+	redis_cli CLIENT KILL TYPE normal >/dev/null
+	: >"$CASE/turns"
+	compile_on E
+	assertEquals "E's remote hits" 1 "$(remote_stat E remote_hits)"
+	assertEquals "E's errors" 0 "$(remote_stat E remote_errors)"
+	assertEquals "a new connection" 1 "$(grep -c '^connect ' "$CASE/turns")"
+	stop_helpers
+	kill_server redis_turns
+}
+
 testRedisUnixSocket() {
 	expect_shared "redis+unix://:$REDIS_PASSWORD@$REDIS_SOCKET"
 }
@@ -743,7 +784,7 @@ testMalformedUrlNamesTheSettingAndCompiles() {
 	local bad n=0
 	for bad in "redis://:secret@127.0.0.1:$REDIS_PORT|shards" \
 		"redis://:secret@127.0.0.1:$REDIS_PORT|operation-timeout=0" \
-		"redis://:secret@127.0.0.1:$REDIS_PORT|helper" "$NGINX_URL|helper-idle=0"; do
+		"redis://:secret@127.0.0.1:$REDIS_PORT|helpers" "$NGINX_URL|helper-idle=0"; do
 		export CJC_REMOTE=$bad
 		# a build of its own: the same words are said once per build
 		use_run_dir "$CASE/run-$((++n))"

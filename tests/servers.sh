@@ -55,11 +55,13 @@
 #	    it too.  s3rver does not compare a hex value with the body.
 #	  - it ignores If-None-Match on PUT (an overwrite answers 200).
 #
-#   start_latency_proxy NAME DIR HOST:PORT DELAY_MS
+#   start_latency_proxy NAME DIR HOST:PORT DELAY_MS [TURNS]
 #	tests/latency_proxy.py on 127.0.0.1 in front of HOST:PORT: every byte
 #	either way DELAY_MS late, so a round trip costs twice that.  Sets
 #	LATENCY_PORT; kill_server NAME stops it (NAME: the caller's, one per
-#	proxy).  For bench/run: a remote store across a network.
+#	proxy).  For bench/run: a remote store across a network.  With TURNS,
+#	a file: its connections and round trips are counted there (a line
+#	"connect N" and one "request N" per round trip; latency_proxy.py).
 #
 #   start_registry DIR [token]
 #	Debian's docker-registry (distribution 2.8), filesystem storage in
@@ -677,7 +679,7 @@ start_latency_proxy() {
 	local name=$1 dir=$2
 	_servers_init && mkdir -p "$dir" || return 1
 	_SRV_DIR[$name]=$(cd "$dir" && pwd)
-	_start_listener_on "$name" "${_SRV_DIR[$name]}" 0 "$SERVERS_SOURCE_DIR/latency_proxy.py" "$3" "$4" ||
+	_start_listener_on "$name" "${_SRV_DIR[$name]}" 0 "$SERVERS_SOURCE_DIR/latency_proxy.py" "$3" "$4" ${5:+"$5"} ||
 		return 1
 	export LATENCY_PORT=${_SRV_PORT[$name]}
 }

@@ -5,8 +5,9 @@
  * Started by a compile (helper.c), with its store's settings on stdin.  It
  * takes the store's lock or exits (another serves it), binds <name>.sock in
  * the helpers' directory, and serves each client of its own user on a
- * thread of its own, with libcurl handles kept between clients (their
- * connections stay open).  After the store's helper-idle time with no
+ * thread of its own, with libcurl handles (a Redis store's: hiredis
+ * contexts) kept between clients (their connections stay open; one that
+ * fails is asked again once on a new one).  After the store's helper-idle time with no
  * client it removes its socket and exits; so it does, with no client,
  * once that socket is no longer at its name (its directory removed).
  */
@@ -54,17 +55,21 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct handle *pool[CJC_HELPER_MAX_CLIENTS];
 static size_t npool;
 
-static struct handle *take_handle(struct cjc_buf *why)
+/* A kept handle (*kept), unless fresh or there is none; else a new one,
+ * opened by deadline (Redis's connection is made at open). */
+static struct handle *take_handle(bool fresh, bool *kept, int64_t deadline, struct cjc_buf *why)
 {
 	struct handle *h = NULL;
 	pthread_mutex_lock(&pool_lock);
-	if (npool)
+	if (npool && !fresh)
 		h = pool[--npool];
 	pthread_mutex_unlock(&pool_lock);
+	*kept = h != NULL;
 	if (h)
 		return h;
 	h = cjc_xcalloc(1, sizeof *h);
 	h->u = settings; /* the strings stay settings' */
+	h->u.deadline_ms = deadline;
 	if (!(h->b = cjc_helper_backend_ops(settings.url)->open(&h->u, why))) {
 		free(h);
 		return NULL;
@@ -119,7 +124,23 @@ static int answer(int fd, int result, const char *p, size_t n)
 	return send_full(fd, head, sizeof head) || send_full(fd, p, n) ? -1 : 0;
 }
 
-/* One get: 0 when answered, -1 when the client is gone or malformed. */
+/* One get through a handle (fresh: a new one), by the client's deadline. */
+static int ask(bool fresh, bool *kept, const char *name, size_t max, int64_t deadline,
+	       struct cjc_buf *out, struct cjc_buf *why)
+{
+	struct handle *h = take_handle(fresh, kept, deadline, why);
+	if (!h)
+		return CJC_REMOTE_ERROR;
+	h->u.deadline_ms = deadline;
+	int rc = cjc_helper_backend_ops(settings.url)->get(h->b, name, max, out, why);
+	give_back(h, rc == CJC_REMOTE_OK || rc == CJC_REMOTE_ABSENT);
+	return rc;
+}
+
+/* One get: 0 when answered, -1 when the client is gone or malformed.  A
+ * kept connection that fails is tried once more on a new one, within the
+ * same deadline: a server's idle timeout closes kept connections (Redis's
+ * `timeout`), and that is no failure of the store. */
 static int serve_get(int fd)
 {
 	uint16_t nlen;
@@ -132,12 +153,14 @@ static int serve_get(int fd)
 		return -1;
 	name[nlen] = 0;
 	struct cjc_buf out = CJC_BUF_INIT, why = CJC_BUF_INIT;
-	struct handle *h = take_handle(&why);
-	int rc = CJC_REMOTE_ERROR;
-	if (h) {
-		h->u.deadline_ms = cjc_now_ms() + left_ms;
-		rc = cjc_helper_backend_ops(settings.url)->get(h->b, name, (size_t)max, &out, &why);
-		give_back(h, rc == CJC_REMOTE_OK || rc == CJC_REMOTE_ABSENT);
+	int64_t deadline = cjc_now_ms() + left_ms;
+	bool kept;
+	int rc = ask(false, &kept, name, (size_t)max, deadline, &out, &why);
+	/* a kept handle's connection may have been closed while it was kept */
+	if (rc == CJC_REMOTE_ERROR && kept) {
+		cjc_buf_reset(&out);
+		cjc_buf_reset(&why);
+		rc = ask(true, &kept, name, (size_t)max, deadline, &out, &why);
 	}
 	size_t mlen = why.len < CJC_HELPER_MAX_MESSAGE ? why.len : CJC_HELPER_MAX_MESSAGE;
 	int sent = rc == CJC_REMOTE_OK ? answer(fd, rc, out.data, out.len)

@@ -357,6 +357,10 @@ int cjc_helper_get(int fd, const struct cjc_remote_url *u, const char *name, siz
 
 const struct cjc_remote_ops *cjc_helper_backend_ops(const char *url)
 {
+#ifdef CJC_HAVE_REDIS
+	if (cjc_starts_with(url, "redis://") || cjc_starts_with(url, "redis+unix:"))
+		return &cjc_remote_redis_ops;
+#endif
 	return cjc_starts_with(url, "oci://") || cjc_starts_with(url, "oci+http://")
 		       ? &cjc_remote_oci_ops
 		       : &cjc_remote_http_ops;
@@ -431,6 +435,20 @@ static int helped_exists(struct cjc_remote_backend *b, const char *name, struct 
 	return rc ? rc : b->ops->exists(b->in, name, why);
 }
 
+static int helped_lease(struct cjc_remote_backend *b, const char *name, const char *value,
+			long ttl_ms, struct cjc_buf *why)
+{
+	int rc = inner(b, why);
+	return rc ? rc : b->ops->lease(b->in, name, value, ttl_ms, why);
+}
+
+static int helped_unlease(struct cjc_remote_backend *b, const char *name, const char *value,
+			  struct cjc_buf *why)
+{
+	int rc = inner(b, why);
+	return rc ? rc : b->ops->unlease(b->in, name, value, why);
+}
+
 static void helped_close(struct cjc_remote_backend *b)
 {
 	if (b->fd >= 0)
@@ -442,4 +460,9 @@ static void helped_close(struct cjc_remote_backend *b)
 
 const struct cjc_remote_ops cjc_remote_helped_ops = {
 	helped_open, helped_get, helped_put, helped_exists, helped_close, NULL, NULL,
+};
+
+const struct cjc_remote_ops cjc_remote_helped_leasing_ops = {
+	helped_open,  helped_get,   helped_put,     helped_exists,
+	helped_close, helped_lease, helped_unlease,
 };

@@ -2,7 +2,8 @@
  * helper.h - the HTTP helper (docs/remote.md#the-http-helper): a process of
  * this user's that keeps libcurl loaded and its connections open for every
  * cjc compile of one http://, https://, s3:// or oci:// store (the OCI
- * backend's bearer tokens too), as ccache's storage
+ * backend's bearer tokens too), or of a redis:// store whose URL has the
+ * helper attribute (its connection, AUTH done), as ccache's storage
  * helpers and sccache's server do.  Loading libcurl and the thirty
  * libraries it brings costs each process more than a whole remote hit of
  * ccache's (measured: 14 to 19 ms here); asking the helper costs a local
@@ -73,12 +74,15 @@
 #define CJC_HELPER_DEFAULT_IDLE_MS (60 * 1000L)
 
 /* The helped backend: gets through the store's helper when it can,
- * everything else (and every get, where no helper answers) through
- * cjc_remote_http_ops in this process. */
+ * everything else (and every get, where no helper answers) through the
+ * store's backend (cjc_helper_backend_ops) in this process.  The leasing
+ * one, for a backend that takes leases (Redis), passes them through. */
 extern const struct cjc_remote_ops cjc_remote_helped_ops;
+extern const struct cjc_remote_ops cjc_remote_helped_leasing_ops;
 
 /* The backend a helper (and the helped backend in this process) asks the
- * store through: cjc_remote_oci_ops for oci:// and oci+http://, else
+ * store through: cjc_remote_oci_ops for oci:// and oci+http://,
+ * cjc_remote_redis_ops for redis:// and redis+unix:, else
  * cjc_remote_http_ops. */
 const struct cjc_remote_ops *cjc_helper_backend_ops(const char *url);
 

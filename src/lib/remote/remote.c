@@ -38,7 +38,7 @@ static void server_init(struct remote_server *sv, const struct remote_spec *sp, 
 	sv->ops = remote_ops_for(sv->u.url);
 #ifdef CJC_HAVE_CURL
 	if (sp->u.helper)
-		sv->ops = &cjc_remote_helped_ops;
+		sv->ops = sv->ops->lease ? &cjc_remote_helped_leasing_ops : &cjc_remote_helped_ops;
 #endif
 	sv->shard = sp->shards.n ? cjc_xstrdup(sp->shards.v[i]) : NULL;
 	sv->weight = sp->shards.n ? sp->weights[i] : 1;

@@ -7,8 +7,9 @@
  * Names are keys prefixed "cjc/".  get is GETRANGE up to the bound, so the
  * server never sends more than we asked for (an absent key and an empty
  * value both read as absent; no valid value is empty); put-if-absent is
- * SET NX, exists is EXISTS; a lease is SET NX PX (remote.h).  The connection waits at most connect_ms, and
- * each request ends at the deadline remote.c set (the store's
+ * SET NX, exists is EXISTS; a lease is SET NX PX (remote.h).  The
+ * connection waits at most connect_ms, and each request ends at the
+ * deadline remote.c set (the store's
  * operation-timeout, shared by all requests of a compile): we read the
  * reply ourselves, waiting with poll() until the deadline, and hand hiredis
  * only what we read, so a server that drips cannot hold us past it.  A
@@ -17,8 +18,11 @@
  * within the bound, and so must all it sends.  GETRANGE's value, once its
  * length line has come whole in the first read, is read straight into the
  * caller's buffer, sized once, and must end in "\r\n" (a large value is
- * then copied once, not through hiredis's buffer and reply).  A context
- * that failed or timed out is not used again.
+ * then copied once, not through hiredis's buffer and reply).  AUTH and
+ * SELECT are not round trips of their own: they are queued at open and
+ * go out in one write with the first request (a remote hit is then the
+ * connection and one round trip per GETRANGE).  A context that failed or
+ * timed out is not used again.
  *
  * hiredis is loaded with dlopen when a store first needs it (as libcurl in
  * remote_http.c), so a cjc process that uses no Redis store never loads it.
@@ -32,6 +36,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -45,6 +50,7 @@
 struct cjc_remote_backend {
 	redisContext *c;
 	const struct cjc_remote_url *u; /* its deadline, read at each request */
+	int owed; /* replies to AUTH and SELECT, queued at open, sent with the first request */
 };
 
 /* The hiredis functions used, from the library loaded at run time. */
@@ -217,8 +223,9 @@ static int check_head(const char *head, size_t n, size_t max)
 }
 
 /* Waits until the deadline for bytes from c and reads up to cap of them
- * into dst: CJC_REMOTE_OK with *n > 0, or a result with why. */
-static int read_some(redisContext *c, int64_t deadline, char *dst, size_t cap, size_t *n,
+ * into dst (recv's flags: MSG_PEEK leaves them there): CJC_REMOTE_OK with
+ * *n > 0, or a result with why. */
+static int recv_some(redisContext *c, int64_t deadline, char *dst, size_t cap, int flags, size_t *n,
 		     struct cjc_buf *why)
 {
 	for (;;) {
@@ -227,7 +234,7 @@ static int read_some(redisContext *c, int64_t deadline, char *dst, size_t cap, s
 			return timed_out(why);
 		struct pollfd p = { .fd = c->fd, .events = POLLIN };
 		int ready = poll(&p, 1, (int)left);
-		ssize_t got = ready > 0 ? read(c->fd, dst, cap) : 0;
+		ssize_t got = ready > 0 ? recv(c->fd, dst, cap, flags) : 0;
 		if (!ready || ((ready < 0 || got < 0) && errno == EINTR))
 			continue;
 		if (ready < 0 || got <= 0) {
@@ -238,6 +245,38 @@ static int read_some(redisContext *c, int64_t deadline, char *dst, size_t cap, s
 		*n = (size_t)got;
 		return CJC_REMOTE_OK;
 	}
+}
+
+static int read_some(redisContext *c, int64_t deadline, char *dst, size_t cap, size_t *n,
+		     struct cjc_buf *why)
+{
+	return recv_some(c, deadline, dst, cap, 0, n, why);
+}
+
+/* One line from c, up to its "\r\n" and not a byte further (the next
+ * reply stays on the socket for receive), within cap bytes: its length
+ * without the "\r\n" in *len. */
+static int read_line(redisContext *c, int64_t deadline, char *line, size_t cap, size_t *len,
+		     struct cjc_buf *why)
+{
+	size_t have = 0;
+	for (char *nl = NULL; !nl;) {
+		size_t n;
+		if (have == cap)
+			return bad_reply(why, "a reply larger than asked for, or of another kind");
+		int rc = recv_some(c, deadline, line + have, cap - have, MSG_PEEK, &n, why);
+		if (rc)
+			return rc;
+		nl = memchr(line + have, '\n', n);
+		size_t take = nl ? (size_t)(nl - (line + have)) + 1 : n;
+		if (recv(c->fd, line + have, take, 0) != (ssize_t)take)
+			return bad_reply(why, "connection lost");
+		have += take;
+	}
+	if (have < 2 || line[have - 2] != '\r')
+		return bad_reply(why, "a malformed reply");
+	*len = have - 2;
+	return CJC_REMOTE_OK;
 }
 
 /* The length of the bulk reply whose first n bytes are at p, when its
@@ -311,6 +350,42 @@ static int receive(redisContext *c, size_t max, int64_t deadline, struct cjc_buf
 	return CJC_REMOTE_OK;
 }
 
+/* An error reply's text (str, NUL-terminated): CJC_REMOTE_ERROR with the
+ * server's words in why. */
+static int refused(const char *str, struct cjc_buf *why)
+{
+	bool auth = !strncmp(str, "NOAUTH", 6) || !strncmp(str, "WRONGPASS", 9) ||
+		    strstr(str, "invalid password") || strstr(str, "invalid username");
+	size_t n = strnlen(str, 200);
+	while (n && (str[n - 1] == '.' || str[n - 1] == ' '))
+		n--;
+	/* the server's words: escaped here, whoever prints them (SPEC 9) */
+	cjc_buf_adds(why, auth ? "setting: authentication refused: " : "");
+	cjc_buf_add_printable(why, str, n);
+	return CJC_REMOTE_ERROR;
+}
+
+/* The replies owed to the commands queued at open (AUTH, SELECT), which
+ * went out with this request's: each one line, "+..." (an error, "-...",
+ * fails the request).  Read line by line, never past it, so that the
+ * request's own reply is left whole for receive. */
+static int settle_owed(struct cjc_remote_backend *b, int64_t deadline, struct cjc_buf *why)
+{
+	int rc = CJC_REMOTE_OK;
+	while (!rc && b->owed) {
+		char line[SHORT_REPLY + 1];
+		size_t len;
+		b->owed--;
+		rc = read_line(b->c, deadline, line, SHORT_REPLY, &len, why);
+		line[rc ? 0 : len] = '\0';
+		if (!rc && line[0] == '-')
+			rc = refused(line + 1, why);
+		else if (!rc && line[0] != '+')
+			rc = bad_reply(why, "a reply of another kind than asked for");
+	}
+	return rc;
+}
+
 /* Runs a command (argv form) whose reply may hold max bytes; the reply, or
  * NULL with why and errno set, or NULL with *result CJC_REMOTE_OK when a
  * bulk reply went into value (receive). */
@@ -323,45 +398,44 @@ static redisReply *command(struct cjc_remote_backend *b, int argc, const char **
 	errno = 0;
 	if (api.append_argv(b->c, argc, argv, lens) != REDIS_OK)
 		*result = io_failure(b->c, errno, why);
-	else if (!(*result = send_all(b->c, deadline, why)))
+	else if (!(*result = send_all(b->c, deadline, why)) &&
+		 !(*result = settle_owed(b, deadline, why)))
 		*result = receive(b->c, max, deadline, value, &reply, why);
 	if (*result || !reply)
 		return NULL;
 	if (reply->type == REDIS_REPLY_ERROR) {
-		bool auth = !strncmp(reply->str, "NOAUTH", 6) || !strncmp(reply->str, "WRONGPASS", 9) ||
-			    strstr(reply->str, "invalid password") || strstr(reply->str, "invalid username");
-		size_t n = strnlen(reply->str, 200);
-		while (n && (reply->str[n - 1] == '.' || reply->str[n - 1] == ' '))
-			n--;
-		/* the server's words: escaped here, whoever prints them (SPEC 9) */
-		cjc_buf_adds(why, auth ? "setting: authentication refused: " : "");
-		cjc_buf_add_printable(why, reply->str, n);
+		*result = refused(reply->str, why);
 		api.free_reply(reply);
-		*result = CJC_REMOTE_ERROR;
 		return NULL;
 	}
 	return reply;
 }
 
-static int simple(struct cjc_remote_backend *b, int argc, const char **argv, struct cjc_buf *why)
+/* Queues a command whose reply is read after the next request is sent. */
+static int queue(struct cjc_remote_backend *b, int argc, const char **argv, struct cjc_buf *why)
 {
-	int result = CJC_REMOTE_OK;
-	redisReply *reply = command(b, argc, argv, NULL, SHORT_REPLY, NULL, &result, why);
-	api.free_reply(reply);
-	return result;
+	errno = 0;
+	if (api.append_argv(b->c, argc, argv, NULL) != REDIS_OK)
+		return io_failure(b->c, errno, why);
+	b->owed++;
+	return CJC_REMOTE_OK;
 }
 
+/* AUTH and SELECT, queued: they go out with the first request, in the
+ * same write, so a connection costs no round trip of its own for them;
+ * their replies are read before that request's (settle_owed), and a
+ * refusal fails that request as it would have failed the connection. */
 static int authenticate(struct cjc_remote_backend *b, const struct redis_url *u, struct cjc_buf *why)
 {
 	char db[16];
 	snprintf(db, sizeof db, "%d", u->db);
 	if (u->password) {
 		const char *auth[] = { "AUTH", u->user ? u->user : u->password, u->password };
-		if (simple(b, u->user ? 3 : 2, auth, why))
+		if (queue(b, u->user ? 3 : 2, auth, why))
 			return -1;
 	}
 	const char *select[] = { "SELECT", db };
-	return u->db && simple(b, 2, select, why) ? -1 : 0;
+	return u->db && queue(b, 2, select, why) ? -1 : 0;
 }
 
 static struct cjc_remote_backend *redis_open(const struct cjc_remote_url *url, struct cjc_buf *why)

@@ -250,11 +250,15 @@ int remote_parse_store(const char *word, struct remote_spec *sp, struct cjc_buf 
 	bool http = cjc_starts_with(sp->u.url, "http://") || cjc_starts_with(sp->u.url, "https://") ||
 		    cjc_starts_with(sp->u.url, "s3://") || cjc_starts_with(sp->u.url, "oci://") ||
 		    cjc_starts_with(sp->u.url, "oci+http://");
-	if (sp->helper == HELPER_ON && !http) { /* no-helper is no news to any other store */
-		cjc_buf_adds(why, "helper is for http://, https://, s3:// and oci:// stores");
+	bool redis = cjc_starts_with(sp->u.url, "redis://") ||
+		     cjc_starts_with(sp->u.url, "redis+unix:");
+	/* no-helper is no news to any other store */
+	if (sp->helper == HELPER_ON && !http && !redis) {
+		cjc_buf_adds(why, "helper is for http(s)://, s3://, oci:// and redis:// stores");
 		return -1;
 	}
-	sp->u.helper = http && sp->helper != HELPER_OFF; /* on unless turned off */
+	/* on unless turned off; for Redis, off unless turned on */
+	sp->u.helper = http ? sp->helper != HELPER_OFF : sp->helper == HELPER_ON;
 	if (!sp->shards.n != !strchr(sp->u.url, '*')) {
 		cjc_buf_adds(why, "shards= needs a '*' in the URL, where each shard's name goes, "
 			     "and a '*' needs shards=");
