@@ -374,7 +374,7 @@ static int settle_owed(struct cjc_remote_backend *b, int64_t deadline, struct cj
 	int rc = CJC_REMOTE_OK;
 	while (!rc && b->owed) {
 		char line[SHORT_REPLY + 1];
-		size_t len;
+		size_t len = 0;
 		b->owed--;
 		rc = read_line(b->c, deadline, line, SHORT_REPLY, &len, why);
 		line[rc ? 0 : len] = '\0';
