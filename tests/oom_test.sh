@@ -46,12 +46,17 @@ testAllocationsOfAnNvccMissCanFail() {
 	sweep nvcc miss 2999
 }
 
-# NVRTC's soname, as a program dlopen's it.
+# NVRTC's soname, as a program dlopen's it: the loader's, else the toolkit's
+# beside nvcc (which may be a wrapper script elsewhere: have_nvrtc).
 nvrtc_soname() {
-	local root lib
-	root=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")
-	lib=$(ls "$root"/lib64/libnvrtc.so "$root"/lib/libnvrtc.so 2>/dev/null | head -1)
-	objdump -p "$lib" | awk '/SONAME/ { print $2 }'
+	local root lib soname
+	soname=$(ldconfig -p | awk '$1 ~ /^libnvrtc\.so\.[0-9]+$/ { print $1; exit }')
+	if [ -z "$soname" ]; then
+		root=$(dirname "$(dirname "$(readlink -f "$REAL_NVCC")")")
+		lib=$(ls "$root"/lib64/libnvrtc.so "$root"/lib/libnvrtc.so 2>/dev/null | head -1)
+		[ -n "$lib" ] && soname=$(objdump -p "$lib" | awk '/SONAME/ { print $2 }')
+	fi
+	echo "$soname"
 }
 
 testAllocationsOfTheNvrtcShimCanFail() {
