@@ -111,9 +111,14 @@ static void keep(struct cjc_jit *h, uint64_t gen, const struct tools_asked *a,
 /* Whether this is the handle's first identification (and notes it). */
 static bool first_request(struct cjc_jit *h)
 {
-	struct jit_tools *room = cjc_xcalloc(1, sizeof *room);
 	jit_lock(h);
 	bool first = !h->tools;
+	jit_unlock(h);
+	if (!first)
+		return false; /* every request but the first: no allocation */
+	struct jit_tools *room = cjc_xcalloc(1, sizeof *room); /* not under the lock: oom.h */
+	jit_lock(h);
+	first = !h->tools;
 	if (first)
 		h->tools = room;
 	jit_unlock(h);
