@@ -25,18 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cudajitcache/jit.h"
-
-static int failures;
-#define CHECK(cond, ...) \
-	do { \
-		if (!(cond)) { \
-			failures++; \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__); \
-			fputc('\n', stderr); \
-		} \
-	} while (0)
 
 static const char *const code =
 	"#ifndef VARIANT\n#define VARIANT 0\n#endif\n"

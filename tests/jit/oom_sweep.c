@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "cudajitcache/jit.h"
 
 /* ---- failing the library's allocations ---- */
@@ -121,17 +122,6 @@ static bool disarm(void)
 }
 
 /* ---- the calls ---- */
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			failures++;                                                                \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-		}                                                                                  \
-	} while (0)
 
 static const char *const code = "extern \"C\" __global__ void scale(float *a, int n)\n"
 				"{\n\tint i = blockIdx.x * blockDim.x + threadIdx.x;\n"
