@@ -3,8 +3,9 @@
 # src/lib/<layer>/ includes headers of its own layer and of the layers below
 # it only, always by "<layer>/<name>.h"; src/tool and src/jit include the
 # library's headers that way and their own by name, and neither includes the
-# other's; src/shim (the NVRTC shim) stands on src/jit through its seam
-# (src/jit/seam.h) and public header alone, never jit_internal.h, and
+# other's; src/shim (the NVRTC shim) stands on src/jit through the cache of
+# programs (src/jit/program.h) and the public header alone, never
+# jit_internal.h, and
 # nothing includes the shim's own.  And no circles (issue 49): no group of
 # files that use each other in a circle, by the symbols their objects need
 # and define (the build's objects, CJC_BUILD_DIR), and no circle of modules
@@ -27,10 +28,10 @@ check_tree() {
 			header=${header%%\"*}
 			if [ -f "$root/src/$dir/include/$header" ]; then
 				continue # the JIT library's public header
-			elif [ "$dir" = shim ] && [ "$header" = seam.h -o -f "$root/src/jit/include/$header" ]; then
-				continue # the shim stands on the JIT library's seam
+			elif [ "$dir" = shim ] && [ "$header" = program.h -o -f "$root/src/jit/include/$header" ]; then
+				continue # the shim stands on the JIT library's cache of programs
 			elif [ "$dir" = shim ] && [ -f "$root/src/jit/$header" ]; then
-				echo "$file: includes \"$header\", the JIT library's own (the shim's is seam.h)"
+				echo "$file: includes \"$header\", the JIT library's own (the shim's is program.h)"
 				bad=1
 			elif [[ $header == */* ]]; then
 				folder=${header%%/*}
@@ -73,7 +74,7 @@ CIRCLES_LEFT='
 #                       (nm: U) a symbol B's defines; a strongly connected
 #                       group of more than one file
 #   "includes: MODULE..."  modules (a header's stem: keys/key is
-#                       keys/key.h and keys/key.c; tool/report, jit/seam)
+#                       keys/key.h and keys/key.c; tool/report, jit/program)
 #                       that include each other in a circle
 # An object is named by its source (CMakeFiles/T.dir/PATH.o, "__" for
 # ".."), so the library compiled twice, and the shim once per NVRTC, count
@@ -210,7 +211,7 @@ testTheCheckCatchesEachBreak() {
 	echo '#include "util.h"' >>copy/src/lib/keys/key.c
 	echo '#include "audit.h"' >>copy/src/jit/jit.c
 	echo '#include "shim.h"' >>copy/src/jit/nvrtc.c
-	echo '#include "run_cmd.h"' >>copy/src/shim/cache.c
+	echo '#include "run_cmd.h"' >>copy/src/shim/hello.c
 	echo '#include "jit_internal.h"' >>copy/src/shim/shim.c
 	out=$(check_tree copy)
 	assertFalse "the check fails" $?
@@ -218,8 +219,8 @@ testTheCheckCatchesEachBreak() {
 	assertContains "$out" "keys/key.c: includes \"util.h\" by its bare name (it is src/lib/base/util.h)"
 	assertContains "$out" "jit/jit.c: includes \"audit.h\" by its bare name (it is src/tool/audit.h)"
 	assertContains "$out" "jit/nvrtc.c: includes \"shim.h\" by its bare name (it is src/shim/shim.h)"
-	assertContains "$out" "shim/cache.c: includes \"run_cmd.h\" by its bare name (it is src/tool/run_cmd.h)"
-	assertContains "$out" "shim/shim.c: includes \"jit_internal.h\", the JIT library's own (the shim's is seam.h)"
+	assertContains "$out" "shim/hello.c: includes \"run_cmd.h\" by its bare name (it is src/tool/run_cmd.h)"
+	assertContains "$out" "shim/shim.c: includes \"jit_internal.h\", the JIT library's own (the shim's is program.h)"
 	assertEquals "six breaks, nothing else" 6 "$(echo "$out" | wc -l)"
 }
 

@@ -1,10 +1,10 @@
 /*
  * The handle's own machinery, which every module of the library uses and
  * which uses none of them: its lock (fork-safe), this thread's error, the
- * log, the store opened at first use, the counters, a publication's and
- * the remote stores' settings, and what the NVRTC shim reads of a handle
- * (seam.h).  The modules above it (jit.c's public calls, the compilers'
- * paths, the memory tier, deps, changes, tools, driver, journal) call in;
+ * log, the store opened at first use, the counters, and a publication's
+ * and the remote stores' settings.  The modules above it (jit.c's public
+ * calls, the compilers' paths, programs, the memory tier, deps, changes,
+ * tools, driver, journal) call in;
  * nothing here calls out (tests/layers_test.sh: no circles).
  */
 #include <dirent.h>
@@ -246,14 +246,4 @@ struct cjc_remotes *jit_remote_open(struct cjc_jit *h)
 		return NULL;
 	return cjc_remote_open(h->cfg.remote, &h->store, h->cfg.sign_key, h->cfg.trusted_keys,
 			       report_remote);
-}
-
-struct cjc_store *jit_store_of(struct cjc_jit *h)
-{
-	return &h->store;
-}
-
-bool jit_readonly(const struct cjc_jit *h)
-{
-	return h->cfg.readonly;
 }

@@ -1,6 +1,6 @@
 /*
  * The shim's own answer to the audit module's handshake (watch.h), alone
- * in its file: cache.c calls it, and the audit module, when it is loaded,
+ * in its file: shim.c calls it, and the audit module, when it is loaded,
  * binds that call to its own; without the module, this one answers 0 and
  * nothing is watched.
  */

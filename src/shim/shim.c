@@ -6,7 +6,7 @@
  * library, so the loader finds them there).  A program stays NVRTC's: the
  * shim creates each one with NVRTC and keeps, beside it, what it was made
  * of (source, headers, name expressions).  A compile goes through the cache
- * (cache.c); when it was served from the cache, the queries (code, log,
+ * (src/jit/program.h); when it was served from the cache, the queries (code, log,
  * lowered names) are answered from the entry, and otherwise by NVRTC.
  * Programs the shim does not know (none should exist) go to NVRTC.
  */
@@ -18,6 +18,7 @@
 
 #include "base/oom.h"
 #include "shim.h"
+#include "watch.h"
 
 /* ---- NVRTC itself: the library after the shim ---- */
 
@@ -26,7 +27,7 @@ static struct {
 			      const char *const *);
 	nvrtcResult (*destroy)(nvrtcProgram *);
 	nvrtcResult (*add_name)(nvrtcProgram, const char *);
-	struct shim_nvrtc n;
+	struct jit_nvrtc n;
 } real;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
@@ -38,6 +39,14 @@ static void *next(void *ctx, const char *name)
 
 static int whole;
 
+/* Whether the audit module answers the handshake (watch.h): the shim's own
+ * cjc_nvrtc_audit_hello (hello.c) answers 0, and the module binds this
+ * call to its own, which binds NVRTC's file calls to the recorder. */
+static bool watch_available(void)
+{
+	return cjc_nvrtc_audit_hello(cjc_watch_functions()) == CJC_WATCH_VERSION;
+}
+
 static void find_real(void)
 {
 	*(void **)&real.create = next(NULL, "nvrtcCreateProgram");
@@ -47,10 +56,11 @@ static void find_real(void)
 	*(void **)&real.n.compile = next(NULL, "nvrtcCompileProgram");
 	whole = !cjc_nvrtc_queries_find(next, NULL, &real.n.q) && real.create && real.destroy &&
 		real.add_name && real.n.version && real.n.compile;
+	real.n.watched = watch_available();
 }
 
 /* NVRTC's functions, or NULL when the shim is not in front of an NVRTC. */
-static const struct shim_nvrtc *nvrtc(void)
+static const struct jit_nvrtc *nvrtc(void)
 {
 	pthread_once(&real_once, find_real);
 	return whole ? &real.n : NULL;
@@ -61,7 +71,7 @@ static const struct shim_nvrtc *nvrtc(void)
 #define BUCKETS 256
 static struct known {
 	struct known *next;
-	struct shim_program p;
+	struct jit_program p;
 } *known[BUCKETS];
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -73,7 +83,7 @@ static unsigned bucket(nvrtcProgram prog)
 
 /* The program the shim knows as prog, or NULL.  A program is used by one
  * thread at a time (NVRTC's rule), so it is not locked once found. */
-static struct shim_program *find(nvrtcProgram prog)
+static struct jit_program *find(nvrtcProgram prog)
 {
 	cjc_oom_lock(&known_lock);
 	struct known *k = known[bucket(prog)];
@@ -179,7 +189,7 @@ nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char *name)
 	if (!nvrtc())
 		return NVRTC_ERROR_INTERNAL_ERROR;
 	nvrtcResult rc = real.add_name(prog, name);
-	struct shim_program *p = find(prog);
+	struct jit_program *p = find(prog);
 	/* a name it could not note: the program is compiled uncached */
 	if (rc == NVRTC_SUCCESS && p && name && !cjc_strvec_try_push(&p->expressions, name))
 		p->unnoted = true;
@@ -188,25 +198,25 @@ nvrtcResult nvrtcAddNameExpression(nvrtcProgram prog, const char *name)
 
 nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char *const *options)
 {
-	const struct shim_nvrtc *n = nvrtc();
+	const struct jit_nvrtc *n = nvrtc();
 	if (!n)
 		return NVRTC_ERROR_INTERNAL_ERROR;
-	struct shim_program *p = find(prog);
-	return p && !p->unnoted ? shim_compile(n, p, numOptions, options)
-				: shim_compile_uncached(n, prog, numOptions, options);
+	struct jit_program *p = find(prog);
+	return p && !p->unnoted ? jit_program_compile(n, p, numOptions, options)
+				: jit_program_compile_uncached(n, prog, numOptions, options);
 }
 
 /* The program when a compile of it was served from the cache; else NULL
  * (NVRTC answers). */
-static const struct shim_program *served(nvrtcProgram prog)
+static const struct jit_program *served(nvrtcProgram prog)
 {
-	const struct shim_program *p = nvrtc() ? find(prog) : NULL;
+	const struct jit_program *p = nvrtc() ? find(prog) : NULL;
 	return p && p->served ? p : NULL;
 }
 
 static nvrtcResult code_size(enum cjc_nvrtc_kind k, nvrtcProgram prog, size_t *size)
 {
-	const struct shim_program *p = served(prog);
+	const struct jit_program *p = served(prog);
 	if (!p)
 		return real.n.q.code_size[k] ? real.n.q.code_size[k](prog, size) : NVRTC_ERROR_INVALID_INPUT;
 	if (p->out.result[k] != NVRTC_SUCCESS)
@@ -219,7 +229,7 @@ static nvrtcResult code_size(enum cjc_nvrtc_kind k, nvrtcProgram prog, size_t *s
 
 static nvrtcResult code(enum cjc_nvrtc_kind k, nvrtcProgram prog, char *out)
 {
-	const struct shim_program *p = served(prog);
+	const struct jit_program *p = served(prog);
 	if (!p)
 		return real.n.q.code[k] ? real.n.q.code[k](prog, out) : NVRTC_ERROR_INVALID_INPUT;
 	if (p->out.result[k] != NVRTC_SUCCESS)
@@ -241,7 +251,7 @@ nvrtcResult nvrtcGetOptiXIR(nvrtcProgram p, char *o) { return code(CJC_NVRTC_OPT
 
 nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram prog, size_t *size)
 {
-	const struct shim_program *p = served(prog);
+	const struct jit_program *p = served(prog);
 	if (!p)
 		return nvrtc() ? real.n.q.log_size(prog, size) : NVRTC_ERROR_INTERNAL_ERROR;
 	if (!size)
@@ -252,7 +262,7 @@ nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram prog, size_t *size)
 
 nvrtcResult nvrtcGetProgramLog(nvrtcProgram prog, char *log)
 {
-	const struct shim_program *p = served(prog);
+	const struct jit_program *p = served(prog);
 	if (!p)
 		return nvrtc() ? real.n.q.log(prog, log) : NVRTC_ERROR_INTERNAL_ERROR;
 	if (!log)
@@ -264,7 +274,7 @@ nvrtcResult nvrtcGetProgramLog(nvrtcProgram prog, char *log)
 
 nvrtcResult nvrtcGetLoweredName(nvrtcProgram prog, const char *expression, const char **lowered)
 {
-	const struct shim_program *p = served(prog);
+	const struct jit_program *p = served(prog);
 	if (!p)
 		return nvrtc() ? real.n.q.lowered(prog, expression, lowered) : NVRTC_ERROR_INTERNAL_ERROR;
 	if (!expression || !lowered)

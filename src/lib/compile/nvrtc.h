@@ -59,6 +59,7 @@ enum cjc_nvrtc_kind { CJC_NVRTC_PTX, CJC_NVRTC_CUBIN, CJC_NVRTC_LTOIR, CJC_NVRTC
 		      CJC_NVRTC_KINDS };
 extern const char *const cjc_nvrtc_kind_name[CJC_NVRTC_KINDS]; /* "ptx", "cubin", ... */
 #define CJC_NVRTC_SUCCESS 0
+#define CJC_NVRTC_OUT_OF_MEMORY 1
 #define CJC_NVRTC_INVALID_INPUT 3
 #define CJC_NVRTC_LAST_RESULT 64 /* past any result NVRTC has: a bound for what an entry says */
 

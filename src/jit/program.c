@@ -1,15 +1,16 @@
 /*
- * A compile through the cache (shim.h, "cache.c"), with the JIT library's
- * handle (src/jit, through seam.h): its store, opened on first use, its remote stores, its
- * hash memo, counters and journal.  The handle is the process's, opened at
- * the first compile with the CJC_JIT_* and cjc settings and never closed.
+ * An NVRTC program compiled through the cache (program.h): its key, its
+ * lookup in the store and the remote ones, and its publication, with the
+ * process's handle: its store, opened on first use, its remote stores, its
+ * hash memo, counters and journal.  The handle is opened at the first
+ * compile with the CJC_JIT_* and cjc settings and never closed.
  *
  * The direct key: NVRTC's identity (its realpath, version and the SHA-256
  * of the library and its builtins, remembered in the store: identity.h),
  * the program's name and source, each header given as a string (name and
  * SHA-256), every option, and the name expressions, each list framed by its
  * count.  It names a manifest (manifest.h) whose records list what the
- * compile read, as the shim watched it (compile/watch.c): the source, each file found,
+ * compile read, as compile/watch.c watched it: the source, each file found,
  * by content, and each name looked up and not found, paths as NVRTC gave
  * them (a relative one is checked against the working directory of the
  * lookup, as NVRTC resolves it).  A record whose files are unchanged names
@@ -17,16 +18,18 @@
  *
  * An entry (kind "nvrtc"): nvrtc.json (what each nvrtcGet<KIND>Size
  * answered, and each name expression with its lowered name), output.<kind>
- * for each kind NVRTC made (none when it made that kind empty), stderr (the program log), source.cu
- * and, when the program had any, headers.json (each header's name and text).
+ * for each kind NVRTC made (none when it made that kind empty), stderr (the
+ * program log), source.cu and, when the program had any, headers.json (each
+ * header's name and text).
  *
  * Not cached, with the reason in the log and the journal: a compile NVRTC
  * failed (its result is passed through), options that read or write files
  * besides the compile's own (precompiled headers, --time, timing traces),
  * a source, header or option that names __DATE__, __TIME__ or __TIMESTAMP__
  * (rules.h: line splices joined; NVRTC ignores SOURCE_DATE_EPOCH), and a
- * compile the watch could not key (compile/watch.c); without the audit module
- * (nothing watched), any compile that could read a file.
+ * compile the watch could not key (compile/watch.c); when NVRTC's file
+ * calls are not watched (jit_nvrtc.watched), any compile that could read a
+ * file.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,13 +42,12 @@
 
 #include "base/fs.h"
 #include "base/oom.h"
+#include "jit_internal.h"
 #include "keys/key.h"
 #include "keys/rules.h"
-#include "seam.h"
-#include "shim.h"
+#include "program.h"
 #include "store/records.h"
 #include "store/stats.h"
-#include "watch.h"
 
 #define NVRTC_JSON "nvrtc.json"
 #define HEADERS_JSON "headers.json"
@@ -77,7 +79,7 @@ static void identify_again(void *unused)
 
 /* NVRTC's identity: remembered in the store while its files keep their
  * stamps, else taken now (jit_nvrtc_identify). */
-static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct shim_nvrtc *n)
+static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct jit_nvrtc *n)
 {
 	cjc_oom_lock(&identity_lock);
 	if (!identified) {
@@ -89,7 +91,7 @@ static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct sh
 		if (!dladdr((void *)n->version, &info) || !info.dli_fname ||
 		    !realpath(info.dli_fname, real))
 			jit_note(h, "nvrtc shim: cannot tell which file NVRTC was loaded from");
-		else if (!cjc_identity_library(jit_store_of(h), "nvrtc", real, NULL, NULL, 0, &identity) ||
+		else if (!cjc_identity_library(&h->store, "nvrtc", real, NULL, NULL, 0, &identity) ||
 			 !jit_nvrtc_identify(h, n->version, real, &identity, &why))
 			identified = 1;
 		else
@@ -101,29 +103,13 @@ static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct sh
 	return identified > 0 ? &identity : NULL;
 }
 
-/* ---- the watch ---- */
-
-static pthread_once_t hello_once = PTHREAD_ONCE_INIT;
-static bool audited;
-
-static void say_hello(void)
-{
-	audited = cjc_nvrtc_audit_hello(cjc_watch_functions()) == CJC_WATCH_VERSION;
-}
-
-bool shim_watch_available(void)
-{
-	pthread_once(&hello_once, say_hello);
-	return audited;
-}
-
 /* ---- one compile ---- */
 
-struct shim_job {
+struct program_job {
 	struct jit_job j;
 	struct cjc_jit_request req;
-	const struct shim_nvrtc *n;
-	struct shim_program *p;
+	const struct jit_nvrtc *n;
+	struct jit_program *p;
 	int noptions;
 	const char *const *options;
 	const struct cjc_identity *id;
@@ -133,18 +119,18 @@ struct shim_job {
 	struct cjc_manifest_record rec;
 	int64_t duration_ms;
 	struct cjc_env env; /* read once: the rules' and the key's */
-	struct shim_call *call;
+	struct program_call *call;
 };
 
 /* A compile under the guard (base/oom.h): whether NVRTC itself compiled
  * the program, and its answer, which stands if the rest is abandoned. */
-struct shim_call {
-	const struct shim_nvrtc *n;
-	struct shim_program *p;
+struct program_call {
+	const struct jit_nvrtc *n;
+	struct jit_program *p;
 	int noptions;
 	const char *const *options;
 	bool compiled;
-	nvrtcResult rc;
+	cjc_nvrtc_result rc;
 };
 
 /* Whether text names a time macro (rules.h: NVRTC ignores SOURCE_DATE_EPOCH). */
@@ -154,7 +140,7 @@ static bool names_clock(const char *text)
 }
 
 /* Why a request cannot be cached, before anything is looked up; or NULL. */
-static const char *unkeyable_request(const struct shim_job *s)
+static const char *unkeyable_request(const struct program_job *s)
 {
 	for (int i = 0; i < s->noptions; i++) {
 		if (!s->options[i])
@@ -171,7 +157,7 @@ static const char *unkeyable_request(const struct shim_job *s)
 	const char *environment = cjc_key_env_uncacheable_in(&s->env, true);
 	if (environment)
 		return environment;
-	if (!shim_watch_available() &&
+	if (!s->n->watched &&
 	    (s->noptions || cjc_rules_may_include(s->p->source, strlen(s->p->source))))
 		return "the shim's audit module is not loaded, so the files NVRTC reads cannot be "
 		       "watched (run the program with `cjc run`)";
@@ -186,9 +172,9 @@ static void push_count(struct cjc_strvec *v, const char *what, size_t n)
 }
 
 /* The direct key, and the words it binds (for the journal). */
-static void direct_key(struct shim_job *s)
+static void direct_key(struct program_job *s)
 {
-	struct shim_program *p = s->p;
+	struct jit_program *p = s->p;
 	cjc_strvec_push(&s->words, "nvrtc-shim");
 	cjc_strvec_push(&s->words, p->name);
 	push_count(&s->words, "options", (size_t)s->noptions);
@@ -225,7 +211,7 @@ static int read_outputs(void *ctx, const struct cjc_entry *e, const struct cjc_m
 			struct cjc_buf *why)
 {
 	(void)rec;
-	struct shim_job *s = ctx;
+	struct program_job *s = ctx;
 	struct cjc_nvrtc_outputs *o = &s->p->out;
 	struct cjc_buf text = CJC_BUF_INIT;
 	int rc = cjc_entry_read(e, NVRTC_JSON, &text, why);
@@ -234,7 +220,7 @@ static int read_outputs(void *ctx, const struct cjc_entry *e, const struct cjc_m
 		rc = -1, cjc_buf_adds(why, NVRTC_JSON " is not what this program asks for");
 	for (int k = 0; !rc && k < CJC_NVRTC_KINDS; k++) {
 		char *name = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);
-		if (o->result[k] == NVRTC_SUCCESS && cjc_entry_artifact(e, name)) /* else empty */
+		if (o->result[k] == CJC_NVRTC_SUCCESS && cjc_entry_artifact(e, name)) /* else empty */
 			rc = cjc_entry_read(e, name, &o->code[k], why);
 		free(name);
 	}
@@ -249,12 +235,12 @@ static int read_outputs(void *ctx, const struct cjc_entry *e, const struct cjc_m
 /* lookup.h's match: a record whose files are unchanged (deps.c). */
 static long match(void *ctx, const struct cjc_manifest *m)
 {
-	struct shim_job *s = ctx;
+	struct program_job *s = ctx;
 	return jit_deps_match(s->j.h, m, s->direct, NULL, s->j.source, s->j.code_sha);
 }
 
 /* 1: served from the store, or from a remote store and published here; 0: a miss. */
-static int lookup(struct shim_job *s)
+static int lookup(struct program_job *s)
 {
 	struct cjc_lookup_request q = jit_lookup_request(&s->j, s->direct);
 	q.match = match;
@@ -273,7 +259,7 @@ static int lookup(struct shim_job *s)
 
 /* The record of what the compile read (jit_deps_record), the source at a
  * path where no file can be, as the JIT library's NVRTC records name it. */
-static int record_reads(struct shim_job *s, struct cjc_watch *w, struct cjc_buf *why)
+static int record_reads(struct program_job *s, struct cjc_watch *w, struct cjc_buf *why)
 {
 	if (jit_deps_record(&s->j, strlen(s->p->source), w, &s->rec, why))
 		return -1;
@@ -281,7 +267,7 @@ static int record_reads(struct shim_job *s, struct cjc_watch *w, struct cjc_buf 
 	return 0;
 }
 
-static json_t *headers_json(const struct shim_program *p)
+static json_t *headers_json(const struct jit_program *p)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < p->headers.n; i++)
@@ -291,7 +277,7 @@ static json_t *headers_json(const struct shim_program *p)
 	return a;
 }
 
-static json_t *options_json(const struct shim_job *s)
+static json_t *options_json(const struct program_job *s)
 {
 	json_t *extra = json_array();
 	for (int i = 0; i < s->noptions; i++)
@@ -304,15 +290,15 @@ static json_t *options_json(const struct shim_job *s)
 /* The entry's files: source.cu (none for an empty source, as CuPy's probes
  * compile: a store holds no empty file), output.<kind> for each kind made,
  * headers.json. */
-static size_t entry_files(const struct shim_job *s, struct cjc_publish_file *f, char **names,
+static size_t entry_files(const struct program_job *s, struct cjc_publish_file *f, char **names,
 			  char **headers_text)
 {
-	const struct shim_program *p = s->p;
+	const struct jit_program *p = s->p;
 	size_t n = 0;
 	if (*p->source)
 		f[n++] = (struct cjc_publish_file){ JIT_SOURCE_FILE, p->source, strlen(p->source) };
 	for (int k = 0; k < CJC_NVRTC_KINDS; k++)
-		if (p->out.result[k] == NVRTC_SUCCESS && p->out.code[k].len) { /* none: empty */
+		if (p->out.result[k] == CJC_NVRTC_SUCCESS && p->out.code[k].len) { /* none: empty */
 			names[k] = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);
 			f[n++] = (struct cjc_publish_file){ names[k], p->out.code[k].data,
 							    p->out.code[k].len };
@@ -326,10 +312,10 @@ static size_t entry_files(const struct shim_job *s, struct cjc_publish_file *f, 
 	return n;
 }
 
-static bool publish(struct shim_job *s)
+static bool publish(struct program_job *s)
 {
 	struct cjc_jit *h = s->j.h;
-	struct shim_program *p = s->p;
+	struct jit_program *p = s->p;
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
 	cjc_strvec_push(&argv, "nvrtc");
 	for (int i = 0; i < s->noptions; i++)
@@ -376,7 +362,7 @@ static bool publish(struct shim_job *s)
 }
 
 /* Compiles with NVRTC, watched; publishes what it made when it can be keyed. */
-static nvrtcResult compile_miss(struct shim_job *s)
+static cjc_nvrtc_result compile_miss(struct program_job *s)
 {
 	struct cjc_jit *h = s->j.h;
 	struct cjc_watch w;
@@ -384,12 +370,12 @@ static nvrtcResult compile_miss(struct shim_job *s)
 	cjc_remote_hang_up(s->remotes); /* no connection idles through the compile */
 	int64_t t0 = cjc_now_ms();
 	cjc_watch_begin(&w);
-	nvrtcResult rc = s->n->compile(s->p->real, s->noptions, s->options);
+	cjc_nvrtc_result rc = s->n->compile(s->p->real, s->noptions, s->options);
 	cjc_watch_end(&w);
 	s->call->compiled = true;
 	s->call->rc = rc;
 	s->duration_ms = cjc_now_ms() - t0;
-	if (rc != NVRTC_SUCCESS) {
+	if (rc != CJC_NVRTC_SUCCESS) {
 		jit_count(&s->j, CJC_STAT_COMPILE_FAILED, 0);
 		jit_fail(h, "NVRTC failed (%d)", rc);
 		jit_journal_compiled(&s->j, -1, NULL, false, s->duration_ms, NULL);
@@ -400,7 +386,7 @@ static nvrtcResult compile_miss(struct shim_job *s)
 	bool published = false;
 	if (keyed) {
 		cjc_nvrtc_outputs_take(&s->n->q, s->p->real, &s->p->expressions, &s->p->out);
-		published = !jit_readonly(h) && publish(s);
+		published = !h->cfg.readonly && publish(s);
 		cjc_nvrtc_outputs_release(&s->p->out); /* NVRTC answers for its program */
 	} else {
 		jit_note(h, "%s: miss, not published: %s", s->j.name, why.data);
@@ -415,7 +401,7 @@ static nvrtcResult compile_miss(struct shim_job *s)
 
 /* ---- the compile ---- */
 
-static void job_release(struct shim_job *s)
+static void job_release(struct program_job *s)
 {
 	cjc_remote_close(s->remotes);
 	cjc_manifest_record_release(&s->rec);
@@ -424,9 +410,9 @@ static void job_release(struct shim_job *s)
 	json_decref(s->j.meta);
 }
 
-static void job_start(struct shim_job *s)
+static void job_start(struct program_job *s)
 {
-	struct shim_program *p = s->p;
+	struct jit_program *p = s->p;
 	s->req = (struct cjc_jit_request){ .name = p->name, .code = p->source,
 					   .options = s->options, .noptions = (size_t)s->noptions };
 	s->j = (struct jit_job){ .h = handle, .req = &s->req, .name = p->name, .arch = "",
@@ -442,27 +428,27 @@ static void job_start(struct shim_job *s)
 		json_object_set_new(s->j.meta, "headers", json_string(HEADERS_JSON));
 }
 
-nvrtcResult shim_compile_uncached(const struct shim_nvrtc *n, nvrtcProgram prog, int noptions,
+cjc_nvrtc_result jit_program_compile_uncached(const struct jit_nvrtc *n, cjc_nvrtc_program prog, int noptions,
 				  const char *const *options)
 {
 	cjc_watch_ignore(true); /* its lookups are its own (compile/watch.c) */
-	nvrtcResult rc = n->compile(prog, noptions, options);
+	cjc_nvrtc_result rc = n->compile(prog, noptions, options);
 	cjc_watch_ignore(false);
 	return rc;
 }
 
 /* NVRTC's compile, unwatched, within a cached one. */
-static nvrtcResult uncached(struct shim_call *c)
+static cjc_nvrtc_result uncached(struct program_call *c)
 {
-	c->rc = shim_compile_uncached(c->n, c->p->real, c->noptions, c->options);
+	c->rc = jit_program_compile_uncached(c->n, c->p->real, c->noptions, c->options);
 	c->compiled = true;
 	return c->rc;
 }
 
-static nvrtcResult compile(struct shim_call *c)
+static cjc_nvrtc_result compile(struct program_call *c)
 {
-	const struct shim_nvrtc *n = c->n;
-	struct shim_program *p = c->p;
+	const struct jit_nvrtc *n = c->n;
+	struct jit_program *p = c->p;
 	int noptions = c->noptions;
 	const char *const *options = c->options;
 	cjc_nvrtc_outputs_release(&p->out);
@@ -470,11 +456,11 @@ static nvrtcResult compile(struct shim_call *c)
 	pthread_once(&handle_once, open_handle);
 	if (!handle || noptions < 0 || (noptions && !options))
 		return uncached(c);
-	struct shim_job s = { .n = n, .p = p, .noptions = noptions, .options = options, .call = c };
+	struct program_job s = { .n = n, .p = p, .noptions = noptions, .options = options, .call = c };
 	job_start(&s);
 	cjc_env_read(&s.env);
 	const char *reason = unkeyable_request(&s);
-	nvrtcResult rc;
+	cjc_nvrtc_result rc;
 	if (reason) {
 		jit_note(handle, "%s: not cached: %s", p->name, reason);
 		if (jit_store_ready(handle))
@@ -487,7 +473,7 @@ static nvrtcResult compile(struct shim_call *c)
 		direct_key(&s);
 		if (lookup(&s)) {
 			p->served = true;
-			rc = NVRTC_SUCCESS;
+			rc = CJC_NVRTC_SUCCESS;
 		} else {
 			rc = compile_miss(&s);
 		}
@@ -498,17 +484,17 @@ static nvrtcResult compile(struct shim_call *c)
 
 static int compile_call(void *ctx)
 {
-	struct shim_call *c = ctx;
+	struct program_call *c = ctx;
 	c->rc = compile(c);
 	return 0;
 }
 
-nvrtcResult shim_compile(const struct shim_nvrtc *n, struct shim_program *p, int noptions,
+cjc_nvrtc_result jit_program_compile(const struct jit_nvrtc *n, struct jit_program *p, int noptions,
 			 const char *const *options)
 {
-	struct shim_call c = { n, p, noptions, options, false, NVRTC_SUCCESS };
+	struct program_call c = { n, p, noptions, options, false, CJC_NVRTC_SUCCESS };
 	if (cjc_oom_run(compile_call, &c) != CJC_OOM_RAN_OUT)
 		return c.rc;
 	p->served = false; /* NVRTC answers for its program */
-	return c.compiled ? c.rc : NVRTC_ERROR_OUT_OF_MEMORY;
+	return c.compiled ? c.rc : CJC_NVRTC_OUT_OF_MEMORY;
 }
