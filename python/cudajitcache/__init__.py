@@ -16,10 +16,11 @@ pkg-config's libdir for cudajitcache (_lib.py).
 """
 from .errors import CacheError, CompileError, LibraryNotFound
 from .jit import Jit, Result
-from .launch import Kernel, Module
+from .launch import Kernel, Module, TensorMap
 from .nvcc import DEFAULT_PREFIX, compile_cuda, default_jit, set_default_prefix
 
 from ._lib import VERSION as __version__  # CMakeLists.txt's project(VERSION)
 
 __all__ = ["CacheError", "CompileError", "DEFAULT_PREFIX", "Jit", "Kernel", "LibraryNotFound",
-           "Module", "Result", "compile_cuda", "default_jit", "set_default_prefix"]
+           "Module", "Result", "TensorMap", "compile_cuda", "default_jit",
+           "set_default_prefix"]

@@ -42,7 +42,12 @@ Kernel arguments, each passed as the kernel's parameter of that type:
                                  ctypes.c_double(x)
   bool                           a C bool (one byte)
   a NumPy scalar                 its own type (numpy.int64(3), numpy.float64(x))
-  a ctypes value                 itself (ctypes.c_uint16(7), c_void_p(addr))
+  a ctypes value                 itself (ctypes.c_uint16(7), c_void_p(addr));
+                                 a ctypes.Structure is passed by value, as
+                                 large as the driver takes (32,764 bytes
+                                 since CUDA 12.1): an argument struct, or a
+                                 TensorMap (below) for a __grid_constant__
+                                 CUtensorMap parameter
 """
 import ctypes
 
@@ -140,6 +145,22 @@ def _launch_attributes(cluster, cooperative):
         attrs.append(_LaunchAttribute(id=_COOPERATIVE))
         attrs[-1].value.cooperative = 1
     return (_LaunchAttribute * len(attrs))(*attrs)
+
+
+class TensorMap(ctypes.Structure):
+    """A CUtensorMap (cuda.h): 128 opaque bytes that the driver's
+    cuTensorMapEncodeTiled (or another cuTensorMapEncode*) fills, passed by
+    value to a kernel's `const __grid_constant__ CUtensorMap` parameter.
+    Make one with TensorMap.new(): the driver wants it aligned to 64 bytes,
+    which ctypes does not promise for a plain TensorMap()."""
+    _fields_ = [("opaque", ctypes.c_uint64 * 16)]
+
+    @classmethod
+    def new(cls):
+        """A zeroed TensorMap at an address aligned to 128 bytes (cuda.h's)."""
+        buffer = bytearray(ctypes.sizeof(cls) + 128)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+        return cls.from_buffer(buffer, -base % 128)  # keeps buffer alive
 
 
 def _device_pointer(value):

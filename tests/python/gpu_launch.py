@@ -18,6 +18,11 @@ kernel computed:
                      set by the package first); sm_80 and later
   family_arch        on sm_100 and later, the cluster kernel compiled for
                      the family arch (sm_100f) instead of sm_100a
+  big_argument       an 8 KiB struct passed by value (a ctypes.Structure;
+                     drivers before CUDA 12.1 allowed 4 KiB of arguments)
+  tensor_map         a tile loaded by TMA through a cudajitcache.TensorMap
+                     argument (__grid_constant__ CUtensorMap) that
+                     cuTensorMapEncodeTiled filled; sm_90 and later
 
 Prints one line per case, "PASS name", "FAIL name: what differed" or "SKIP
 name: why".  Exits 1 when one failed, 125 when there is no GPU, else 0.
@@ -36,6 +41,8 @@ import tempfile
 
 SOURCE = r"""
 #include <cooperative_groups.h>
+#include <cuda.h>
+#include <utility>
 namespace cg = cooperative_groups;
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // clusters: sm_90 and later
@@ -86,9 +93,45 @@ extern "C" __global__ void big_shared(int *out, int words)
     for (int i = threadIdx.x; i < words; i += blockDim.x)
         out[blockIdx.x * words + i] = buf[words - 1 - i];
 }
+// out[i] = 2 * a.v[i] + 1, from 8 KiB of arguments
+struct big_args { int v[2048]; };
+extern "C" __global__ void big_argument(big_args a, int *out)
+{
+    for (int i = threadIdx.x; i < 2048; i += blockDim.x)
+        out[i] = 2 * a.v[i] + 1;
+}
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // TMA: sm_90 and later
+#include <cuda/barrier>
+// out = the 16 x 16 tile at column x, row y of the map's tensor, loaded by TMA
+extern "C" __global__ void tma_tile(const __grid_constant__ CUtensorMap map, int x, int y,
+                                    int *out)
+{
+    using barrier = cuda::barrier<cuda::thread_scope_block>;
+    __shared__ alignas(128) int tile[16][16];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+    __shared__ barrier bar;
+    if (threadIdx.x == 0) {
+        init(&bar, blockDim.x);
+        cuda::device::experimental::fence_proxy_async_shared_cta();
+    }
+    __syncthreads();
+    barrier::arrival_token token;
+    if (threadIdx.x == 0) {
+        cuda::device::experimental::cp_async_bulk_tensor_2d_global_to_shared(&tile, &map, x, y,
+                                                                             bar);
+        token = cuda::device::barrier_arrive_tx(bar, 1, sizeof tile);
+    } else {
+        token = bar.arrive();
+    }
+    bar.wait(std::move(token));
+    for (int i = threadIdx.x; i < 256; i += blockDim.x)
+        out[i] = tile[i / 16][i % 16];
+}
+#endif
 """
 
 MULTIPROCESSOR_COUNT, CC_MAJOR, CC_MINOR, SHARED_OPTIN = 16, 75, 76, 97  # CUdevice_attribute
+INT32 = 3  # CU_TENSOR_MAP_DATA_TYPE_INT32
 
 
 def use(where):
@@ -184,6 +227,34 @@ def big_shared(gpu, module):
                  [words - 1 - i for i in range(words)] * blocks)
 
 
+def big_argument(gpu, module):
+    class BigArgs(ctypes.Structure):
+        _fields_ = [("v", ctypes.c_int * 2048)]
+    args = BigArgs()
+    for i in range(2048):
+        args.v[i] = 7 * i - 3
+    out = gpu.alloc(2048)
+    module.function("big_argument")(1, 256, (args, out))
+    return check("big_argument", gpu.read(out, 2048), [2 * (7 * i - 3) + 1 for i in range(2048)])
+
+
+def tensor_map(gpu, module, cudajitcache):
+    n, x, y = 64, 16, 32
+    data = gpu.alloc(n * n)
+    host = (ctypes.c_int * (n * n))(*range(n * n))
+    gpu.call("cuMemcpyHtoD_v2", ctypes.c_uint64(data.value), host, ctypes.c_size_t(4 * n * n))
+    tmap = cudajitcache.TensorMap.new()
+    gpu.call("cuTensorMapEncodeTiled", ctypes.byref(tmap), INT32, 2, data,
+             (ctypes.c_uint64 * 2)(n, n), (ctypes.c_uint64 * 1)(4 * n),
+             (ctypes.c_uint32 * 2)(16, 16), (ctypes.c_uint32 * 2)(1, 1), 0, 0, 0, 0)
+    out = gpu.alloc(256)
+    module.function("tma_tile")(1, 128, (tmap, x, y, out))
+    ok = check("tensor_map", gpu.read(out, 256),
+               [(y + i // 16) * n + x + i % 16 for i in range(256)])
+    gpu.free(data)
+    return ok
+
+
 def compiled(jit, arch):
     """SOURCE compiled for arch, loaded."""
     return jit.load(jit.compile(SOURCE, arch=arch))
@@ -207,9 +278,13 @@ def run(jit):
     if major >= 9:
         results += [attempt("cluster", cluster, gpu, module),
                     attempt("cluster_dims", cluster_dims, gpu, module)]
+        import cudajitcache  # pylint: disable=import-outside-toplevel
+        results.append(attempt("tensor_map", tensor_map, gpu, module, cudajitcache))
     else:
         print("SKIP cluster: sm_%d%d has no clusters" % (major, minor))
         print("SKIP cluster_dims: the same")
+        print("SKIP tensor_map: sm_%d%d has no TMA" % (major, minor))
+    results.append(attempt("big_argument", big_argument, gpu, module))
     results.append(attempt("cooperative", cooperative, gpu, module))
     if gpu.attribute(SHARED_OPTIN) >= 100 * 1024:
         results.append(attempt("big_shared", big_shared, gpu, module))

@@ -412,6 +412,21 @@ def test_kernel_arguments_are_passed_as_their_c_types():
         _stream("default")
 
 
+def test_structs_and_tensor_maps_are_passed_by_value():
+    import ctypes
+    from cudajitcache.launch import _argument
+
+    class Big(ctypes.Structure):  # a large argument struct
+        _fields_ = [("v", ctypes.c_int * 2048)]
+
+    big = Big()
+    assert _argument(big, 0) is big
+    maps = [cudajitcache.TensorMap.new() for _ in range(8)]
+    for m in maps:  # the driver's cuTensorMapEncode* want 64-byte alignment; cuda.h has 128
+        assert ctypes.sizeof(m) == 128 and ctypes.addressof(m) % 128 == 0
+        assert list(m.opaque) == [0] * 16 and _argument(m, 1) is m
+
+
 def test_load_needs_a_driver_and_says_so(jit):
     res = jit.compile(KERNEL, arch=ARCH, format="ptx")
     with pytest.raises(TypeError, match="a Result of compile"):
