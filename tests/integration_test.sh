@@ -111,9 +111,20 @@ cmake_minimum_required(VERSION 3.25)
 project(tiny LANGUAGES CUDA)
 add_library(tiny STATIC k.cu)
 set_target_properties(tiny PROPERTIES CUDA_ARCHITECTURES 80)
+find_package(CudaJitCache CONFIG QUIET) # a project that links the JIT library too
+if(TARGET CudaJitCache::jit)
+  get_target_property(type CudaJitCache::jit TYPE)
+  message(STATUS "tiny: the JIT library is a ${type}")
+endif()
 EOF2
 	configure_build tiny "$TEST_DIR/b1" Ninja \
 		-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$PACKAGE/EnableCudaJitCache.cmake" || fail
+	# the include runs before any language is enabled: the library it
+	# would import then comes out static, with CMake's warning
+	assertFalse "no warning of static libraries: $(grep -A2 'ADD_LIBRARY' "$TEST_DIR/b1.configure.log")" \
+		"grep -q 'ADD_LIBRARY called with SHARED' '$TEST_DIR/b1.configure.log'"
+	assertTrue "the JIT library stays shared: $(grep 'tiny:' "$TEST_DIR/b1.configure.log")" \
+		"grep -q 'tiny: the JIT library is a SHARED_LIBRARY' '$TEST_DIR/b1.configure.log'"
 	configure_build tiny "$TEST_DIR/b2" "Unix Makefiles" \
 		-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$PACKAGE/EnableCudaJitCache.cmake" || fail
 	# No include directories: both generators give nvcc the same words.  (A
