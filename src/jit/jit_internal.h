@@ -38,12 +38,12 @@
 #include "compile/lookup.h"
 #include "compile/publish.h"
 #include "compile/watch.h"
-#include "remote/remote.h"
 #include "cudajitcache/jit.h"
 #include "keys/manifest.h"
 #include "keys/metadata.h"
 #include "keys/nvcc_args.h"
 #include "keys/place.h"
+#include "remote/remote.h"
 #include "store/identity.h"
 #include "store/store.h"
 
@@ -92,13 +92,13 @@ struct jit_job {
 	const struct cjc_jit_request *req;
 	const char *name;
 	const char *arch;
-	const char *ext;           /* "cubin", "fatbin", "ptx" */
+	const char *ext; /* "cubin", "fatbin", "ptx" */
 	unsigned char code_sha[CJC_DIGEST_LEN];
-	char *source;              /* the source's path as keyed: JIT_KEYED_SOURCE_DIR/<name> */
-	json_t *meta;              /* metadata.json's "jit": name, source, extra_signature, hook */
+	char *source; /* the source's path as keyed: JIT_KEYED_SOURCE_DIR/<name> */
+	json_t *meta; /* metadata.json's "jit": name, source, extra_signature, hook */
 	struct cjc_jit_result *out;
-	bool cached;               /* jit_cacheable() said yes */
-	const char *compiler;      /* for the journal, when not the handle's ("nvrtc-shim") */
+	bool cached;          /* jit_cacheable() said yes */
+	const char *compiler; /* for the journal, when not the handle's ("nvrtc-shim") */
 	struct jit_why why;
 };
 

@@ -91,7 +91,8 @@ static const struct cjc_identity *identity_of(struct cjc_jit *h, const struct ji
 		if (!dladdr((void *)n->version, &info) || !info.dli_fname ||
 		    !realpath(info.dli_fname, real))
 			jit_note(h, "nvrtc shim: cannot tell which file NVRTC was loaded from");
-		else if (!cjc_identity_library(&h->store, "nvrtc", real, NULL, NULL, 0, &identity) ||
+		else if (!cjc_identity_library(&h->store, "nvrtc", real, NULL, NULL, 0,
+					       &identity) ||
 			 !jit_nvrtc_identify(h, n->version, real, &identity, &why))
 			identified = 1;
 		else
@@ -113,7 +114,7 @@ struct program_job {
 	int noptions;
 	const char *const *options;
 	const struct cjc_identity *id;
-	struct cjc_strvec words;      /* the key's arguments (facts for the journal) */
+	struct cjc_strvec words; /* the key's arguments (facts for the journal) */
 	char direct[CJC_HEX_LEN + 1];
 	struct cjc_remotes *remotes;
 	struct cjc_manifest_record rec;
@@ -166,7 +167,8 @@ static const char *unkeyable_request(const struct program_job *s)
 
 static void push_count(struct cjc_strvec *v, const char *what, size_t n)
 {
-	char *w = cjc_xasprintf("%s:%zu", what, n); /* framed: no word reads as one of the next list */
+	/* framed: no word reads as one of the next list */
+	char *w = cjc_xasprintf("%s:%zu", what, n);
 	cjc_strvec_push(v, w);
 	free(w);
 }
@@ -220,7 +222,8 @@ static int read_outputs(void *ctx, const struct cjc_entry *e, const struct cjc_m
 		rc = -1, cjc_buf_adds(why, NVRTC_JSON " is not what this program asks for");
 	for (int k = 0; !rc && k < CJC_NVRTC_KINDS; k++) {
 		char *name = cjc_xasprintf("output.%s", cjc_nvrtc_kind_name[k]);
-		if (o->result[k] == CJC_NVRTC_SUCCESS && cjc_entry_artifact(e, name)) /* else empty */
+		/* a kind made empty has no artifact */
+		if (o->result[k] == CJC_NVRTC_SUCCESS && cjc_entry_artifact(e, name))
 			rc = cjc_entry_read(e, name, &o->code[k], why);
 		free(name);
 	}
@@ -284,7 +287,8 @@ static json_t *options_json(const struct program_job *s)
 		json_array_append_new(extra, cjc_json_bytes(s->options[i]));
 	return json_pack("{s:s, s:[], s:[], s:[], s:n, s:n, s:b, s:b, s:b, s:b, s:o}", "kind",
 			 "nvrtc", "archs", "defines", "include_dirs", "std", "optimize", "debug",
-			 false, "line_info", false, "fast_math", false, "rdc", false, "extra", extra);
+			 false, "line_info", false, "fast_math", false, "rdc", false, "extra",
+			 extra);
 }
 
 /* The entry's files: source.cu (none for an empty source, as CuPy's probes
@@ -307,7 +311,8 @@ static size_t entry_files(const struct program_job *s, struct cjc_publish_file *
 		json_t *h = headers_json(p);
 		*headers_text = json_dumps(h, JSON_COMPACT);
 		json_decref(h);
-		f[n++] = (struct cjc_publish_file){ HEADERS_JSON, *headers_text, strlen(*headers_text) };
+		f[n++] = (struct cjc_publish_file){ HEADERS_JSON, *headers_text,
+						    strlen(*headers_text) };
 	}
 	return n;
 }
@@ -328,13 +333,20 @@ static bool publish(struct program_job *s)
 	char *names[CJC_NVRTC_KINDS] = { 0 };
 	struct cjc_publish_file files[CJC_NVRTC_KINDS + 2];
 	struct cjc_metadata md = {
-		.argv = argv.v, .argc = argv.n,
+		.argv = argv.v,
+		.argc = argv.n,
 		.cwd = cjc_getpwd(cwd, sizeof cwd) ? cwd : "/",
-		.compiler_path = s->id->path, .compiler_realpath = s->id->realpath,
+		.compiler_path = s->id->path,
+		.compiler_realpath = s->id->realpath,
 		.compiler_version = s->id->version,
-		.host_path = "none", .host_version = "NVRTC runs no host compiler",
-		.options = options, .inputs = s->rec.deps, .ninputs = s->rec.ndeps,
-		.target = "nvrtc", .duration_ms = s->duration_ms, .jit = s->j.meta,
+		.host_path = "none",
+		.host_version = "NVRTC runs no host compiler",
+		.options = options,
+		.inputs = s->rec.deps,
+		.ninputs = s->rec.ndeps,
+		.target = "nvrtc",
+		.duration_ms = s->duration_ms,
+		.jit = s->j.meta,
 	};
 	struct cjc_publish pub = jit_publish_of(h, s->rec.entry_key, p->name, &md);
 	pub.direct_key = s->direct;
@@ -413,10 +425,16 @@ static void job_release(struct program_job *s)
 static void job_start(struct program_job *s)
 {
 	struct jit_program *p = s->p;
-	s->req = (struct cjc_jit_request){ .name = p->name, .code = p->source,
-					   .options = s->options, .noptions = (size_t)s->noptions };
-	s->j = (struct jit_job){ .h = handle, .req = &s->req, .name = p->name, .arch = "",
-				 .ext = "nvrtc", .compiler = "nvrtc-shim" };
+	s->req = (struct cjc_jit_request){ .name = p->name,
+					   .code = p->source,
+					   .options = s->options,
+					   .noptions = (size_t)s->noptions };
+	s->j = (struct jit_job){ .h = handle,
+				 .req = &s->req,
+				 .name = p->name,
+				 .arch = "",
+				 .ext = "nvrtc",
+				 .compiler = "nvrtc-shim" };
 	s->j.source = cjc_xasprintf("%s/%s", JIT_KEYED_SOURCE_DIR, p->name);
 	cjc_hash_buf(p->source, strlen(p->source), s->j.code_sha);
 	json_t *exprs = json_array();
@@ -428,8 +446,8 @@ static void job_start(struct program_job *s)
 		json_object_set_new(s->j.meta, "headers", json_string(HEADERS_JSON));
 }
 
-cjc_nvrtc_result jit_program_compile_uncached(const struct jit_nvrtc *n, cjc_nvrtc_program prog, int noptions,
-				  const char *const *options)
+cjc_nvrtc_result jit_program_compile_uncached(const struct jit_nvrtc *n, cjc_nvrtc_program prog,
+					      int noptions, const char *const *options)
 {
 	cjc_watch_ignore(true); /* its lookups are its own (compile/watch.c) */
 	cjc_nvrtc_result rc = n->compile(prog, noptions, options);
@@ -456,7 +474,9 @@ static cjc_nvrtc_result compile(struct program_call *c)
 	pthread_once(&handle_once, open_handle);
 	if (!handle || noptions < 0 || (noptions && !options))
 		return uncached(c);
-	struct program_job s = { .n = n, .p = p, .noptions = noptions, .options = options, .call = c };
+	struct program_job s = {
+		.n = n, .p = p, .noptions = noptions, .options = options, .call = c
+	};
 	job_start(&s);
 	cjc_env_read(&s.env);
 	const char *reason = unkeyable_request(&s);
@@ -490,7 +510,7 @@ static int compile_call(void *ctx)
 }
 
 cjc_nvrtc_result jit_program_compile(const struct jit_nvrtc *n, struct jit_program *p, int noptions,
-			 const char *const *options)
+				     const char *const *options)
 {
 	struct program_call c = { n, p, noptions, options, false, CJC_NVRTC_SUCCESS };
 	if (cjc_oom_run(compile_call, &c) != CJC_OOM_RAN_OUT)

@@ -45,8 +45,8 @@ struct jit_program {
  * (served false) or filled p->out from an entry (served true); out of
  * memory before NVRTC compiled, CJC_NVRTC_OUT_OF_MEMORY.  It never fails
  * for the cache's reasons: what the cache cannot do, NVRTC does. */
-cjc_nvrtc_result jit_program_compile(const struct jit_nvrtc *n, struct jit_program *p,
-				     int noptions, const char *const *options);
+cjc_nvrtc_result jit_program_compile(const struct jit_nvrtc *n, struct jit_program *p, int noptions,
+				     const char *const *options);
 
 /* NVRTC's compile as if the cache were not there (its lookups not
  * watched, nor taken for another compile's). */
