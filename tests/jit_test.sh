@@ -1064,4 +1064,17 @@ testTheArchIsTheCurrentDevicesAskedOncePerDevice() {
 	assertContains "no GPU is a clear error" "$(cat err)" "no usable GPU: cuInit failed with CUDA_ERROR_NO_DEVICE"
 }
 
+# The shared library exports the calls its header declares and nothing
+# else: an internal function named cjc_jit_* once slipped through the
+# version script's pattern (src/jit/exports.map).
+testTheLibraryExportsItsHeaderAlone() {
+	local header="$CJC_SOURCE_DIR/src/jit/include/cudajitcache/jit.h"
+	nm -D --defined-only "$CJC_BUILD_DIR/src/jit/libcudajitcache.so" |
+		awk '$2 ~ /^[TDBRW]$/ { sub(/@.*/, "", $3); print $3 }' | sort >exported
+	grep -o 'cjc_jit_[a-z_]*(' "$header" | tr -d '(' | sort -u >declared
+	assertEquals "exported but not declared" "" "$(comm -23 exported declared)"
+	assertEquals "declared but not exported" "" "$(comm -13 exported declared)"
+	assertTrue "cjc_jit_open among them" "grep -qx cjc_jit_open exported"
+}
+
 . "$SHUNIT2"

@@ -198,7 +198,7 @@ static int compile(cjc_jit *h, const struct cjc_jit_request *req, struct cjc_jit
 	if (req->noptions && !req->options)
 		return jit_fail(h, "the request has noptions = %zu but options = NULL: give the "
 			       "options, or noptions = 0", req->noptions);
-	if (!cjc_jit_name_ok(j.name))
+	if (!cjc_request_name_ok(j.name))
 		return jit_fail(h, "name %s: expected a file name ending in .cu, of letters, digits "
 			       "and ._-+", j.name);
 	if ((unsigned)req->format > CJC_JIT_PTX)

@@ -240,7 +240,7 @@ bool cjc_artifact_name_ok(const char *name)
 	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }
 
-bool cjc_jit_name_ok(const char *name)
+bool cjc_request_name_ok(const char *name)
 {
 	size_t n = strlen(name);
 	return n && n <= 128 && name[0] != '.' && cjc_ends_with(name, ".cu") &&

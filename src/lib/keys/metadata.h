@@ -44,7 +44,7 @@
  *                  settings that shaped the entry (the tool's diagnostics.h);
  *                  kept files (kept-*.ptx, sass.txt) are listed in files
  *   jit            (optional) entries of the JIT library (docs/jit.md):
- *                  {"name": the request's file name (cjc_jit_name_ok),
+ *                  {"name": the request's file name (cjc_request_name_ok),
  *                  "source": the artifact holding the request's code
  *                  (CJC_JIT_SOURCE_FILE), "extra_signature" (optional),
  *                  "hook" (optional: the post-compile hook's identity)}.
@@ -135,7 +135,7 @@ void cjc_artifacts_free(struct cjc_artifact *a, size_t n);
 bool cjc_artifact_name_ok(const char *name);
 /* A JIT request's name: a file name nvcc takes as CUDA source (ends in .cu;
  * letters, digits and ._-+; not starting with '.'; at most 128 bytes). */
-bool cjc_jit_name_ok(const char *name);
+bool cjc_request_name_ok(const char *name);
 /* The environment as recorded: "NAME=value" strings to an object, private
  * values by their SHA-256 (key.h). */
 json_t *cjc_environment_json(char *const *env, size_t n);
