@@ -141,6 +141,29 @@ T AMP__" };
 	CHECK(pasted_is(epoch, 1, false, "__DATE__"));
 }
 
+/* rules.h: the expansions in a preprocessor's output, stringized too;
+ * with SOURCE_DATE_EPOCH, the stamp's alone; shapes near but not the same. */
+static void test_rules_expanded(void)
+{
+	static const struct {
+		const char *text, *plain, *epoch;
+	} cases[] = {
+		{ "x = \"23:05:59\";", "__TIME__", NULL },
+		{ "x = \"Dec  7 2026\";", "__DATE__", NULL },
+		{ "s(\"\\\"May 18 2033\\\"\")", "__DATE__", NULL },
+		{ "\"Wed May 18 03:33:20 2033\"", "__TIMESTAMP__", "__TIMESTAMP__" },
+		{ "\"Sun Sep  9 01:46:40 2001\"", "__TIMESTAMP__", "__TIMESTAMP__" },
+		{ "a::b ? 1:2 : 3; \"2:05:59\" \"Dex  7 2026\" \"Dec 7 2026\"", NULL, NULL },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *t = cases[i].text,
+			   *plain = cjc_rules_clock_expanded(t, strlen(t), false),
+			   *epoch = cjc_rules_clock_expanded(t, strlen(t), true);
+		CHECK(cases[i].plain ? plain && !strcmp(plain, cases[i].plain) : !plain);
+		CHECK(cases[i].epoch ? epoch && !strcmp(epoch, cases[i].epoch) : !epoch);
+	}
+}
+
 /* rules.h: the time macros after every splice the preprocessor joins,
  * SOURCE_DATE_EPOCH's two, the words, and the include test's spellings. */
 static void test_rules(void)
@@ -998,6 +1021,7 @@ int main(void)
 	test_env_table();
 	test_rules();
 	test_rules_pasted();
+	test_rules_expanded();
 	test_fatbin_zstd();
 	test_option_lookups();
 	test_parse_compiles();

@@ -68,7 +68,7 @@ void cjc_rules_join_splices(const char *text, size_t len, struct cjc_buf *out)
 
 /* The time macros: with SOURCE_DATE_EPOCH, the first alone reads the clock. */
 static const char *const macros[CJC_RULES_CLOCK_MACROS] = { "__TIMESTAMP__", "__DATE__",
-							     "__TIME__" };
+							    "__TIME__" };
 
 static size_t clock_macros(bool epoch)
 {
@@ -123,7 +123,8 @@ static bool clock_char(char c)
 
 static bool ident_char(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
 }
 
 /* Notes the identifier t (n bytes) wherever it is a proper part of a name. */
@@ -158,12 +159,11 @@ static void add_pieces(struct cjc_rules_pieces *p, const char *t, size_t n)
 	}
 }
 
-const char *cjc_rules_time_macro_add(const char *text, size_t len, bool epoch,
-				     struct cjc_rules_pieces *pieces)
+/* The first time macro text names, and its pieces added to *pieces where
+ * given. */
+static const char *time_macro_in(const char *text, size_t len, bool epoch,
+				 struct cjc_rules_pieces *pieces)
 {
-	/* Every macro has a '_', and joining splices only takes bytes out. */
-	if (!text || (!pieces && !memchr(text, '_', len)))
-		return NULL;
 	struct cjc_buf joined = CJC_BUF_INIT;
 	size_t n;
 	const char *t = join_splices(text, len, &joined, &n);
@@ -174,9 +174,16 @@ const char *cjc_rules_time_macro_add(const char *text, size_t len, bool epoch,
 	return found;
 }
 
+const char *cjc_rules_time_macro_add(const char *text, size_t len, bool epoch,
+				     struct cjc_rules_pieces *pieces)
+{
+	return text ? time_macro_in(text, len, epoch, pieces) : NULL;
+}
+
 const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
 {
-	return cjc_rules_time_macro_add(text, len, epoch, NULL);
+	/* Every macro has a '_', and joining splices only takes bytes out. */
+	return text && memchr(text, '_', len) ? time_macro_in(text, len, epoch, NULL) : NULL;
 }
 
 /* Whether the pieces write the name m, from its start to its end. */
@@ -204,6 +211,64 @@ void cjc_rules_pieces_merge(struct cjc_rules_pieces *into, const struct cjc_rule
 		for (size_t i = 0; i < CJC_RULES_CLOCK_LONGEST; i++)
 			into->at[m][i] |= p->at[m][i];
 	into->paste = into->paste || p->paste;
+}
+
+/* ---- what the preprocessor wrote ---- */
+
+static bool digits_at(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return true;
+}
+
+static bool month_at(const char *p)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	for (size_t i = 0; i < 12; i++)
+		if (!memcmp(p, months + 3 * i, 3))
+			return true;
+	return false;
+}
+
+/* " dd " or "dd " (a day, as gcc pads it) at p, before a year or a time. */
+static bool day_at(const char *p)
+{
+	return (p[0] == ' ' || digits_at(p, 1)) && digits_at(p + 1, 1) && p[2] == ' ';
+}
+
+/* __TIME__'s "hh:mm:ss", its first ':' at p. */
+static bool time_at(const char *t, const char *p, const char *end)
+{
+	return p - t >= 2 && end - p >= 6 && digits_at(p - 2, 2) && digits_at(p + 1, 2) &&
+	       p[3] == ':' && digits_at(p + 4, 2);
+}
+
+/* __TIMESTAMP__'s "Mmm dd " before the time at h (its first digit). */
+static bool stamp_before(const char *t, const char *h)
+{
+	return h - t >= 7 && day_at(h - 3) && h[-4] == ' ' && month_at(h - 7);
+}
+
+/* __DATE__'s "Mmm dd yyyy" at p, its first ' ' at p + 3. */
+static bool date_at(const char *t, const char *p, const char *end)
+{
+	return p - t >= 3 && end - p >= 8 && day_at(p + 1) && digits_at(p + 4, 4) &&
+	       month_at(p - 3);
+}
+
+const char *cjc_rules_clock_expanded(const char *t, size_t n, bool epoch)
+{
+	const char *end = t + n;
+	for (const char *p = t; (p = memchr(p, ':', (size_t)(end - p))); p++)
+		if (time_at(t, p, end) && (!epoch || stamp_before(t, p - 2)))
+			return stamp_before(t, p - 2) ? "__TIMESTAMP__" : "__TIME__";
+	/* a loop, not memchr: blanks are too many for a call each */
+	for (const char *p = t + 3; !epoch && end - p >= 8; p++)
+		if (p[3] == ' ' && p[0] == ' ' && date_at(t, p, end))
+			return "__DATE__";
+	return NULL;
 }
 
 const char *cjc_rules_time_macro_words(char *const *words, size_t n, bool epoch)
@@ -313,7 +378,6 @@ struct name_scan {
 	size_t *slots; /* group index + 1, 0 empty */
 	size_t nslots;
 };
-
 
 /* Whether text holds tok as a whole identifier. */
 static bool has_token(const char *text, size_t len, const char *tok, size_t toklen)

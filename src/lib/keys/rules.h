@@ -29,11 +29,12 @@
  * reads the clock when some text pastes and a name is a concatenation of
  * two or more parts held.  gcc's own macros paste too (__INT64_C(c) is
  * c ## L), but only a suffix of L or U, which no name has.  No path asks
- * this yet: the headers of real compiles hold every part (glibc's and
+ * this: the headers of real compiles hold every part (glibc's and
  * libstdc++'s "__" and "_", template parameters T, I, M, E, S, P, A, D,
  * words of comments) and a paste, so it would leave nearly every compile
- * uncached (docs/key.md).  Not seen, then: pasted names, and a name made
- * by a macro the compiler defines for itself.
+ * uncached (docs/key.md).  nvcc's paths see pasted names where the
+ * preprocessor wrote their expansions instead (cjc_rules_clock_expanded,
+ * over the texts nvcc -keep kept: compile/miss.h); NVRTC's do not.
  *
  * Includes.  cjc_rules_may_include() says whether a text could make the
  * preprocessor read a file: it names "include" anywhere once its splices
@@ -79,11 +80,6 @@
 #define CJC_RULES_TIME_MACRO_OPTION "an option names a time macro (__DATE__ or __TIME__ without " \
 	"SOURCE_DATE_EPOCH, __TIMESTAMP__)"
 
-/* How a compile whose texts can paste a time macro's name says so (%s:
- * the name). */
-#define CJC_RULES_PASTED_FORMAT "%s can be pasted together from the compile's texts " \
-	"(a paste operator and pieces of the name)"
-
 /* text with its line splices joined (the preprocessor's second phase),
  * into out. */
 void cjc_rules_join_splices(const char *text, size_t len, struct cjc_buf *out);
@@ -94,6 +90,15 @@ bool cjc_rules_epoch(void);
 /* The first time macro text names whose value the clock gives ("__TIME__"),
  * or NULL; epoch: SOURCE_DATE_EPOCH fixes __DATE__ and __TIME__. */
 const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch);
+
+/* The time macro an expansion of which the preprocessor's output text
+ * holds (one nvcc -keep kept, *.ii), or NULL: a string of the shape the
+ * macro expands to ("hh:mm:ss"; "Mmm dd yyyy"; "Ddd Mmm dd hh:mm:ss yyyy",
+ * the only one that counts with epoch), anywhere in the text (a
+ * stringized one is escaped).  This sees the expansions a text search
+ * cannot: a name pasted together, or one in a macro the compiler defines.
+ * A string of the same shape in the code costs a needless miss. */
+const char *cjc_rules_clock_expanded(const char *text, size_t len, bool epoch);
 
 /* The same over n words (NULL words are skipped). */
 const char *cjc_rules_time_macro_words(char *const *words, size_t n, bool epoch);
