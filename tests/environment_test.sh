@@ -216,6 +216,37 @@ testALineSpliceHidesNoTimeMacro() {
 	expect_why b.cubin "__TIME__ in"
 }
 
+# A name pasted together (a ## b or %:%:, nested, a splice inside a piece,
+# the pieces in -D options) is seen where the preprocessor expanded it, in
+# the texts nvcc -keep kept.  __TIMESTAMP__ is the source's stamp: after a
+# touch, the second compile is nvcc's of the new stamp, not the first's.
+testAPastedTimeMacroIsSeen() {
+	write_time_source '"fixed"'
+	printf '#define CAT(a, b) a %%:%%: b\n#define XCAT(a, b) CAT(a, b)\n%s\n%s\n' \
+		'#define STAMP XCAT(CAT(_, _), TIMES\' 'TAMP__)' >stamp.h
+	touch -d @1000000000 t.cu
+	cjc_nvcc --cubin -arch=$ARCH t.cu -o a.cubin || fail "first"
+	touch -d @2000000000 t.cu
+	cjc_nvcc --cubin -arch=$ARCH t.cu -o b.cubin || fail "second"
+	"$REAL_NVCC" --cubin -arch=$ARCH t.cu -o c.cubin || fail "nvcc"
+	assertTrue "the second cubin is nvcc's of the new stamp" "cmp -s b.cubin c.cubin"
+	assertFalse "the stamp is in the cubin" "cmp -s a.cubin b.cubin"
+	expect_why b.cubin "__TIMESTAMP__ expanded"
+	printf '#define CAT(a, b) a##b\n#define XCAT(a, b) CAT(a, b)\n#define STAMP XCAT(L, R)\n' \
+		>stamp.h
+	cjc_nvcc --cubin -arch=$ARCH t.cu -DL=__TI -DR=ME__ -o d.cubin || fail "pieces 1"
+	cjc_nvcc --cubin -arch=$ARCH t.cu -DL=__TI -DR=ME__ -o e.cubin || fail "pieces 2"
+	expect_nvcc_runs 4
+	expect_stat hits 0
+	expect_stat uncacheable 4
+	assertEquals "nothing is stored" 0 "$(entry_count)"
+	[ -n "${CJC_JIT_CLI:-}" ] || return 0
+	local said
+	said=$(jit --out f.cubin t.cu -I"$PWD" -DL=__TI -DR=ME__) || fail "JIT 1"
+	said=$(jit --out g.cubin t.cu -I"$PWD" -DL=__TI -DR=ME__) || fail "JIT 2"
+	assertEquals "the JIT library's nvcc path sees it too" miss "${said%% *}"
+}
+
 # The JIT library's nvcc path: the same keying, the same time rule.
 testJitNvccPath() {
 	[ -n "${CJC_JIT_CLI:-}" ] || { startSkipping; return; }

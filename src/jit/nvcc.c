@@ -375,7 +375,7 @@ static int run_nvcc(struct nvcc_job *n, struct run *r)
 		return -1;
 	r->tmp_out = cjc_xasprintf("%s/output.%s", r->w.path, n->j->ext);
 	r->tmp_dep = cjc_xasprintf("%s/output.d", r->w.path);
-	if (n->diag.keep_ptx && !mkdirat(r->w.fd, "keep", 0700))
+	if (!mkdirat(r->w.fd, "keep", 0700)) /* keep_ptx, and the preprocessed texts (miss.h) */
 		r->keep_dir = cjc_path_join(r->w.path, "keep");
 	struct cjc_strvec argv = CJC_STRVEC_INIT;
 	run_command(n, r, &argv);
@@ -536,7 +536,13 @@ static bool record_dependencies(struct nvcc_job *n, const struct run *r,
 		copy = cjc_xstrdup(r->w.source);
 	char *keyed = n->c.source;
 	n->c.source = copy;
-	struct cjc_miss m = { &n->c, r->started, n->j->code_sha, hash_dependency, n, uncacheable };
+	struct cjc_miss m = { .c = &n->c,
+			      .started = r->started,
+			      .source_sha = n->j->code_sha,
+			      .hash = hash_dependency,
+			      .ctx = n,
+			      .uncacheable = uncacheable,
+			      .kept = r->keep_dir };
 	bool stable = false;
 	int rc = cjc_miss_record(&m, r->tmp_dep, rec, &stable, why);
 	n->c.source = keyed;

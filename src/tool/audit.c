@@ -235,10 +235,12 @@ static size_t replace_matches(const char *text, const char *pattern, const char 
 	return n;
 }
 
-/* Replaces nvcc's temporary file names (tmpxft_<hex>_<hex>-<n>) with "tmpxft_*". */
+/* Takes the prefix of nvcc's temporary file names (tmpxft_<hex>_<hex>-<n>_)
+ * out: a miss runs nvcc with -keep (compile/miss.h), whose files are named
+ * without it, and an older entry's, or a rebuild's, with it. */
 static void normalise(const char *text, struct cjc_buf *out, struct cjc_strvec *seen)
 {
-	(void)replace_matches(text, "tmpxft_[0-9a-f]+_[0-9a-f]+-[0-9]+", "tmpxft_*", out, seen);
+	(void)replace_matches(text, "tmpxft_[0-9a-f]+_[0-9a-f]+-[0-9]+_", "", out, seen);
 }
 
 /*
@@ -263,10 +265,11 @@ static void normalise_jit_source(struct audit *a, const char *text, struct cjc_b
 	cjc_buf_release(&pattern);
 }
 
-/* The symbol table of an object, normalised; -1 when nm cannot read it. */
+/* The symbol table of an object, normalised, in its own order (sorted by
+ * name, a normalised name would move); -1 when nm cannot read it. */
 static int symbols(const char *object, struct cjc_buf *out, struct cjc_strvec *seen, size_t *count)
 {
-	char *argv[] = { "nm", "-a", "-P", (char *)object, NULL };
+	char *argv[] = { "nm", "-a", "-P", "-p", (char *)object, NULL };
 	struct cjc_buf raw = CJC_BUF_INIT;
 	int status = cjc_run_capture(argv, &raw);
 	if (!status)
@@ -942,7 +945,8 @@ static void audit_verified(struct audit *a)
 	} else if (d.keep_sass && !d.cuobjdump) {
 		add_note(a, "details", "the entry keeps SASS, and cuobjdump is not installed here");
 		set_status(a, "cannot rebuild");
-	} else if ((d.keep_ptx && mkdir(keep_dir, 0700)) || rebuild(a, &c, &d, output, keep_dir)) {
+	} else if ((d.keep_ptx && mkdir(keep_dir, 0700)) ||
+		   rebuild(a, &c, &d, output, d.keep_ptx ? keep_dir : NULL)) {
 		set_status(a, "cannot rebuild");
 	} else {
 		compare(a, c.kind == CJC_KIND_OBJECT || c.kind == CJC_KIND_RDC_OBJECT, &d, output,

@@ -421,7 +421,7 @@ struct compile_result {
 	struct timespec started; /* the file system's clock, one tick early (see below) */
 	char *tmp_out;
 	char *tmp_dep;
-	char *keep_dir; /* keep_ptx: where nvcc -keep writes */
+	char *keep_dir; /* where nvcc -keep writes */
 	struct cjc_buf out, err;
 };
 
@@ -440,12 +440,11 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 	r->tmp_dep = cjc_xasprintf("%s.d", r->tmp_out);
 	cjc_tempfile_add(r->tmp_out);
 	cjc_tempfile_add(r->tmp_dep);
-	if (j->diag.keep_ptx) {
-		r->keep_dir = cjc_xasprintf("%s.keep", r->tmp_out);
-		if (mkdir(r->keep_dir, 0700)) {
-			free(r->keep_dir);
-			r->keep_dir = NULL;
-		}
+	/* the preprocessor's outputs tell whether it expanded a time macro (miss.h) */
+	r->keep_dir = cjc_xasprintf("%s.keep", r->tmp_out);
+	if (mkdir(r->keep_dir, 0700)) {
+		free(r->keep_dir);
+		r->keep_dir = NULL;
 	}
 	miss_command(j, &argv);
 	cjc_diagnostics_add_args(&j->diag, r->keep_dir, &argv);
@@ -496,7 +495,12 @@ static int record_dependencies(struct job *j, const struct compile_result *r,
 			       struct cjc_manifest_record *rec, bool *stable, struct cjc_buf *why,
 			       char **uncacheable)
 {
-	struct cjc_miss m = { &j->c, r->started, j->source_sha, hash_dependency, NULL, uncacheable };
+	struct cjc_miss m = { .c = &j->c,
+			      .started = r->started,
+			      .source_sha = j->source_sha,
+			      .hash = hash_dependency,
+			      .uncacheable = uncacheable,
+			      .kept = r->keep_dir };
 	cjc_filehash_recheck(); /* nvcc ran since the lookup hashed them */
 	return cjc_miss_record(&m, r->tmp_dep, rec, stable, why);
 }

@@ -82,7 +82,7 @@ void cjc_diagnostics_add_args(const struct cjc_diagnostics *d, const char *keep_
 		cjc_strvec_push(argv, "-Xptxas");
 		cjc_strvec_push(argv, "-warn-spills,-warn-lmem-usage");
 	}
-	if (d->keep_ptx && keep_dir) {
+	if (keep_dir) {
 		cjc_strvec_push(argv, "-keep");
 		cjc_strvec_push(argv, "-keep-dir");
 		cjc_strvec_push(argv, keep_dir);

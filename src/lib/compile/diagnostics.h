@@ -44,7 +44,8 @@ void cjc_diagnostics_release(struct cjc_diagnostics *d);
 json_t *cjc_diagnostics_json(const struct cjc_diagnostics *d);
 /* Makes the settings part of the key. */
 void cjc_diagnostics_add_key(const struct cjc_diagnostics *d, struct cjc_compile *c);
-/* nvcc's extra arguments; keep_dir is where -keep writes (keep_ptx). */
+/* nvcc's extra arguments; keep_dir, where given, is where -keep writes
+ * (keep_ptx, and the preprocessed texts a miss reads: miss.h). */
 void cjc_diagnostics_add_args(const struct cjc_diagnostics *d, const char *keep_dir,
 			      struct cjc_strvec *argv);
 /* Stages the kept ptx and the SASS of output (a file of kind ext, e.g. "o");

@@ -1,5 +1,6 @@
 #include "compile/miss.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -134,6 +135,26 @@ static void add_present(const struct cjc_miss *m, struct cjc_manifest_record *re
 	}
 }
 
+/* The time macro the preprocessor expanded, as the *.ii texts nvcc kept in
+ * dir show (rules.h), or NULL; *where: the text's name. */
+static const char *kept_clock(const char *dir, bool epoch, char **where)
+{
+	const char *found = NULL;
+	DIR *d = opendir(dir);
+	for (struct dirent *e; d && !found && (e = readdir(d));) {
+		struct cjc_buf text = CJC_BUF_INIT;
+		char *path = cjc_path_join(dir, e->d_name);
+		if (cjc_ends_with(e->d_name, ".ii") && !cjc_read_file(path, &text) &&
+		    (found = cjc_rules_clock_expanded(text.data, text.len, epoch)))
+			*where = cjc_xstrdup(e->d_name);
+		free(path);
+		cjc_buf_release(&text);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 /* Records the include candidates that must stay absent (includescan.h),
  * what __has_include found, and whether a file uses the time while
  * SOURCE_DATE_EPOCH does not fix it. */
@@ -161,6 +182,14 @@ static void scan_files(const struct cjc_miss *m, struct cjc_manifest_record *rec
 		}
 		cjc_buf_release(&content);
 	}
+	char *where = NULL;
+	const char *expanded = NULL;
+	if (m->kept && !*m->uncacheable)
+		expanded = kept_clock(m->kept, fixed, &where);
+	if (expanded)
+		*m->uncacheable = cjc_xasprintf("%s expanded by the preprocessor (%s)%s", expanded,
+						where, fixed ? "" : " and no SOURCE_DATE_EPOCH");
+	free(where);
 	add_present(m, rec, &present);
 	cjc_strvec_sort_unique(&rec->absent);
 	cjc_strvec_clear(&present);

@@ -17,8 +17,11 @@
  * bytes with line splices joined, comments included) makes the output
  * depend on the clock: unless SOURCE_DATE_EPOCH (keyed, key.h) fixes it
  * (__DATE__ and __TIME__ only), *m->uncacheable says so and nothing may be
- * published.  Only a cacheable miss publishes, so a hit never needs to look
- * (docs/key.md).
+ * published.  So does a time macro the preprocessor expanded, however its
+ * name was written (pasted: CAT(__TI, ME__)), as the texts it wrote show
+ * (cjc_rules_clock_expanded): each *.ii that nvcc kept in m->kept, one per
+ * device architecture and the host's.  Only a cacheable miss publishes, so
+ * a hit never needs to look (docs/key.md).
  */
 #ifndef CJC_MISS_H
 #define CJC_MISS_H
@@ -54,6 +57,9 @@ struct cjc_miss {
 	/* out: why the compile must not be cached though nothing went wrong,
 	 * or left NULL (malloc'd; NULL here: the record is unstable instead) */
 	char **uncacheable;
+	/* where nvcc -keep wrote its intermediate files (the caller ran it
+	 * with -keep -keep-dir), or NULL */
+	const char *kept;
 };
 
 /* 0, or -1 when the dependency output cannot be read (why says so). */

@@ -66,15 +66,23 @@ void cjc_rules_join_splices(const char *text, size_t len, struct cjc_buf *out)
 		cjc_buf_add(out, t, n);
 }
 
+/* The time macros: with SOURCE_DATE_EPOCH, the first alone reads the clock. */
+static const char *const macros[CJC_RULES_CLOCK_MACROS] = { "__TIMESTAMP__", "__DATE__",
+							    "__TIME__" };
+
+static size_t clock_macros(bool epoch)
+{
+	return epoch ? 1 : CJC_RULES_CLOCK_MACROS;
+}
+
 /* The first time macro of t (one pass over its "__"s). */
 static const char *clock_macro(const char *t, size_t n, bool epoch)
 {
-	static const char *const macros[] = { "__TIMESTAMP__", "__DATE__", "__TIME__" };
 	const char *end = t + n;
 	for (const char *p = t; (p = memchr(p, '_', (size_t)(end - p))); p++) {
 		if (end - p < 3 || p[1] != '_' || (p[2] != 'T' && p[2] != 'D'))
 			continue;
-		for (size_t i = 0; i < (epoch ? 1 : sizeof macros / sizeof *macros); i++) {
+		for (size_t i = 0; i < clock_macros(epoch); i++) {
 			size_t m = strlen(macros[i]);
 			if ((size_t)(end - p) >= m && !memcmp(p, macros[i], m))
 				return macros[i];
@@ -83,17 +91,184 @@ static const char *clock_macro(const char *t, size_t n, bool epoch)
 	return NULL;
 }
 
-const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
+/* A spelling of '#' at p (#, the digraph %:, the trigraph ??=): its length, or 0. */
+static size_t hash_at(const char *p, const char *end)
 {
-	/* Every macro has a '_', and joining splices only takes bytes out. */
-	if (!text || !memchr(text, '_', len))
-		return NULL;
+	if (*p == '#')
+		return 1;
+	if (end - p >= 2 && p[0] == '%' && p[1] == ':')
+		return 2;
+	return end - p >= 3 && !memcmp(p, "?\?=", 3) ? 3 : 0;
+}
+
+/* Whether t holds two '#'s in a row, in any spellings: ## and %:%: paste,
+ * and so do their mixes once trigraphs are replaced (a needless miss at
+ * worst where the preprocessor reads another mix as two tokens). */
+static bool has_paste(const char *t, size_t n)
+{
+	const char *end = t + n;
+	for (const char *p = t; p < end; p++) {
+		size_t h = hash_at(p, end);
+		if (h && p + h < end && hash_at(p + h, end))
+			return true;
+	}
+	return false;
+}
+
+/* The bytes a time macro's name is made of. */
+static bool clock_char(char c)
+{
+	return c == '_' || (c >= 'A' && c <= 'Z' && strchr("ADEIMPST", c));
+}
+
+static bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
+/* Notes the identifier t (n bytes) wherever it is a proper part of a name. */
+static void note_piece(struct cjc_rules_pieces *p, const char *t, size_t n)
+{
+	for (size_t m = 0; m < CJC_RULES_CLOCK_MACROS; m++) {
+		size_t len = strlen(macros[m]);
+		for (size_t i = 0; n < len && i + n <= len; i++)
+			if (!memcmp(macros[m] + i, t, n))
+				p->at[m][i] |= (uint16_t)(1u << (i + n));
+	}
+}
+
+/* Adds t's identifiers (maximal runs of identifier bytes, in comments and
+ * strings too) that are parts of names, and whether it pastes. */
+static void add_pieces(struct cjc_rules_pieces *p, const char *t, size_t n)
+{
+	const char *end = t + n;
+	p->paste = p->paste || has_paste(t, n);
+	for (const char *s = t; s < end;) {
+		if (!ident_char(*s)) {
+			s++;
+			continue;
+		}
+		const char *e = s;
+		bool part = true;
+		for (; e < end && ident_char(*e); e++)
+			part = part && clock_char(*e);
+		if (part && e - s < CJC_RULES_CLOCK_LONGEST)
+			note_piece(p, s, (size_t)(e - s));
+		s = e;
+	}
+}
+
+/* The first time macro text names, and its pieces added to *pieces where
+ * given. */
+static const char *time_macro_in(const char *text, size_t len, bool epoch,
+				 struct cjc_rules_pieces *pieces)
+{
 	struct cjc_buf joined = CJC_BUF_INIT;
 	size_t n;
 	const char *t = join_splices(text, len, &joined, &n);
 	const char *found = clock_macro(t, n, epoch);
+	if (pieces)
+		add_pieces(pieces, t, n);
 	cjc_buf_release(&joined);
 	return found;
+}
+
+const char *cjc_rules_time_macro_add(const char *text, size_t len, bool epoch,
+				     struct cjc_rules_pieces *pieces)
+{
+	return text ? time_macro_in(text, len, epoch, pieces) : NULL;
+}
+
+const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
+{
+	/* Every macro has a '_', and joining splices only takes bytes out. */
+	return text && memchr(text, '_', len) ? time_macro_in(text, len, epoch, NULL) : NULL;
+}
+
+/* Whether the pieces write the name m, from its start to its end. */
+static bool pasted(const struct cjc_rules_pieces *p, size_t m)
+{
+	size_t len = strlen(macros[m]);
+	uint32_t reached = 1; /* bit i: the name's first i bytes are pieces */
+	for (size_t i = 0; i < len; i++)
+		if (reached >> i & 1)
+			reached |= p->at[m][i];
+	return reached >> len & 1;
+}
+
+const char *cjc_rules_pieces_time_macro(const struct cjc_rules_pieces *p, bool epoch)
+{
+	for (size_t m = 0; p->paste && m < clock_macros(epoch); m++)
+		if (pasted(p, m))
+			return macros[m];
+	return NULL;
+}
+
+void cjc_rules_pieces_merge(struct cjc_rules_pieces *into, const struct cjc_rules_pieces *p)
+{
+	for (size_t m = 0; m < CJC_RULES_CLOCK_MACROS; m++)
+		for (size_t i = 0; i < CJC_RULES_CLOCK_LONGEST; i++)
+			into->at[m][i] |= p->at[m][i];
+	into->paste = into->paste || p->paste;
+}
+
+/* ---- what the preprocessor wrote ---- */
+
+static bool digits_at(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+	return true;
+}
+
+static bool month_at(const char *p)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	for (size_t i = 0; i < 12; i++)
+		if (!memcmp(p, months + 3 * i, 3))
+			return true;
+	return false;
+}
+
+/* " dd " or "dd " (a day, as gcc pads it) at p, before a year or a time. */
+static bool day_at(const char *p)
+{
+	return (p[0] == ' ' || digits_at(p, 1)) && digits_at(p + 1, 1) && p[2] == ' ';
+}
+
+/* __TIME__'s "hh:mm:ss", its first ':' at p. */
+static bool time_at(const char *t, const char *p, const char *end)
+{
+	return p - t >= 2 && end - p >= 6 && digits_at(p - 2, 2) && digits_at(p + 1, 2) &&
+	       p[3] == ':' && digits_at(p + 4, 2);
+}
+
+/* __TIMESTAMP__'s "Mmm dd " before the time at h (its first digit). */
+static bool stamp_before(const char *t, const char *h)
+{
+	return h - t >= 7 && day_at(h - 3) && h[-4] == ' ' && month_at(h - 7);
+}
+
+/* __DATE__'s "Mmm dd yyyy" at p, its first ' ' at p + 3. */
+static bool date_at(const char *t, const char *p, const char *end)
+{
+	return p - t >= 3 && end - p >= 8 && day_at(p + 1) && digits_at(p + 4, 4) &&
+	       month_at(p - 3);
+}
+
+const char *cjc_rules_clock_expanded(const char *t, size_t n, bool epoch)
+{
+	const char *end = t + n;
+	for (const char *p = t; (p = memchr(p, ':', (size_t)(end - p))); p++)
+		if (time_at(t, p, end) && (!epoch || stamp_before(t, p - 2)))
+			return stamp_before(t, p - 2) ? "__TIMESTAMP__" : "__TIME__";
+	/* a loop, not memchr: blanks are too many for a call each */
+	for (const char *p = t + 3; !epoch && end - p >= 8; p++)
+		if (p[3] == ' ' && p[0] == ' ' && date_at(t, p, end))
+			return "__DATE__";
+	return NULL;
 }
 
 const char *cjc_rules_time_macro_words(char *const *words, size_t n, bool epoch)
@@ -203,11 +378,6 @@ struct name_scan {
 	size_t *slots; /* group index + 1, 0 empty */
 	size_t nslots;
 };
-
-static bool ident_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
 
 /* Whether text holds tok as a whole identifier. */
 static bool has_token(const char *text, size_t len, const char *tok, size_t toklen)
