@@ -82,6 +82,22 @@ testEightCompilesOfOneKeyRunNvccOnce() {
 	expect_why out3x.cubin "hit: served from entry"
 }
 
+# A miss interrupted as make interrupts it (SIGINT) leaves none of its
+# temporaries beside the output: not the output's, nor the directory nvcc
+# -keep filled with the preprocessor's texts (tens of MB for a heavy TU).
+testAnInterruptedMissLeavesNothingBesideTheOutput() {
+	make_held_nvcc
+	mkdir out
+	"$CJC" "$TEST_DIR/bin/nvcc-held" --cubin k.cu -o out/k.cubin -arch=$ARCH 2>/dev/null &
+	local cjc=$!
+	wait_for_file "$TEST_DIR/held" || fail "the compile never ran nvcc"
+	assertNotEquals "nvcc kept its texts beside the output" "" "$(find out -name '*.ii')"
+	kill -INT $cjc
+	wait $cjc 2>/dev/null
+	touch "$TEST_DIR/go"
+	assertEquals "nothing left beside the output" "" "$(ls -A out)"
+}
+
 # A holder killed mid-compile drops its lease with it: the waiters take it
 # in turn, one compiles, the other is served its entry; no build fails.
 testALeaseHolderKilledMidCompileCostsOnlyAWait() {

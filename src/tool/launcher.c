@@ -445,6 +445,8 @@ static int run_nvcc(struct job *j, struct compile_result *r)
 	if (mkdir(r->keep_dir, 0700)) {
 		free(r->keep_dir);
 		r->keep_dir = NULL;
+	} else {
+		cjc_tempfile_add(r->keep_dir); /* an interrupted build leaves no 30 MB behind */
 	}
 	miss_command(j, &argv);
 	cjc_diagnostics_add_args(&j->diag, r->keep_dir, &argv);
@@ -475,7 +477,7 @@ static void result_release(struct compile_result *r)
 	if (r->tmp_dep)
 		cjc_tempfile_remove(r->tmp_dep);
 	if (r->keep_dir)
-		(void)cjc_remove_tree(r->keep_dir);
+		cjc_tempfile_remove(r->keep_dir);
 	free(r->tmp_out);
 	free(r->tmp_dep);
 	free(r->keep_dir);
