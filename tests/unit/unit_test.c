@@ -98,49 +98,6 @@ static void test_env_table(void)
 	cjc_strvec_clear(&w);
 }
 
-/* Whether the time macro the texts (n of them) can paste together is
- * want (NULL: none). */
-static bool pasted_is(const char *const *texts, size_t n, bool epoch, const char *want)
-{
-	struct cjc_rules_pieces all = { 0 };
-	for (size_t i = 0; i < n; i++) {
-		struct cjc_rules_pieces one = { 0 };
-		CHECK(!cjc_rules_time_macro_add(texts[i], strlen(texts[i]), epoch, &one));
-		cjc_rules_pieces_merge(&all, &one);
-	}
-	const char *got = cjc_rules_pieces_time_macro(&all, epoch);
-	return want ? got && !strcmp(got, want) : !got;
-}
-
-/* rules.h: pasted names, the word break over the texts' pieces together:
- * the operator and the pieces in different texts, nested, from options,
- * the digraph and trigraph spellings, a piece behind a splice; and what
- * pastes nothing: no operator, a part missing, a whole name as a piece,
- * parts inside longer identifiers or pp-numbers, SOURCE_DATE_EPOCH. */
-static void test_rules_pasted(void)
-{
-	static const char *const cat[] = { "#define CAT(a, b) a##b\n", "CAT(__TI, ME__)" };
-	CHECK(pasted_is(cat, 2, false, "__TIME__"));
-	static const char *const nested[] = { "CAT(CAT(_, _), TIME__) CAT(a, b) a %:%: b" };
-	CHECK(pasted_is(nested, 1, false, "__TIME__"));
-	static const char *const words[] = { "-DCAT(a,b)=a?\?=?\?=b", "-DL=__DA", "-DR=TE__" };
-	CHECK(pasted_is(words, 3, false, "__DATE__"));
-	static const char *const spliced[] = { "a ## b", "__TIMES\
-T AMP__" };
-	CHECK(pasted_is(spliced, 2, false, "__TIMESTAMP__"));
-	CHECK(pasted_is(spliced, 2, true, "__TIMESTAMP__"));
-	static const char *const wide[] = { "_ T I M E D A S P #\
-#" };
-	CHECK(pasted_is(wide, 1, false, "__TIMESTAMP__"));
-	static const char *const no_paste[] = { "CAT(__TI, ME__) # # %: %:" };
-	CHECK(pasted_is(no_paste, 1, false, NULL));
-	static const char *const short_of[] = { "a##b ME__ _ x__TI 1__TI 0x_TI __TIMEX" };
-	CHECK(pasted_is(short_of, 1, false, NULL));
-	static const char *const epoch[] = { "a##b __TI ME__ __DA TE__" };
-	CHECK(pasted_is(epoch, 1, true, NULL));
-	CHECK(pasted_is(epoch, 1, false, "__DATE__"));
-}
-
 /* rules.h: the expansions in a preprocessor's output, stringized too;
  * with SOURCE_DATE_EPOCH, the stamp's alone; shapes near but not the same. */
 static void test_rules_expanded(void)
@@ -1020,7 +977,6 @@ int main(void)
 	test_option_table_sorted();
 	test_env_table();
 	test_rules();
-	test_rules_pasted();
 	test_rules_expanded();
 	test_fatbin_zstd();
 	test_option_lookups();

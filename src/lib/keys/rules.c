@@ -67,12 +67,12 @@ void cjc_rules_join_splices(const char *text, size_t len, struct cjc_buf *out)
 }
 
 /* The time macros: with SOURCE_DATE_EPOCH, the first alone reads the clock. */
-static const char *const macros[CJC_RULES_CLOCK_MACROS] = { "__TIMESTAMP__", "__DATE__",
+static const char *const macros[] = { "__TIMESTAMP__", "__DATE__",
 							    "__TIME__" };
 
 static size_t clock_macros(bool epoch)
 {
-	return epoch ? 1 : CJC_RULES_CLOCK_MACROS;
+	return epoch ? 1 : sizeof macros / sizeof *macros;
 }
 
 /* The first time macro of t (one pass over its "__"s). */
@@ -91,126 +91,23 @@ static const char *clock_macro(const char *t, size_t n, bool epoch)
 	return NULL;
 }
 
-/* A spelling of '#' at p (#, the digraph %:, the trigraph ??=): its length, or 0. */
-static size_t hash_at(const char *p, const char *end)
-{
-	if (*p == '#')
-		return 1;
-	if (end - p >= 2 && p[0] == '%' && p[1] == ':')
-		return 2;
-	return end - p >= 3 && !memcmp(p, "?\?=", 3) ? 3 : 0;
-}
-
-/* Whether t holds two '#'s in a row, in any spellings: ## and %:%: paste,
- * and so do their mixes once trigraphs are replaced (a needless miss at
- * worst where the preprocessor reads another mix as two tokens). */
-static bool has_paste(const char *t, size_t n)
-{
-	const char *end = t + n;
-	for (const char *p = t; p < end; p++) {
-		size_t h = hash_at(p, end);
-		if (h && p + h < end && hash_at(p + h, end))
-			return true;
-	}
-	return false;
-}
-
-/* The bytes a time macro's name is made of. */
-static bool clock_char(char c)
-{
-	return c == '_' || (c >= 'A' && c <= 'Z' && strchr("ADEIMPST", c));
-}
-
 static bool ident_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       c == '_';
 }
 
-/* Notes the identifier t (n bytes) wherever it is a proper part of a name. */
-static void note_piece(struct cjc_rules_pieces *p, const char *t, size_t n)
+const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
 {
-	for (size_t m = 0; m < CJC_RULES_CLOCK_MACROS; m++) {
-		size_t len = strlen(macros[m]);
-		for (size_t i = 0; n < len && i + n <= len; i++)
-			if (!memcmp(macros[m] + i, t, n))
-				p->at[m][i] |= (uint16_t)(1u << (i + n));
-	}
-}
-
-/* Adds t's identifiers (maximal runs of identifier bytes, in comments and
- * strings too) that are parts of names, and whether it pastes. */
-static void add_pieces(struct cjc_rules_pieces *p, const char *t, size_t n)
-{
-	const char *end = t + n;
-	p->paste = p->paste || has_paste(t, n);
-	for (const char *s = t; s < end;) {
-		if (!ident_char(*s)) {
-			s++;
-			continue;
-		}
-		const char *e = s;
-		bool part = true;
-		for (; e < end && ident_char(*e); e++)
-			part = part && clock_char(*e);
-		if (part && e - s < CJC_RULES_CLOCK_LONGEST)
-			note_piece(p, s, (size_t)(e - s));
-		s = e;
-	}
-}
-
-/* The first time macro text names, and its pieces added to *pieces where
- * given. */
-static const char *time_macro_in(const char *text, size_t len, bool epoch,
-				 struct cjc_rules_pieces *pieces)
-{
+	/* Every macro has a '_', and joining splices only takes bytes out. */
+	if (!text || !memchr(text, '_', len))
+		return NULL;
 	struct cjc_buf joined = CJC_BUF_INIT;
 	size_t n;
 	const char *t = join_splices(text, len, &joined, &n);
 	const char *found = clock_macro(t, n, epoch);
-	if (pieces)
-		add_pieces(pieces, t, n);
 	cjc_buf_release(&joined);
 	return found;
-}
-
-const char *cjc_rules_time_macro_add(const char *text, size_t len, bool epoch,
-				     struct cjc_rules_pieces *pieces)
-{
-	return text ? time_macro_in(text, len, epoch, pieces) : NULL;
-}
-
-const char *cjc_rules_time_macro(const char *text, size_t len, bool epoch)
-{
-	/* Every macro has a '_', and joining splices only takes bytes out. */
-	return text && memchr(text, '_', len) ? time_macro_in(text, len, epoch, NULL) : NULL;
-}
-
-/* Whether the pieces write the name m, from its start to its end. */
-static bool pasted(const struct cjc_rules_pieces *p, size_t m)
-{
-	size_t len = strlen(macros[m]);
-	uint32_t reached = 1; /* bit i: the name's first i bytes are pieces */
-	for (size_t i = 0; i < len; i++)
-		if (reached >> i & 1)
-			reached |= p->at[m][i];
-	return reached >> len & 1;
-}
-
-const char *cjc_rules_pieces_time_macro(const struct cjc_rules_pieces *p, bool epoch)
-{
-	for (size_t m = 0; p->paste && m < clock_macros(epoch); m++)
-		if (pasted(p, m))
-			return macros[m];
-	return NULL;
-}
-
-void cjc_rules_pieces_merge(struct cjc_rules_pieces *into, const struct cjc_rules_pieces *p)
-{
-	for (size_t m = 0; m < CJC_RULES_CLOCK_MACROS; m++)
-		for (size_t i = 0; i < CJC_RULES_CLOCK_LONGEST; i++)
-			into->at[m][i] |= p->at[m][i];
-	into->paste = into->paste || p->paste;
 }
 
 /* ---- what the preprocessor wrote ---- */

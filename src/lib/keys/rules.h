@@ -17,24 +17,14 @@
  * included: a needless miss at worst.
  *
  * Pasted names.  A paste (a ## b, or the digraph %:%:) can make one, as
- * CAT(__TI, ME__) does, so a compile's texts are also summed up together.
- * Each atomic piece of a pasted name is a token that some text the
- * preprocessor reads holds as it is (a macro's body or an argument, in
- * the source, a header or an option word); a piece of these names has no
- * digit, so it is an identifier, never a pp-number.  Every text adds to a
- * struct cjc_rules_pieces which proper parts of the names it holds as
- * whole identifiers (maximal runs of [A-Za-z0-9_], splices joined,
- * comments and strings included) and whether it has a paste operator (two
- * '#'s in a row, each #, %: or ??=).  Once all are added, the compile
- * reads the clock when some text pastes and a name is a concatenation of
- * two or more parts held.  gcc's own macros paste too (__INT64_C(c) is
- * c ## L), but only a suffix of L or U, which no name has.  No path asks
- * this: the headers of real compiles hold every part (glibc's and
- * libstdc++'s "__" and "_", template parameters T, I, M, E, S, P, A, D,
- * words of comments) and a paste, so it would leave nearly every compile
- * uncached (docs/key.md).  nvcc's paths see pasted names where the
- * preprocessor wrote their expansions instead (cjc_rules_clock_expanded,
- * over the texts nvcc -keep kept: compile/miss.h); NVRTC's do not.
+ * CAT(__TI, ME__) does, from pieces no text holds whole.  A search of the
+ * texts for the pieces is no answer: the headers of real compiles hold
+ * every piece (glibc's and libstdc++'s "__" and "_", template parameters
+ * T, I, M, E, words of comments) and a paste, so it would leave nearly
+ * every compile uncached (docs/key.md has the numbers).  nvcc's paths see
+ * pasted names where the preprocessor wrote their expansions instead
+ * (cjc_rules_clock_expanded, over the texts nvcc -keep kept:
+ * compile/miss.h); NVRTC's do not.
  *
  * Includes.  cjc_rules_may_include() says whether a text could make the
  * preprocessor read a file: it names "include" anywhere once its splices
@@ -68,7 +58,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "base/util.h"
 
@@ -108,26 +97,6 @@ const char *cjc_rules_time_macro_words(char *const *words, size_t n, bool epoch)
  * options.  *name: the variable. */
 struct cjc_env;
 const char *cjc_rules_time_macro_env(const struct cjc_env *e, bool epoch, const char **name);
-
-/* What a compile's texts hold that a pasted time macro's name is made of
- * (above): zeroed to begin. */
-#define CJC_RULES_CLOCK_MACROS 3
-#define CJC_RULES_CLOCK_LONGEST 13 /* strlen("__TIMESTAMP__") */
-struct cjc_rules_pieces {
-	/* at[m][i] bit j: bytes i to j - 1 of name m are an identifier held */
-	uint16_t at[CJC_RULES_CLOCK_MACROS][CJC_RULES_CLOCK_LONGEST];
-	bool paste; /* a text has a paste operator */
-};
-
-/* cjc_rules_time_macro(), and text's pieces added to *pieces. */
-const char *cjc_rules_time_macro_add(const char *text, size_t len, bool epoch,
-				     struct cjc_rules_pieces *pieces);
-
-/* The first time macro the pieces can paste together, or NULL. */
-const char *cjc_rules_pieces_time_macro(const struct cjc_rules_pieces *p, bool epoch);
-
-/* Adds p's pieces to into's. */
-void cjc_rules_pieces_merge(struct cjc_rules_pieces *into, const struct cjc_rules_pieces *p);
 
 /* Whether text could make the preprocessor read a file (above). */
 bool cjc_rules_may_include(const char *text, size_t len);
