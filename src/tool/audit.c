@@ -639,7 +639,8 @@ static int copy_jit_source(struct audit *a)
 	}
 	/* the NVRTC shim keeps a program's name, whatever it is, and its code as source.cu */
 	bool shim = json_is_true(json_object_get(jit, "shim"));
-	bool named = a->jit_name && (shim ? *a->jit_name != '\0' : cjc_request_name_ok(a->jit_name));
+	bool named = a->jit_name &&
+		     (shim ? *a->jit_name != '\0' : cjc_request_name_ok(a->jit_name));
 	/* the shim keeps no source.cu for an empty source (src/jit/program.c) */
 	bool empty = shim && a->jit_source && !cjc_entry_artifact(&a->entry, a->jit_source);
 	if (!named || !a->jit_source || (!empty && !cjc_entry_artifact(&a->entry, a->jit_source))) {

@@ -67,8 +67,7 @@ void cjc_rules_join_splices(const char *text, size_t len, struct cjc_buf *out)
 }
 
 /* The time macros: with SOURCE_DATE_EPOCH, the first alone reads the clock. */
-static const char *const macros[] = { "__TIMESTAMP__", "__DATE__",
-							    "__TIME__" };
+static const char *const macros[] = { "__TIMESTAMP__", "__DATE__", "__TIME__" };
 
 static size_t clock_macros(bool epoch)
 {
