@@ -708,6 +708,20 @@ testSwappedCompressedArtifactIsNotPublished() {
 	assertTrue "B's store verifies" "on B '$CJC' verify >/dev/null"
 }
 
+# An artifact that the combined value does not carry (one past its bound
+# of 1 MiB inline) is fetched by its hash: still a hit, a round trip more.
+testArtifactNotCarriedIsFetchedByItsHash() {
+	upload_template "$NGINX_URL"
+	strip_inline "$(echo "$NGINX_ROOT"/*/v1/*/x/*)" || fail "no combined value carrying an artifact"
+	start_latency_proxy http_turns "$CASE/proxy" "127.0.0.1:$NGINX_PORT" 0 "$CASE/turns" || fail "no proxy"
+	CJC_REMOTE="http://127.0.0.1:$LATENCY_PORT/${NGINX_URL#http://*/}|no-helper" compile_on B
+	kill_server http_turns
+	assertEquals "B's remote hits" 1 "$(remote_stat B remote_hits)"
+	assertTrue "B got A's bytes" "cmp -s '$SUITE_DIR/src/a.cubin' '$CASE/B.cubin'"
+	assertEquals "round trips: the manifest, the combined value, the artifact" 3 \
+		"$(grep -c '^request ' "$CASE/turns")"
+}
+
 # A combined value (docs/remote.md) that carries other bytes than its
 # record names for the artifact, and is otherwise whole (its CRC-32 made
 # right again, as a hostile server would): bad data, so a miss; none of
@@ -728,17 +742,24 @@ testCombinedValueWithOtherArtifactBytesIsAMiss() {
 
 # flip_inline_bit FILE: a bit of the first artifact that the combined value
 # FILE carries flipped (layout.h), and its CRC-32 made right again.
-flip_inline_bit() {
-	python3 - "$1" <<'PY'
+flip_inline_bit() { edit_combined "$1" flip; }
+# strip_inline FILE: the combined value FILE made to carry no artifact.
+strip_inline() { edit_combined "$1" strip; }
+
+edit_combined() {
+	python3 - "$1" "$2" <<'PY'
 import struct, sys, zlib
-path = sys.argv[1]
+path, how = sys.argv[1:]
 b = bytearray(open(path, "rb").read())
 at = 8 + struct.unpack_from("<I", b, 4)[0]
 count, = struct.unpack_from("<I", b, at)
 n, = struct.unpack_from("<I", b, at + 4 + 64)
 if b[:4] != b"CJCX" or count < 1 or n < 1:
     sys.exit(1)
-b[at + 4 + 64 + 4 + n // 2] ^= 1
+if how == "flip":
+    b[at + 4 + 64 + 4 + n // 2] ^= 1
+else:
+    b[at:-4] = struct.pack("<I", 0)
 b[-4:] = struct.pack("<I", zlib.crc32(bytes(b[:-4])))
 open(path, "wb").write(b)
 PY
