@@ -15,14 +15,17 @@ PORTFILE.requests ("METHOD PATH").  MODE:
                    entry record (.../e/KEY) is rewritten to say that each
                    artifact is 8 GB, and every artifact (.../c/SHA) is
                    answered "Content-Length: 8000000000" and zeros, as long
-                   as the client reads.  PUT is answered 201 and dropped.
+                   as the client reads; so is the record in each combined
+                   value (.../x/KEY), which then carries no artifact.  PUT
+                   is answered 201 and dropped.
   http-swapped ROOT  HTTP: as http-huge serves ROOT, but in every entry
                    record each artifact stored compressed is swapped for a
                    zstd frame (made by the zstd program) of as many zero
                    bytes: the frame's own size and SHA-256, what is
                    fetched, are right, and it is served at .../c/ITS_SHA,
                    but it inflates to bytes that the record's size and
-                   SHA-256 of the artifact do not describe.
+                   SHA-256 of the artifact do not describe.  A combined
+                   value (.../x/KEY) carries that record and those frames.
   redis-huge       RESP: every command is answered "$8000000000\\r\\n" and
                    zeros, as long as the client reads.
   redis-drip       RESP: every command is answered "$64\\r\\n" and 64 bytes,
@@ -165,6 +168,20 @@ def rewrite_record(data, change):
     return framed + struct.pack("<I", zlib.crc32(framed))
 
 
+def rewrite_combined(data, change):
+    """A combined value (src/lib/remote/layout.h: blob "CJCX" of a
+    u32-prefixed entry record, a u32 count and that many artifacts, each its
+    SHA-256 in hex and its u32-prefixed bytes; CRC-32 last) whose record
+    rewrite_record rewrote, carrying the frames of SWAPPED it names."""
+    rlen = struct.unpack_from("<I", data, 4)[0]
+    record = rewrite_record(data[8:8 + rlen], change)
+    named = [(sha, frame) for sha, frame in SWAPPED.items() if sha.encode() in record]
+    framed = b"CJCX" + struct.pack("<I", len(record)) + record + struct.pack("<I", len(named))
+    for sha, frame in named:
+        framed += sha.encode() + struct.pack("<I", len(frame)) + frame
+    return framed + struct.pack("<I", zlib.crc32(framed))
+
+
 def huge_file(f):
     """http-huge: each artifact is HUGE."""
     f["size"] = HUGE
@@ -268,6 +285,8 @@ class Http(BaseHTTPRequestHandler):
         with open(path, "rb") as f:
             data = f.read()
         change = swapped_file if swapped else huge_file
+        if "/x/" in self.path:
+            data = rewrite_combined(data, change)
         self.answer(200, rewrite_record(data, change) if "/e/" in self.path else data)
 
     do_HEAD = do_GET

@@ -1,7 +1,8 @@
 /* fuzz_remote.c - libFuzzer: what a remote store returns (remote.h): an
  * entry record, which must round-trip whatever it accepts, its metadata
  * under the strict parser, its signature against a trusted key (sign.h),
- * and the same bytes as a manifest file. */
+ * the same bytes as a combined value (layout.h), which must round-trip
+ * too, and as a manifest file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,26 @@ static void make_trusted(void)
 		abort();
 }
 
+/* A combined value that decodes must encode to the same bytes, and stay
+ * within its bounds. */
+static void combined(const uint8_t *data, size_t size)
+{
+	struct cjc_remote_combined c;
+	struct cjc_buf again = CJC_BUF_INIT;
+	if (cjc_remote_decode_combined(data, size, &c))
+		return;
+	size_t total = 0;
+	for (size_t i = 0; i < c.nfiles; i++)
+		total += c.files[i].n;
+	cjc_remote_encode_combined(&c, &again);
+	if (again.len != size || memcmp(again.data, data, size) || total > CJC_REMOTE_INLINE_MAX ||
+	    c.nfiles > CJC_REMOTE_INLINE_FILES || !c.record_len ||
+	    (c.nfiles &&
+	     cjc_remote_inline_find(&c, c.files[c.nfiles - 1].sha) != &c.files[c.nfiles - 1]))
+		__builtin_trap(); /* what we read, we must write back the same; no hash twice */
+	cjc_buf_release(&again);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!trusted[0])
@@ -39,6 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_decref(doc);
 		(void)cjc_sign_verify(trusted, meta.data, meta.len, sig.data, sig.len, &why);
 	}
+	combined(data, size);
 	/* the raw bytes as a signature over themselves, and as a manifest */
 	(void)cjc_sign_verify(trusted, data, size, data, size, &why);
 	struct cjc_manifest m;

@@ -31,7 +31,9 @@
 #include "store/sign.h"
 
 struct fetched {
+	/* record: the value got, an entry record or a combined value */
 	struct cjc_buf record, meta, sig;
+	struct cjc_remote_combined inline_files; /* a combined value's, pointing into record */
 	json_t *doc;
 	struct cjc_artifact *files;
 	size_t nfiles;
@@ -47,19 +49,36 @@ static void fetched_release(struct fetched *f)
 	cjc_artifacts_free(f->files, f->nfiles);
 }
 
-static int decode_record(struct fetched *f)
+/* The entry record of key from g, from its combined value where the store
+ * keeps one (a hit's second and last round trip: the record and the small
+ * artifacts at once), else from NS/e (a store an older cjc filled): 0, a
+ * CJC_REMOTE_ABSENT, or -1 (counted). */
+static int get_record(struct cjc_remotes *r, struct remote_group *g, const char *key,
+		      struct fetched *f)
 {
-	return cjc_remote_decode_record(f->record.data, f->record.len, &f->meta, &f->sig);
+	struct cjc_remote_combined *c = &f->inline_files;
+	int rc = g->combined ? remote_get(r, g, 'x', key, CJC_REMOTE_COMBINED_MAX, &f->record)
+			     : CJC_REMOTE_ABSENT;
+	if (rc == CJC_REMOTE_OK) {
+		if (cjc_remote_decode_combined(f->record.data, f->record.len, c) ||
+		    cjc_remote_decode_record(c->record, c->record_len, &f->meta, &f->sig))
+			return remote_bad_data(r, g, "combined value", key, "damaged");
+		return 0;
+	}
+	if (rc == CJC_REMOTE_ABSENT)
+		rc = remote_get(r, g, 'e', key, CJC_REMOTE_RECORD_MAX, &f->record);
+	if (rc != CJC_REMOTE_OK)
+		return -1;
+	if (cjc_remote_decode_record(f->record.data, f->record.len, &f->meta, &f->sig))
+		return remote_bad_data(r, g, "entry record", key, "not a record");
+	return 0;
 }
 
 /* The entry record of key from g, checked: 0, or -1 (counted). */
 static int fetch_record(struct cjc_remotes *r, struct remote_group *g, const char *key, struct fetched *f)
 {
-	int rc = remote_get(r, g, 'e', key, CJC_REMOTE_RECORD_MAX, &f->record);
-	if (rc != CJC_REMOTE_OK)
+	if (get_record(r, g, key, f))
 		return -1;
-	if (decode_record(f))
-		return remote_bad_data(r, g, "entry record", key, "not a record");
 	struct cjc_buf why = CJC_BUF_INIT;
 	if (r->trusted_keys &&
 	    cjc_sign_verify(r->trusted_keys, f->meta.data, f->meta.len, f->sig.data, f->sig.len, &why)) {
@@ -73,7 +92,9 @@ static int fetch_record(struct cjc_remotes *r, struct remote_group *g, const cha
 	f->doc = cjc_metadata_parse(f->meta.data, f->meta.len, key, &why);
 	if (f->doc)
 		f->files = cjc_metadata_artifacts(f->doc, &f->nfiles);
-	rc = f->doc && f->files ? 0 : remote_bad_data(r, g, "metadata", key, why.len ? why.data : "no files");
+	int rc = f->doc && f->files
+			 ? 0
+			 : remote_bad_data(r, g, "metadata", key, why.len ? why.data : "no files");
 	if (!rc) { /* checked: the local read that serves it need not parse it again */
 		unsigned char sha[CJC_DIGEST_LEN];
 		cjc_hash_buf(f->meta.data, f->meta.len, sha);
@@ -92,7 +113,7 @@ static int hash_sink(void *ctx, const void *p, size_t n)
 
 /* Whether a's stored bytes, compressed, inflate to the bytes its record
  * names (SPEC 4.1: integrity covers both), never past their size. */
-static bool inflates_right(const struct cjc_artifact *a, const struct cjc_buf *data)
+static bool inflates_right(const struct cjc_artifact *a, const void *p, size_t n)
 {
 	struct cjc_inflate z;
 	struct cjc_hash h;
@@ -100,16 +121,36 @@ static bool inflates_right(const struct cjc_artifact *a, const struct cjc_buf *d
 	if (!a->stored_size)
 		return true;
 	cjc_hash_init(&h);
-	int rc = cjc_inflate_begin(&z, a->size)
-			 ? -1
-			 : cjc_inflate_feed(&z, data->data, data->len, hash_sink, &h);
+	int rc = cjc_inflate_begin(&z, a->size) ? -1 : cjc_inflate_feed(&z, p, n, hash_sink, &h);
 	if (cjc_inflate_end(&z) || rc || z.made != a->size)
 		return false;
 	cjc_hash_final_hex(&h, sha);
 	return !strcmp(sha, a->sha256);
 }
 
-/* Fetches each artifact by its hash into the staging, checked. */
+/* An artifact's stored bytes, fetched or inline, checked against the
+ * record and staged: 0, or -1 (counted). */
+static int stage_artifact(struct cjc_remotes *r, struct remote_group *g, const char *key,
+			  const struct cjc_artifact *a, const void *p, size_t n,
+			  struct cjc_staging *st)
+{
+	char sha[CJC_HEX_LEN + 1];
+	cjc_hash_buf_hex(p, n, sha);
+	if (n != cjc_artifact_stored_size(a) || strcmp(sha, cjc_artifact_stored_sha(a)))
+		return remote_bad_data(r, g, "artifact", key,
+				       "size or SHA-256 differs from the metadata");
+	if (!inflates_right(a, p, n))
+		return remote_bad_data(r, g, "artifact", key,
+				       "inflates to other bytes than the metadata's");
+	if (cjc_staging_add_stored(st, a, p, n)) {
+		cjc_log("cannot stage %s: %s", a->name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Each artifact into the staging, checked: from the combined value when it
+ * carries it, else fetched by its hash. */
 static int fetch_artifacts(struct cjc_remotes *r, struct remote_group *g, const char *key,
 			   const struct fetched *f, struct cjc_staging *st)
 {
@@ -117,7 +158,12 @@ static int fetch_artifacts(struct cjc_remotes *r, struct remote_group *g, const 
 	int rc = 0;
 	for (size_t i = 0; !rc && i < f->nfiles; i++) {
 		const struct cjc_artifact *a = &f->files[i];
-		char sha[CJC_HEX_LEN + 1];
+		const struct cjc_remote_inline *in = cjc_remote_inline_find(
+			&f->inline_files, cjc_artifact_stored_sha(a));
+		if (in) {
+			rc = stage_artifact(r, g, key, a, in->p, in->n, st);
+			continue;
+		}
 		if (f->stop && atomic_load(f->stop)) {
 			rc = -1;
 			break;
@@ -130,18 +176,8 @@ static int fetch_artifacts(struct cjc_remotes *r, struct remote_group *g, const 
 		int got = remote_get(r, g, 'c', cjc_artifact_stored_sha(a), size, &data);
 		if (got == CJC_REMOTE_ABSENT)
 			snprintf(g->broken, sizeof g->broken, "%s", key); /* evicted: see send_entry */
-		if (got != CJC_REMOTE_OK) {
-			rc = -1;
-			break;
-		}
-		cjc_hash_buf_hex(data.data, data.len, sha);
-		if (data.len != size || strcmp(sha, cjc_artifact_stored_sha(a)))
-			rc = remote_bad_data(r, g, "artifact", key, "size or SHA-256 differs from the metadata");
-		else if (!inflates_right(a, &data))
-			rc = remote_bad_data(r, g, "artifact", key,
-					     "inflates to other bytes than the metadata's");
-		else if (cjc_staging_add_stored(st, a, data.data, data.len))
-			rc = -1, cjc_log("cannot stage %s: %s", a->name, strerror(errno));
+		rc = got == CJC_REMOTE_OK ? stage_artifact(r, g, key, a, data.data, data.len, st)
+					  : -1;
 	}
 	cjc_buf_release(&data);
 	return rc;

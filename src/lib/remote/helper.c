@@ -459,10 +459,12 @@ static void helped_close(struct cjc_remote_backend *b)
 }
 
 const struct cjc_remote_ops cjc_remote_helped_ops = {
-	helped_open, helped_get, helped_put, helped_exists, helped_close, NULL, NULL,
+	helped_open, helped_get, helped_put, helped_exists, helped_close,
+	NULL,        NULL,       false, /* combined values: as the store's own backend says
+					   (remote.c) */
 };
 
 const struct cjc_remote_ops cjc_remote_helped_leasing_ops = {
 	helped_open,  helped_get,   helped_put,     helped_exists,
-	helped_close, helped_lease, helped_unlease,
+	helped_close, helped_lease, helped_unlease, false, /* as above */
 };

@@ -1,17 +1,19 @@
 /*
- * layout.c - the values of the remote layout (layout.h): the entry record
- * and the manifest value, encoded, decoded and signed.
+ * layout.c - the values of the remote layout (layout.h): the entry record,
+ * the combined value and the manifest value, encoded, decoded and signed.
  */
 #include "remote/layout.h"
 
 #include <string.h>
 
 #include "base/blob.h"
+#include "base/hash.h"
 #include "store/sign.h"
 #include "store/store.h"
 
 static const char record_magic[4] = { 'C', 'J', 'C', 'E' };
 static const char signed_manifest_magic[4] = { 'C', 'J', 'C', 'S' };
+static const char combined_magic[4] = { 'C', 'J', 'C', 'X' };
 
 /* The two values remote.h lays out as a blob of two u32-prefixed strings
  * (the entry record, the signed manifest), pointing into data: the first
@@ -64,6 +66,69 @@ int cjc_remote_decode_record(const void *data, size_t len, struct cjc_buf *meta,
 void cjc_remote_encode_record(const struct cjc_buf *meta, const struct cjc_buf *sig, struct cjc_buf *out)
 {
 	encode_pair(record_magic, meta->data, meta->len, sig->data, sig->len, out);
+}
+
+/* One inline artifact of a combined value into f; false when it is not one
+ * or would pass the bounds (*total: the bytes inline so far). */
+static bool decode_inline(struct cjc_cursor *c, struct cjc_remote_inline *f, size_t *total)
+{
+	const void *sha = cjc_cursor_bytes(c, CJC_HEX_LEN);
+	uint32_t n = cjc_cursor_u32(c);
+	f->p = cjc_cursor_bytes(c, n);
+	f->n = n;
+	if (c->bad || n > CJC_REMOTE_INLINE_MAX - *total)
+		return false;
+	*total += n;
+	memcpy(f->sha, sha, CJC_HEX_LEN);
+	f->sha[CJC_HEX_LEN] = '\0';
+	return cjc_is_hex64(f->sha);
+}
+
+int cjc_remote_decode_combined(const void *data, size_t len, struct cjc_remote_combined *out)
+{
+	const void *p;
+	size_t n, total = 0;
+	if (cjc_blob_decode(data, len, combined_magic, &p, &n))
+		return -1;
+	struct cjc_cursor c;
+	cjc_cursor_init(&c, p, n);
+	uint32_t rlen = cjc_cursor_u32(&c);
+	out->record = cjc_cursor_bytes(&c, rlen);
+	out->record_len = rlen;
+	uint32_t count = cjc_cursor_u32(&c);
+	if (c.bad || !rlen || rlen > CJC_REMOTE_RECORD_MAX || count > CJC_REMOTE_INLINE_FILES)
+		return -1;
+	out->nfiles = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		struct cjc_remote_inline *f = &out->files[i];
+		if (!decode_inline(&c, f, &total) || cjc_remote_inline_find(out, f->sha))
+			return -1;
+		out->nfiles++;
+	}
+	return c.left ? -1 : 0;
+}
+
+const struct cjc_remote_inline *cjc_remote_inline_find(const struct cjc_remote_combined *c,
+						       const char *sha)
+{
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (!strcmp(c->files[i].sha, sha))
+			return &c->files[i];
+	return NULL;
+}
+
+void cjc_remote_encode_combined(const struct cjc_remote_combined *c, struct cjc_buf *out)
+{
+	size_t start = cjc_blob_open(out, combined_magic);
+	cjc_buf_add_u32(out, (uint32_t)c->record_len);
+	cjc_buf_add(out, c->record, c->record_len);
+	cjc_buf_add_u32(out, (uint32_t)c->nfiles);
+	for (size_t i = 0; i < c->nfiles; i++) {
+		cjc_buf_add(out, c->files[i].sha, CJC_HEX_LEN);
+		cjc_buf_add_u32(out, (uint32_t)c->files[i].n);
+		cjc_buf_add(out, c->files[i].p, c->files[i].n);
+	}
+	cjc_blob_close(out, start);
 }
 
 int cjc_remote_decode_manifest(const void *data, size_t len, const void **file, size_t *file_len,

@@ -59,6 +59,7 @@ static int add_group(const char *word, void *ctx)
 		g->operation_ms = sp.u.operation_ms;
 		if (g->operation_ms > r->budget_ms)
 			r->budget_ms = g->operation_ms;
+		g->combined = remote_ops_for(sp.u.url)->combined;
 		g->n = sp.shards.n ? sp.shards.n : 1;
 		g->servers = cjc_xcalloc(g->n, sizeof *g->servers);
 		for (size_t i = 0; i < g->n; i++)

@@ -5,7 +5,8 @@
  * The `remote` setting holds store URLs separated by spaces, each with
  * attributes after `|` (read-only, connect-timeout=T, operation-timeout=T,
  * shards=A,B(2),..., bearer-token-file=F, credentials-file=F, ca-file=F,
- * helper, no-helper, helper-idle=T).  cjc_remote_open() parses them without connecting; a backend connects on its first request.
+ * helper, no-helper, helper-idle=T).  cjc_remote_open() parses them without connecting; a backend
+ * connects on its first request.
  *
  * The seam (remote_backend.h, private to this folder): a backend answers
  * get, put-if-absent, put (replace) and exists for a name, each bounded by
@@ -32,6 +33,14 @@
  *     NS/e/<entry key>  the entry record: a blob (blob.h, magic "CJCE") of
  *                       two strings, metadata.json's exact bytes and the
  *                       signature file's (empty when unsigned, sign.h)
+ *     NS/x/<entry key>  the combined value (layout.h, magic "CJCX"): the
+ *                       entry record and, inline, the artifacts that fit
+ *                       its bounds, so that a hit is two requests, the
+ *                       manifest and this; written beside NS/e and NS/c
+ *                       (which an older cjc reads) by stores that keep
+ *                       any value (Redis, HTTP, S3: not OCI registries,
+ *                       whose manifests embed an entry instead).  A
+ *                       reader that finds none reads NS/e and NS/c
  *     NS/m/<direct key> the manifest (manifest.h), a hint merged by writers:
  *                       the manifest file as the local store keeps it
  *                       (magic "CJCM") when unsigned; signed, a blob (magic
@@ -44,8 +53,8 @@
  * are on its own disk (cjc_manifest_match), so a record can only name the
  * entry those files give; the entry record's metadata must parse strictly
  * and name that same key, and every artifact it lists is fetched by its
- * SHA-256 and checked.  With trusted_keys set, the metadata must also carry
- * a signature of a trusted key (sign.h).
+ * SHA-256, or taken from the combined value, and checked the same way.  With trusted_keys set, the
+ * metadata must also carry a signature of a trusted key (sign.h).
  *
  * Why, with trusted_keys, a manifest must be signed too: matching a record
  * stats and hashes the files it names, and which entry record is asked for
@@ -63,7 +72,8 @@
  *
  * What a remote store returns is read up to a bound, known before anything
  * is allocated: the manifest and record caps of store.h (each plus a
- * signature), and each artifact's listed size, itself at most
+ * signature; a combined value the record's plus CJC_REMOTE_INLINE_MAX), and
+ * each artifact's listed size, itself at most
  * CJC_REMOTE_MAX_ARTIFACT (remote_backend.h; a record naming more is bad
  * data).  A backend
  * stops reading a reply as soon as it would pass the bound (a Redis reply

@@ -76,6 +76,10 @@ struct cjc_remote_ops {
 		     struct cjc_buf *why);
 	int (*unlease)(struct cjc_remote_backend *b, const char *name, const char *value,
 		       struct cjc_buf *why);
+	/* Whether the store keeps combined values (NS/x, remote.h), as any
+	 * other value: not a registry, which embeds an entry in its manifests
+	 * instead (remote_oci.c) and has no place for them. */
+	bool combined;
 };
 
 extern const struct cjc_remote_ops cjc_remote_redis_ops; /* redis://, redis+unix: */

@@ -323,4 +323,5 @@ static void http_close(struct cjc_remote_backend *b)
 
 const struct cjc_remote_ops cjc_remote_http_ops = {
 	http_open, http_get, http_put, http_exists, http_close, NULL, NULL, /* no leases yet */
+	true,                                                               /* combined values */
 };

@@ -43,6 +43,7 @@ struct remote_group {
 	long operation_ms; /* what all its requests of this handle may take together */
 	int64_t spent_ms;  /* what they took so far */
 	char broken[CJC_HEX_LEN + 1]; /* an entry whose record is here but an artifact is not */
+	bool combined;                /* its backend keeps combined values (remote_backend.h) */
 };
 
 struct cjc_remotes {
@@ -91,7 +92,7 @@ enum remote_op { REMOTE_GET, REMOTE_PUT, REMOTE_PUT_NEW, REMOTE_EXISTS, REMOTE_L
  * reads into, what a put or a lease sends.  An enum cjc_remote_result. */
 int remote_call(struct cjc_remotes *r, struct remote_group *g, enum remote_op op, const char *name,
 		size_t max, struct cjc_buf *data);
-/* The name of kind ('c', 'e', 'm', 'l') and hex in the handle's namespace
+/* The name of kind ('c', 'e', 'x', 'm', 'l') and hex in the handle's namespace
  * (NS/kind/hex, remote.h), malloc'd. */
 char *remote_name(const struct cjc_remotes *r, char kind, const char *hex);
 /* remote_call for the value NS/kind/hex: out reset first, for a get. */

@@ -298,4 +298,5 @@ static void oci_close(struct cjc_remote_backend *b)
 
 const struct cjc_remote_ops cjc_remote_oci_ops = {
 	oci_open, oci_get, oci_put, oci_exists, oci_close, NULL, NULL, /* no leases: see above */
+	false, /* no combined values: each entry's is in its manifests */
 };

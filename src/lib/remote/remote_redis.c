@@ -584,5 +584,6 @@ static void redis_close(struct cjc_remote_backend *b)
 }
 
 const struct cjc_remote_ops cjc_remote_redis_ops = {
-	redis_open, redis_get, redis_put, redis_exists, redis_close, redis_lease, redis_unlease,
+	redis_open,  redis_get,   redis_put,     redis_exists,
+	redis_close, redis_lease, redis_unlease, true, /* combined values */
 };

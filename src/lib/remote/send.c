@@ -22,7 +22,8 @@
 struct outgoing {
 	struct cjc_entry e;
 	struct cjc_buf record;
-	struct cjc_buf *data; /* per artifact, read when first needed */
+	struct cjc_buf combined; /* the combined value (layout.h), made when first needed */
+	struct cjc_buf *data;    /* per artifact, read when first needed */
 	bool vouched;         /* sign_key may sign the manifest record naming it */
 };
 
@@ -32,6 +33,7 @@ static void outgoing_release(struct outgoing *o)
 		cjc_buf_release(&o->data[i]);
 	free(o->data);
 	cjc_buf_release(&o->record);
+	cjc_buf_release(&o->combined);
 	cjc_entry_release(&o->e);
 }
 
@@ -73,10 +75,51 @@ static int outgoing_open(struct cjc_remotes *r, const char *key, const struct cj
 	return rc;
 }
 
-/* Sends the artifacts the store lacks, then the record: first writer wins.
- * But a record whose artifact this compile found evicted is replaced by
- * ours (nvcc's bytes differ from run to run, so the lost artifact cannot be
- * sent again): else the entry would stay a miss for everyone. */
+/* Artifact i's stored bytes, read once: 0, or -1 (logged). */
+static int read_stored(struct outgoing *o, size_t i, const char *key)
+{
+	struct cjc_buf why = CJC_BUF_INIT;
+	int rc = o->data[i].len
+			 ? 0
+			 : cjc_entry_read_stored(&o->e, o->e.files[i].name, &o->data[i], &why);
+	if (rc)
+		cjc_log("cannot send entry %s: %s", key, why.data);
+	cjc_buf_release(&why);
+	return rc;
+}
+
+/* The entry's combined value (layout.h): its record, and inline as many of
+ * its artifacts as fit the bounds, in order (a reader fetches the others
+ * by their hash, as it fetches all of an entry an older cjc sent). */
+static struct cjc_buf *combined_value(struct outgoing *o, const char *key)
+{
+	struct cjc_remote_combined c = { .record = o->record.data, .record_len = o->record.len };
+	size_t total = 0;
+	if (o->combined.len)
+		return &o->combined;
+	for (size_t i = 0; i < o->e.nfiles; i++) {
+		const struct cjc_artifact *a = &o->e.files[i];
+		const char *sha = cjc_artifact_stored_sha(a);
+		if (c.nfiles == CJC_REMOTE_INLINE_FILES ||
+		    cjc_artifact_stored_size(a) > CJC_REMOTE_INLINE_MAX - total ||
+		    cjc_remote_inline_find(&c, sha) || read_stored(o, i, key))
+			continue;
+		struct cjc_remote_inline *f = &c.files[c.nfiles++];
+		snprintf(f->sha, sizeof f->sha, "%s", sha);
+		f->p = o->data[i].data;
+		f->n = o->data[i].len;
+		total += f->n;
+	}
+	cjc_remote_encode_combined(&c, &o->combined);
+	return &o->combined;
+}
+
+/* Sends the artifacts the store lacks, then the record, then (where the
+ * store keeps them) the combined value: first writer wins.  But a record
+ * whose artifact this compile found evicted is replaced by ours (nvcc's
+ * bytes differ from run to run, so the lost artifact cannot be sent
+ * again): else the entry would stay a miss for everyone.  The record is
+ * still sent beside the combined value, for an older cjc. */
 static int send_entry(struct cjc_remotes *r, struct remote_group *g, const char *key, struct outgoing *o)
 {
 	bool repair = !strcmp(g->broken, key);
@@ -84,25 +127,21 @@ static int send_entry(struct cjc_remotes *r, struct remote_group *g, const char 
 	if (rc != CJC_REMOTE_ABSENT)
 		return rc == CJC_REMOTE_OK ? 0 : -1;
 	for (size_t i = 0; i < o->e.nfiles; i++) { /* every artifact, each on its own */
-		const struct cjc_artifact *a = &o->e.files[i];
-		const char *address = cjc_artifact_stored_sha(a); /* kept as stored */
+		const char *address = cjc_artifact_stored_sha(&o->e.files[i]); /* kept as stored */
 		int there = remote_exists(r, g, 'c', address);
 		if (there == CJC_REMOTE_OK)
 			continue;
 		if (there != CJC_REMOTE_ABSENT)
 			return -1;
-		struct cjc_buf why = CJC_BUF_INIT;
-		if (!o->data[i].len && cjc_entry_read_stored(&o->e, a->name, &o->data[i], &why)) {
-			cjc_log("cannot send entry %s: %s", key, why.data);
-			there = CJC_REMOTE_ERROR;
-		} else {
-			there = remote_put(r, g, 'c', address, true, &o->data[i]);
-		}
-		cjc_buf_release(&why);
+		there = read_stored(o, i, key) ? CJC_REMOTE_ERROR
+					       : remote_put(r, g, 'c', address, true, &o->data[i]);
 		if (there != CJC_REMOTE_OK)
 			return -1; /* no record naming an artifact that is not there */
 	}
-	return remote_put(r, g, 'e', key, !repair, &o->record) == CJC_REMOTE_OK ? 0 : -1;
+	rc = remote_put(r, g, 'e', key, !repair, &o->record);
+	if (rc == CJC_REMOTE_OK && g->combined)
+		rc = remote_put(r, g, 'x', key, !repair, combined_value(o, key));
+	return rc == CJC_REMOTE_OK ? 0 : -1;
 }
 
 /* The manifest value for direct_key: old's records with rec first, signed
