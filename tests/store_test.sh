@@ -58,6 +58,54 @@ testUncompressedEntriesStayReadable() {
 	assertTrue "served again" "cmp -s a.cubin c.cubin"
 }
 
+# first4 FILE: the four bytes after a blob's magic (od's hex), where a
+# packed payload begins with zstd's magic number (blob.h).
+first4() {
+	od -An -tx1 -j4 -N4 "$1" | tr -d ' '
+}
+
+# The manifest and the hash cache are packed (docs/store.md): one zstd frame
+# in the blob, smaller than the plain payload, read back on the next hit.
+# compression_level 0 writes them plain, as before, and a reader that packs
+# reads those too.
+testBookkeepingIsPackedAndPlainStaysReadable() {
+	CJC_COMPRESSION_LEVEL=0 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	local m h
+	m=$(echo "$(ns)"/manifests/*/*) h=$(find "$(ns)/hashes" -type f | head -1)
+	assertEquals "a plain manifest: its version" 02000000 "$(first4 "$m")"
+	assertEquals "a plain hash cache: its version" 02000000 "$(first4 "$h")"
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
+	expect_stat hits 1
+	rm -rf "$(ns)"/manifests "$(ns)"/hashes "$(ns)"/entries
+	cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH || fail
+	m=$(echo "$(ns)"/manifests/*/*) h=$(find "$(ns)/hashes" -type f | head -1)
+	assertEquals "a packed manifest" 28b52ffd "$(first4 "$m")"
+	assertEquals "a packed hash cache" 28b52ffd "$(first4 "$h")"
+	cjc_nvcc --cubin k.cu -o d.cubin -arch=$ARCH || fail
+	expect_stat hits 2
+	assertTrue "served" "cmp -s c.cubin d.cubin"
+}
+
+# A packed manifest whose CRC holds but whose frame does not inflate is
+# damaged: a miss, logged, never a crash.
+testAPackedManifestThatDoesNotInflateIsAMiss() {
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	local m
+	m=$(echo "$(ns)"/manifests/*/*)
+	chmod u+w "$m"
+	python3 - "$m" <<'PY' || fail "the forged manifest"
+import sys, zlib
+p = sys.argv[1]
+data = open(p, 'rb').read()
+body = data[:4] + data[4:8] + bytes(b ^ 0x5a for b in data[8:-4])  # the frame's bytes changed
+open(p, 'wb').write(body + zlib.crc32(body).to_bytes(4, 'little'))
+PY
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail "the build broke"
+	expect_nvcc_runs 2
+	assertTrue "logged: $(cat "$CJC_LOG")" "grep -q 'unusable manifest .*: damaged; ignored' '$CJC_LOG'"
+	assert_same_devcode a.cubin b.cubin
+}
+
 testCompressionLevelIsChecked() {
 	CJC_COMPRESSION_LEVEL=20 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail "the build broke"
 	assertContains "the setting is named" "$(cat err.txt)" "compression_level"
