@@ -17,6 +17,7 @@ entry_of() {
 replace_artifact() {
 	local meta=$1/metadata.json
 	chmod u+w "$1" "$1/$2" "$meta"
+	plain_metadata "$meta"
 	cp "$3" "$1/$2"
 	jq --arg name "$2" --arg sha "$(sha256sum "$3" | cut -d' ' -f1)" --argjson n "$(stat -c %s "$3")" \
 		'.files[$name] = {size: $n, sha256: $sha}' "$meta" >"$meta.new" && mv "$meta.new" "$meta"
@@ -36,6 +37,7 @@ expect_cannot_rebuild() {
 edit_metadata() {
 	local meta=$1/metadata.json
 	chmod u+w "$1" "$meta"
+	plain_metadata "$meta"
 	jq "${@:3}" "$2" "$meta" >"$meta.new" && mv "$meta.new" "$meta"
 }
 
@@ -179,6 +181,7 @@ testEntryWithSassCannotRebuildWithoutCuobjdump() {
 	local entry
 	entry=$(entry_of cubin)
 	chmod u+w "$entry" "$entry/metadata.json"
+	plain_metadata "$entry/metadata.json"
 	sed -i 's/^  "duration_ms": \([0-9]*\)$/  "duration_ms": \1,\n  "diagnostics": {"keep_ptx": false, "keep_sass": true, "check_spills": false}/' \
 		"$entry/metadata.json"
 	assertTrue "metadata edited" "grep -q '\"keep_sass\": true' '$entry/metadata.json'"

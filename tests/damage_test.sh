@@ -97,6 +97,7 @@ check_damage() {
 	export CJC_DIR="$SUITE_DIR/cache-$c" NVCC_LOG="$SUITE_DIR/nvcc-$c.log" CJC_LOG="$SUITE_DIR/cjc-$c.log"
 	rm -rf "$CJC_DIR" && cp -a "$SUITE_DIR/template" "$CJC_DIR"
 	ENTRY=$(echo "$CJC_DIR"/v1/*/entries/*/*)
+	plain_metadata "$ENTRY/metadata.json" # edited as text below
 	key=$(basename "$ENTRY")
 	chmod -R u+w "$ENTRY"
 	damage "$c"
@@ -151,9 +152,9 @@ testDamagedCompressedArtifacts() {
 	command -v zstd >/dev/null || startSkipping
 	local m n
 	m=$(echo "$SUITE_DIR"/template/v1/*/entries/*/*/metadata.json)
-	n=$(jq '.files["output.cubin"].size' "$m")
+	n=$(meta_doc "$m" | jq '.files["output.cubin"].size')
 	assertEquals "the template's output is stored compressed" \
-		"$(stat -c %s "$(dirname "$m")/output.cubin")" "$(jq '.files["output.cubin"].zstd.size' "$m")"
+		"$(stat -c %s "$(dirname "$m")/output.cubin")" "$(meta_doc "$m" | jq '.files["output.cubin"].zstd.size')"
 	for c in zstd-garbage zstd-cut zstd-trailing zstd-bomb zstd-window zstd-other zstd-size-zero \
 		zstd-sha-x zstd-not-object zstd-dropped; do
 		check_damage $c

@@ -238,6 +238,33 @@ expect_stat() {
 	assertEquals "counter $1" "$2" "$(stat_value "$1")"
 }
 
+# meta_doc FILE...: entries' metadata.json as their documents, whether
+# stored compressed or plain (docs/store.md#compression).
+meta_doc() {
+	zstd -q -d -c -f "$@"
+}
+
+# blob_payload FILE...: the payload of each of the store's blobs (a
+# manifest, a hash cache), unpacked where it is packed (docs/store.md).
+blob_payload() {
+	local f
+	for f; do
+		tail -c +5 "$f" | head -c -4 | zstd -q -d -c -f || return 1
+	done
+}
+
+# plain_metadata FILE...: rewrites each metadata.json as its plain
+# document, as an entry written with compression_level 0 holds it (read
+# alike), for a test to edit with sed or jq.  Its directory is made
+# writable: the file is replaced.
+plain_metadata() {
+	local f
+	for f; do
+		chmod u+w "$(dirname "$f")" &&
+			zstd -q -d -c -f "$f" >"$f.plain" && mv -f "$f.plain" "$f" || return 1
+	done
+}
+
 entry_count() {
 	"$CJC" ls --json | grep -c '"key"' || true
 }

@@ -508,10 +508,10 @@ damage() {
 	missing) rm "$dir/metadata.json" ;;
 	empty) : >"$dir/metadata.json" ;;
 	not-json) echo 'not json {' >"$dir/metadata.json" ;;
-	format) jq '.format = "cudajitcache.entry.v0"' "$dir/metadata.json" >m && cat m >"$dir/metadata.json" ;;
-	size-bool) jq '.files["output.cubin"].size = true' "$dir/metadata.json" >m && cat m >"$dir/metadata.json" ;;
-	size-string) jq '.files["output.cubin"].size |= tostring' "$dir/metadata.json" >m && cat m >"$dir/metadata.json" ;;
-	bad-sha) jq '.files["output.cubin"].sha256 = "ABC"' "$dir/metadata.json" >m && cat m >"$dir/metadata.json" ;;
+	format) meta_doc "$dir/metadata.json" | jq '.format = "cudajitcache.entry.v0"' >m && cat m >"$dir/metadata.json" ;;
+	size-bool) meta_doc "$dir/metadata.json" | jq '.files["output.cubin"].size = true' >m && cat m >"$dir/metadata.json" ;;
+	size-string) meta_doc "$dir/metadata.json" | jq '.files["output.cubin"].size |= tostring' >m && cat m >"$dir/metadata.json" ;;
+	bad-sha) meta_doc "$dir/metadata.json" | jq '.files["output.cubin"].sha256 = "ABC"' >m && cat m >"$dir/metadata.json" ;;
 	truncated) head -c 100 "$dir/output.cubin" >t && cat t >"$dir/output.cubin" ;;
 	esac
 	before=$(cd "$dir" && ls -l --time-style=+%s.%N && cat ./* 2>/dev/null | sha256sum)

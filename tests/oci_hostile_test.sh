@@ -206,8 +206,8 @@ testTamperedBlobIsAMiss() {
 	upload_template
 	local hex data
 	# the cubin as the template's store keeps it (docs/store.md#compression)
-	hex=$(jq -r '.files["output.cubin"] | .zstd.sha256 // .sha256' \
-		"$SUITE_DIR"/template/v1/*/entries/*/*/metadata.json)
+	hex=$(meta_doc "$SUITE_DIR"/template/v1/*/entries/*/*/metadata.json |
+		jq -r '.files["output.cubin"] | .zstd.sha256 // .sha256')
 	data=$REGISTRY_ROOT/docker/registry/v2/blobs/sha256/${hex:0:2}/$hex/data
 	assertTrue "the artifact is a blob of the registry" "[ -f '$data' ]"
 	cp "$data" "$CASE/blob"

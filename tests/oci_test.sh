@@ -89,7 +89,7 @@ registry_curl() {
 # stored_sha: the SHA-256 of the object as A's store keeps it (compressed
 # or not; docs/store.md#compression), its blob's digest.
 stored_sha() {
-	jq -r '.files["output.o"] | .zstd.sha256 // .sha256' "$CASE"/A/v1/*/entries/*/*/metadata.json
+	meta_doc "$CASE"/A/v1/*/entries/*/*/metadata.json | jq -r '.files["output.o"] | .zstd.sha256 // .sha256'
 }
 
 entry_tag() {

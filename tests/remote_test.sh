@@ -416,7 +416,7 @@ testHttpWebDav() {
 # stored_sha MACHINE: the hash of the stored bytes of the only output in
 # MACHINE's store, its address on a server (compressed or not).
 stored_sha() {
-	jq -r '.files["output.cubin"] | .zstd.sha256 // .sha256' "$CASE/$1"/v1/*/entries/*/*/metadata.json
+	meta_doc "$CASE/$1"/v1/*/entries/*/*/metadata.json | jq -r '.files["output.cubin"] | .zstd.sha256 // .sha256'
 }
 
 # A server keeps an output as the store does: the zstd frame, by the hash
@@ -438,7 +438,7 @@ testCompressedAndUncompressedMachinesShare() {
 	export CJC_REMOTE=$REDIS_URL
 	CJC_COMPRESSION_LEVEL=0 compile_on A
 	assertEquals "A's record names no frame" null \
-		"$(jq '.files["output.cubin"].zstd' "$CASE"/A/v1/*/entries/*/*/metadata.json)"
+		"$(meta_doc "$CASE"/A/v1/*/entries/*/*/metadata.json | jq '.files["output.cubin"].zstd')"
 	compile_on B
 	assertEquals "B compiled nothing" 1 "$(nvcc_compiles)"
 	assertTrue "B got A's bytes" "cmp -s '$CASE/A.cubin' '$CASE/B.cubin'"

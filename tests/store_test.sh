@@ -17,7 +17,15 @@ variants() {
 
 # stored_record: the output's record in the only entry's metadata.json.
 stored_record() {
-	jq -c '.files["output.cubin"]' "$(ns)"/entries/*/*/metadata.json
+	meta_doc "$(ns)"/entries/*/*/metadata.json | jq -c '.files["output.cubin"]'
+}
+
+# entry_with TEXT: the directory of each entry whose metadata holds TEXT.
+entry_with() {
+	local m
+	for m in "$(ns)"/entries/*/*/metadata.json; do
+		meta_doc "$m" | grep -q -- "$1" && dirname "$m"
+	done
 }
 
 # Outputs are stored as one zstd frame each (docs/store.md): the file is
@@ -48,6 +56,7 @@ testUncompressedEntriesStayReadable() {
 	local e
 	e=$(echo "$(ns)"/entries/*/*)
 	assertEquals "no zstd record" null "$(stored_record | jq .zstd)"
+	assertEquals "plain metadata" "{" "$(head -c1 "$e/metadata.json")"
 	assertTrue "the file is the output" "cmp -s '$e/output.cubin' a.cubin"
 	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
 	expect_stat hits 1
@@ -58,11 +67,84 @@ testUncompressedEntriesStayReadable() {
 	assertTrue "served again" "cmp -s a.cubin c.cubin"
 }
 
+# metadata.json is stored compressed too (docs/store.md#compression): one
+# zstd frame of the document, with zstd's checksum; `cjc show` and
+# `cjc verify` read it, a hit serves the entry, and a frame whose bytes
+# changed is damage: counted, a miss, never served.
+testMetadataIsStoredCompressed() {
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	local e key
+	e=$(echo "$(ns)"/entries/*/*) key=$(basename "$(echo "$(ns)"/entries/*/*)")
+	assertEquals "a zstd frame" 28b52ffd "$(od -An -tx1 -N4 "$e/metadata.json" | tr -d ' ')"
+	assertEquals "of the document" cudajitcache.entry.v1 "$(meta_doc "$e/metadata.json" | jq -r .format)"
+	assertTrue "smaller" "[ $(stat -c %s "$e/metadata.json") -lt $(meta_doc "$e/metadata.json" | wc -c) ]"
+	assertContains "cjc show reads it" "$("$CJC" show "$key")" "$key"
+	assertTrue "it verifies" "'$CJC' verify >/dev/null"
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
+	expect_stat hits 1
+	chmod u+w "$e" "$e/metadata.json"
+	printf 'x' | dd of="$e/metadata.json" bs=1 seek=40 conv=notrunc 2>/dev/null
+	assertFalse "verify finds the damage" "'$CJC' verify >verify.txt"
+	assertTrue "names it: $(cat verify.txt)" "grep -q 'metadata.json is damaged' verify.txt"
+	rm -rf "$(ns)"/hashes # no memo of the document read before
+	cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH || fail "the build broke"
+	expect_nvcc_runs 2
+	expect_stat damaged 1
+}
+
+# first4 FILE: the four bytes after a blob's magic (od's hex), where a
+# packed payload begins with zstd's magic number (blob.h).
+first4() {
+	od -An -tx1 -j4 -N4 "$1" | tr -d ' '
+}
+
+# The manifest and the hash cache are packed (docs/store.md): one zstd frame
+# in the blob, smaller than the plain payload, read back on the next hit.
+# compression_level 0 writes them plain, as before, and a reader that packs
+# reads those too.
+testBookkeepingIsPackedAndPlainStaysReadable() {
+	CJC_COMPRESSION_LEVEL=0 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	local m h
+	m=$(echo "$(ns)"/manifests/*/*) h=$(find "$(ns)/hashes" -type f | head -1)
+	assertEquals "a plain manifest: its version" 02000000 "$(first4 "$m")"
+	assertEquals "a plain hash cache: its version" 02000000 "$(first4 "$h")"
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail
+	expect_stat hits 1
+	rm -rf "$(ns)"/manifests "$(ns)"/hashes "$(ns)"/entries
+	cjc_nvcc --cubin k.cu -o c.cubin -arch=$ARCH || fail
+	m=$(echo "$(ns)"/manifests/*/*) h=$(find "$(ns)/hashes" -type f | head -1)
+	assertEquals "a packed manifest" 28b52ffd "$(first4 "$m")"
+	assertEquals "a packed hash cache" 28b52ffd "$(first4 "$h")"
+	cjc_nvcc --cubin k.cu -o d.cubin -arch=$ARCH || fail
+	expect_stat hits 2
+	assertTrue "served" "cmp -s c.cubin d.cubin"
+}
+
+# A packed manifest whose CRC holds but whose frame does not inflate is
+# damaged: a miss, logged, never a crash.
+testAPackedManifestThatDoesNotInflateIsAMiss() {
+	cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH || fail
+	local m
+	m=$(echo "$(ns)"/manifests/*/*)
+	chmod u+w "$m"
+	python3 - "$m" <<'PY' || fail "the forged manifest"
+import sys, zlib
+p = sys.argv[1]
+data = open(p, 'rb').read()
+body = data[:4] + data[4:8] + bytes(b ^ 0x5a for b in data[8:-4])  # the frame's bytes changed
+open(p, 'wb').write(body + zlib.crc32(body).to_bytes(4, 'little'))
+PY
+	cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH || fail "the build broke"
+	expect_nvcc_runs 2
+	assertTrue "logged: $(cat "$CJC_LOG")" "grep -q 'unusable manifest .*: damaged; ignored' '$CJC_LOG'"
+	assert_same_devcode a.cubin b.cubin
+}
+
 testCompressionLevelIsChecked() {
 	CJC_COMPRESSION_LEVEL=20 cjc_nvcc --cubin k.cu -o a.cubin -arch=$ARCH 2>err.txt || fail "the build broke"
 	assertContains "the setting is named" "$(cat err.txt)" "compression_level"
 	CJC_COMPRESSION_LEVEL=19 cjc_nvcc --cubin k.cu -o b.cubin -arch=$ARCH -DV=19 || fail
-	assertTrue "level 19 compresses" "grep -q '\"zstd\"' $(grep -l -- '-DV=19' "$(ns)"/entries/*/*/metadata.json)"
+	assertTrue "level 19 compresses" "meta_doc '$(entry_with -DV=19)/metadata.json' | grep -q '\"zstd\"'"
 }
 
 testAHitRefreshesRecency() {
@@ -84,7 +166,7 @@ testGcMaxSizeEvictsLeastRecentlyUsedFirst() {
 	local i bytes
 	# v1 is the oldest ... v6 the newest; then a hit makes v1 the newest.
 	for i in 1 2 3 4 5 6; do
-		touch -d "$((10 - i)) minutes ago" "$(grep -l -- "-DV=$i\"" "$(ns)"/entries/*/*/metadata.json | xargs dirname)"
+		touch -d "$((10 - i)) minutes ago" "$(entry_with "-DV=$i\"")"
 	done
 	cjc_nvcc --cubin k.cu -o again1.cubin -arch=$ARCH -DV=1 || fail
 	rm -rf "$(ns)"/hashes/* # gc counts hash caches too: none here, entries alone decide
@@ -103,7 +185,7 @@ testGcMaxSizeEvictsLeastRecentlyUsedFirst() {
 
 testGcOlderThanEvictsUnusedEntries() {
 	variants 3 || fail
-	touch -d '3 days ago' "$(grep -l -- '-DV=2"' "$(ns)"/entries/*/*/metadata.json | xargs dirname)"
+	touch -d '3 days ago' "$(entry_with '-DV=2"')"
 	"$CJC" gc --older-than 2d >/dev/null || fail
 	assertEquals "one evicted" 2 "$(entry_count)"
 	assertEquals "bytes recounted" "$(du -sb --apparent-size "$(ns)"/entries/*/* | awk '{s += $1 - 4096} END {print s}')" \

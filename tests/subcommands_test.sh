@@ -133,6 +133,7 @@ testLsIndexIsNeverTrustedOverTheEntries() {
 	local entry
 	entry=$("$CJC" ls --json | jq -r '.[] | select(.kind == "fatbin") | .path')
 	cp -a "$entry" "$entry.new" && rm -rf "$entry" && mv "$entry.new" "$entry"
+	plain_metadata "$entry/metadata.json"
 	sed -i 's/"target": null/"target": "relabelled"/' "$entry/metadata.json" 2>/dev/null ||
 		{ chmod u+w "$entry/metadata.json"; sed -i 's/"target": null/"target": "relabelled"/' "$entry/metadata.json"; }
 	assertEquals "the entry's own metadata wins" relabelled \

@@ -6,15 +6,16 @@
  * worker thread started away from its creator's CPU.
  * Prints one line per failed check and "N passed, N failed" at the end.
  */
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "base/compress.h"
@@ -352,6 +353,27 @@ static void test_depfile(void)
 	cjc_strvec_clear(&deps);
 }
 
+/* A packed blob (blob.h) unpacks to its payload; a plain one is left as it
+ * is; one cut short, or inflating past the bound, is damaged. */
+static void test_packed_blob(const struct cjc_buf *payload)
+{
+	struct cjc_buf framed = CJC_BUF_INIT, plain = CJC_BUF_INIT, big = CJC_BUF_INIT;
+	const void *p;
+	size_t n;
+	size_t start = cjc_blob_open(&framed, "CJCM");
+	for (int i = 0; i < 64; i++) /* repetitive enough to be smaller packed */
+		cjc_buf_add(&framed, payload->data, payload->len);
+	cjc_blob_close_packed(&framed, start, 1);
+	CHECK(!cjc_blob_decode(framed.data, framed.len, "CJCM", &p, &n) && n < payload->len * 64);
+	CHECK(!cjc_blob_unpack(p, n, 1 << 20, &plain) && plain.len == payload->len * 64);
+	CHECK(!memcmp(plain.data + payload->len * 63, payload->data, payload->len));
+	CHECK(cjc_blob_unpack(p, n - 1, 1 << 20, &plain) == -1 && errno == EBADMSG);
+	CHECK(cjc_blob_unpack(p, n, payload->len, &plain) == -1);
+	CHECK(cjc_blob_unpack(payload->data, payload->len, 1 << 20, &big) == 1 && !big.len);
+	cjc_buf_release(&framed);
+	cjc_buf_release(&plain);
+	cjc_buf_release(&big);
+}
 static void test_manifest_roundtrip(void)
 {
 	struct cjc_dep dep = { .path = "k.cu", .size = 42 };
@@ -375,6 +397,7 @@ static void test_manifest_roundtrip(void)
 	CHECK(!cjc_blob_decode(framed.data, framed.len, "CJCM", &p, &n) && n == payload.len);
 	framed.data[10] ^= 1;
 	CHECK(cjc_blob_decode(framed.data, framed.len, "CJCM", &p, &n) == -1);
+	test_packed_blob(&payload);
 	cjc_buf_release(&framed);
 	cjc_buf_release(&payload);
 	cjc_strvec_clear(&rec.absent);

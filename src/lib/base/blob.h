@@ -12,6 +12,18 @@
  * close appends the checksum; the same bytes, without a copy of a payload
  * (a heavy manifest's is 342 KB: fresh pages cost more than the copy).
  * Reading and writing such files of the store: store/records.h.
+ *
+ * Packed: the payload stored as one zstd frame of itself (compress.h),
+ * magic | frame | crc32 of magic+frame, where that is smaller.  The CRC
+ * checks the stored bytes; the frame inflates to a bounded size, whole or
+ * not at all.  Only files whose plain payload begins with a small version
+ * number (manifests, files of records) are packed, so a payload that
+ * begins with zstd's magic number is a packed one; an older plain file
+ * reads as it always did.  cjc_blob_close_packed() closes a blob opened
+ * with cjc_blob_open(), packing its payload at level (0: never);
+ * cjc_blob_unpack() turns a decoded payload that is packed into the plain
+ * one (out, reset), at most max bytes: 0, 1 when it was not packed (out
+ * untouched), or -1 with errno EBADMSG.
  */
 #ifndef CJC_BLOB_H
 #define CJC_BLOB_H
@@ -23,6 +35,8 @@
 void cjc_blob_encode(struct cjc_buf *out, const char magic[4], const void *payload, size_t n);
 size_t cjc_blob_open(struct cjc_buf *out, const char magic[4]);
 void cjc_blob_close(struct cjc_buf *out, size_t start);
+void cjc_blob_close_packed(struct cjc_buf *out, size_t start, int level);
+int cjc_blob_unpack(const void *payload, size_t n, size_t max, struct cjc_buf *out);
 int cjc_blob_decode(const void *data, size_t n, const char magic[4], const void **payload,
 		    size_t *payload_len);
 

@@ -4,22 +4,43 @@
 #include <string.h>
 #include <zstd.h>
 
-int cjc_compress(const void *p, size_t n, int level, struct cjc_buf *out)
+/* The frame of p[0..n) at level, with or without zstd's checksum. */
+static int compress_frame(const void *p, size_t n, int level, bool summed, struct cjc_buf *out)
 {
 	if (level < 1 || level > CJC_COMPRESSION_MAX) {
 		errno = EINVAL;
 		return -1;
 	}
-	size_t bound = ZSTD_compressBound(n);
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	size_t bound = ZSTD_compressBound(n), made = 0;
 	cjc_buf_reset(out);
 	cjc_buf_grow(out, bound);
-	size_t made = ZSTD_compress(out->data, bound, p, n, level);
-	if (ZSTD_isError(made)) {
+	if (cc && !ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level)) &&
+	    !ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, summed)))
+		made = ZSTD_compress2(cc, out->data, bound, p, n);
+	ZSTD_freeCCtx(cc);
+	if (!cc || !made || ZSTD_isError(made)) {
 		errno = ENOMEM;
 		return -1;
 	}
 	out->len = made;
 	return 0;
+}
+
+int cjc_compress(const void *p, size_t n, int level, struct cjc_buf *out)
+{
+	return compress_frame(p, n, level, false, out);
+}
+
+int cjc_compress_summed(const void *p, size_t n, int level, struct cjc_buf *out)
+{
+	return compress_frame(p, n, level, true, out);
+}
+
+bool cjc_compressed(const void *p, size_t n)
+{
+	static const unsigned char magic[4] = { 0x28, 0xb5, 0x2f, 0xfd }; /* ZSTD_MAGICNUMBER */
+	return n >= sizeof magic && !memcmp(p, magic, sizeof magic);
 }
 
 /* The window log a frame of at most limit bytes needs: a frame of known
@@ -107,4 +128,33 @@ int cjc_inflate_all(const void *in, size_t n, uint64_t limit, struct cjc_buf *ou
 	if (why)
 		*why = z.why;
 	return rc;
+}
+
+int cjc_inflate_frame(const void *in, size_t n, uint64_t limit, struct cjc_buf *out,
+		      const char **why)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(in, n);
+	const char *bad = NULL;
+	if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR)
+		bad = "not a whole zstd frame";
+	else if (size > limit)
+		bad = "larger than its recorded size once decompressed";
+	else if (ZSTD_findFrameCompressedSize(in, n) != n)
+		bad = "more bytes after its zstd frame";
+	ZSTD_DCtx *d = bad ? NULL : ZSTD_createDCtx();
+	if (!bad && !d)
+		bad = "out of memory";
+	if (!bad) {
+		cjc_buf_grow(out, (size_t)size);
+		/* checks the frame's checksum, where it has one */
+		size_t made = ZSTD_decompressDCtx(d, out->data + out->len, (size_t)size, in, n);
+		if (ZSTD_isError(made) || made != size)
+			bad = "not a whole zstd frame";
+		else
+			out->data[out->len += made] = '\0';
+	}
+	ZSTD_freeDCtx(d);
+	if (why)
+		*why = bad;
+	return bad ? -1 : 0;
 }

@@ -49,6 +49,19 @@ int cjc_inflate_feed(struct cjc_inflate *z, const void *in, size_t n,
 		     int (*sink)(void *ctx, const void *p, size_t n), void *ctx);
 int cjc_inflate_end(struct cjc_inflate *z);
 
+/* The same frame with zstd's checksum of p[0..n) in it (XXH64, which the
+ * inflater checks): for a file that nothing else checks, metadata.json. */
+int cjc_compress_summed(const void *p, size_t n, int level, struct cjc_buf *out);
+
+/* Whether p[0..n) begins as a zstd frame does (its magic number). */
+bool cjc_compressed(const void *p, size_t n);
+
+/* One whole frame held in memory whose header gives its content size (all
+ * of ours do), of at most limit bytes, inflated onto out (appended) in one
+ * call: the store's bookkeeping, read whole.  0, or -1 as above. */
+int cjc_inflate_frame(const void *in, size_t n, uint64_t limit, struct cjc_buf *out,
+		      const char **why);
+
 /* The three at once, for a frame held in memory: in[0..n) inflated onto
  * out (appended).  0, or -1 as above (*why, where why is not NULL, says
  * which). */

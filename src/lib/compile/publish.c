@@ -65,9 +65,10 @@ static void sign(const struct cjc_publish *p, const struct cjc_buf *meta, struct
 	cjc_buf_release(&why);
 }
 
-static uint64_t staged_bytes(const struct cjc_staging *st, const struct cjc_buf *meta)
+/* The artifacts' bytes as stored (metadata.json's: st->metadata_size, once written). */
+static uint64_t staged_bytes(const struct cjc_staging *st)
 {
-	uint64_t n = meta->len;
+	uint64_t n = 0;
 	for (size_t i = 0; i < st->nfiles; i++)
 		n += cjc_artifact_stored_size(&st->files[i]);
 	return n;
@@ -109,7 +110,7 @@ enum cjc_published cjc_publish(const struct cjc_publish *p, bool *won)
 		rc = format_metadata(p, &st, &meta);
 	if (!rc)
 		sign(p, &meta, &sig);
-	uint64_t bytes = staged_bytes(&st, &meta);
+	uint64_t bytes = staged_bytes(&st);
 	json_t *doc = st.index_doc;
 	if (!rc && p->unpublished)
 		rc = cjc_staging_finish(&st, &meta, &sig);
@@ -127,7 +128,7 @@ enum cjc_published cjc_publish(const struct cjc_publish *p, bool *won)
 	} else {
 		say(p, p->note, "%s %s for %s", *won ? "published" : "already published", p->key, p->what);
 		if (*won)
-			cjc_publish_keep_within_limit(p, bytes);
+			cjc_publish_keep_within_limit(p, bytes + st.metadata_size);
 		result = record(p) ? CJC_PUBLISHED_NO_MANIFEST : CJC_PUBLISHED;
 	}
 	cjc_buf_release(&meta);

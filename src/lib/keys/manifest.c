@@ -141,7 +141,17 @@ int cjc_manifest_decode_file(const void *p, size_t n, struct cjc_manifest *m)
 		errno = EBADMSG;
 		return -1;
 	}
-	return cjc_manifest_decode(payload, len, m);
+	/* a packed one (blob.h), as the store keeps it, or a plain one */
+	struct cjc_buf plain = CJC_BUF_INIT;
+	int rc = cjc_blob_unpack(payload, len, CJC_MANIFEST_MAX_FILE, &plain);
+	if (!rc)
+		rc = cjc_manifest_decode(plain.data, plain.len, m);
+	else if (rc > 0)
+		rc = cjc_manifest_decode(payload, len, m);
+	int e = errno;
+	cjc_buf_release(&plain);
+	errno = e;
+	return rc;
 }
 
 void cjc_manifest_encode_file_with(const struct cjc_manifest *old,

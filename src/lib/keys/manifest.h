@@ -22,7 +22,10 @@
  *                  u32 root length, root bytes (0: none; path-free keys, place.h)
  *                  u32 flags (1: exact, key.h)
  *
- * Version 1, without the last two fields, is still read (no root, not exact).
+ * The store packs that payload (blob.h: one zstd frame, at the store's
+ * compression_level); the plain form, which remote stores are sent, is
+ * read as well.  Version 1, without the last two fields, is still read (no
+ * root, not exact).
  * cjc_manifest_match() first moves each record made under another root
  * under this place's (place.h), so what is hashed and served names this
  * directory's files.
@@ -42,6 +45,9 @@
 #include "keys/key.h"
 
 #define CJC_MANIFEST_MAX 32
+/* The most a packed manifest (blob.h) may inflate to: store.h's bound on
+ * the store's files. */
+#define CJC_MANIFEST_MAX_FILE ((size_t)64 << 20)
 
 /* A record (struct cjc_manifest_record, struct cjc_dep) is what an entry
  * key is made of: key.h has it. */

@@ -47,7 +47,7 @@ static int outgoing_open(struct cjc_remotes *r, const char *key, const struct cj
 				   : cjc_store_read_entry(r->local, key, &o->e, &why);
 	int rc = found == CJC_ENTRY_FOUND ? 0 : -1;
 	if (!rc)
-		rc = cjc_read_bounded(o->e.dfd, "metadata.json", O_NOFOLLOW, CJC_STORE_MAX_METADATA, &meta);
+		rc = cjc_entry_metadata_text(o->e.dfd, &meta, &why);
 	/* the signature the entry has, if any: only the writer that made the
 	 * metadata signs it (launcher.c), never a process that merely read it */
 	if (!rc && cjc_read_bounded(o->e.dfd, CJC_SIGN_FILE, O_NOFOLLOW, CJC_SIGN_MAX, &sig))

@@ -156,11 +156,25 @@ int cjc_blob_write_memo(const struct cjc_store *s, const char *sub, const char m
 	return write_framed(s, sub, magic, payload, cjc_blob_memo_replace);
 }
 
+/* A payload read whole, unpacked in place when it is packed (blob.h). */
+static int unpack(struct cjc_buf *payload)
+{
+	struct cjc_buf plain = CJC_BUF_INIT;
+	int rc = cjc_blob_unpack(payload->data, payload->len, CJC_STORE_MAX_FILE, &plain);
+	if (rc < 0)
+		cjc_buf_release(payload);
+	if (!rc) {
+		cjc_buf_release(payload);
+		*payload = plain;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
 int cjc_blob_read_records(const struct cjc_store *s, const char *sub, const char magic[4],
 			  uint32_t version, struct cjc_buf *payload, struct cjc_cursor *c,
 			  uint32_t *count)
 {
-	if (cjc_blob_read_memo(s, sub, magic, payload))
+	if (cjc_blob_read_memo(s, sub, magic, payload) || unpack(payload))
 		return -1;
 	cjc_cursor_init(c, payload->data, payload->len);
 	uint32_t v = cjc_cursor_u32(c);
@@ -190,7 +204,7 @@ static int records_write(const struct cjc_store *s, const char *sub, struct cjc_
 			 size_t start, uint32_t count)
 {
 	cjc_buf_set_u32(framed, start + RECORDS_COUNT_AT, count);
-	cjc_blob_close(framed, start);
+	cjc_blob_close_packed(framed, start, s->compression_level);
 	int rc = cjc_blob_memo_replace(s, sub, framed->data, framed->len);
 	int e = errno;
 	cjc_buf_release(framed);
@@ -213,6 +227,8 @@ int cjc_manifest_read(const struct cjc_store *s, const char *sub, struct cjc_man
 	memset(m, 0, sizeof *m);
 	int rc = cjc_blob_read(s, sub, CJC_MANIFEST_MAGIC, &payload);
 	if (!rc)
+		rc = unpack(&payload);
+	if (!rc)
 		rc = cjc_manifest_decode(payload.data, payload.len, m);
 	int e = errno;
 	cjc_buf_release(&payload);
@@ -229,7 +245,7 @@ int cjc_manifest_add(const struct cjc_store *s, const char *sub,
 	struct cjc_buf framed = CJC_BUF_INIT;
 	size_t start = cjc_blob_open(&framed, CJC_MANIFEST_MAGIC);
 	cjc_manifest_encode_with(&old, rec, &framed);
-	cjc_blob_close(&framed, start);
+	cjc_blob_close_packed(&framed, start, s->compression_level);
 	int rc = cjc_store_replace(s, sub, framed.data, framed.len);
 	int e = errno;
 	cjc_buf_release(&framed);

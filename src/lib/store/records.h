@@ -57,9 +57,11 @@ int cjc_blob_write_memo(const struct cjc_store *s, const char *sub, const char m
 			const struct cjc_buf *payload);
 
 /* Files of records, which are memos: a payload of u32 version, u32 count,
- * then the records.  Reading checks the frame and the version and leaves
- * the cursor (over payload) at the first record; writing creates the
- * directory if needed. */
+ * then the records.  Reading checks the frame, unpacks a packed payload
+ * (blob.h) and checks the version, and leaves the cursor (over payload) at
+ * the first record; writing packs at the store's compression_level and
+ * creates the directory if needed.  Manifests are packed and unpacked the
+ * same way. */
 int cjc_blob_read_records(const struct cjc_store *s, const char *sub, const char magic[4],
 			  uint32_t version, struct cjc_buf *payload, struct cjc_cursor *c,
 			  uint32_t *count);

@@ -276,12 +276,11 @@ int cjc_sign_verify_writer(const char *trusted_file, const char *own_key_file, c
 int cjc_sign_verify_entry(int dfd, const char *trusted_file, struct cjc_buf *why)
 {
 	struct cjc_buf meta = CJC_BUF_INIT, sig = CJC_BUF_INIT;
-	int rc = cjc_read_bounded(dfd, "metadata.json", O_NOFOLLOW, CJC_STORE_MAX_METADATA, &meta);
-	if (rc)
-		cjc_buf_addf(why, "cannot read metadata.json: %s", cjc_untrusted_error(errno));
-	else if (cjc_read_bounded(dfd, CJC_SIGN_FILE, O_NOFOLLOW, CJC_SIGN_MAX, &sig) && errno != ENOENT)
+	int rc = cjc_entry_metadata_text(dfd, &meta, why);
+	if (!rc && cjc_read_bounded(dfd, CJC_SIGN_FILE, O_NOFOLLOW, CJC_SIGN_MAX, &sig) &&
+	    errno != ENOENT)
 		rc = -2, cjc_buf_addf(why, "cannot read %s: %s", CJC_SIGN_FILE, cjc_untrusted_error(errno));
-	else
+	else if (!rc)
 		rc = verify(trusted_file, NULL, meta.data, meta.len, sig.data, sig.len, why);
 	cjc_buf_release(&meta);
 	cjc_buf_release(&sig);

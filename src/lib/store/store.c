@@ -442,6 +442,32 @@ char *cjc_store_hash_cache_name(const char *cwd, const char *source)
  * and by the file's stamp too, noting the stamp for the next reader. */
 enum memo_use { MEMO_NONE, MEMO_BY_HASH, MEMO_FULL };
 
+/* The document a compressed metadata.json holds (stored: its bytes),
+ * appended to text: 0, or -1 (why). */
+static int metadata_inflate(const struct cjc_buf *stored, struct cjc_buf *text, struct cjc_buf *why)
+{
+	const char *bad;
+	if (!cjc_inflate_frame(stored->data, stored->len, CJC_STORE_MAX_METADATA, text, &bad))
+		return 0;
+	cjc_buf_addf(why, "metadata.json is damaged: %s", bad);
+	return -1;
+}
+
+int cjc_entry_metadata_text(int dfd, struct cjc_buf *text, struct cjc_buf *why)
+{
+	struct cjc_buf stored = CJC_BUF_INIT;
+	int rc = cjc_read_bounded(dfd, "metadata.json", O_NOFOLLOW, CJC_STORE_MAX_METADATA,
+				  &stored);
+	if (rc)
+		cjc_buf_addf(why, "cannot read metadata.json: %s", cjc_untrusted_error(errno));
+	else if (cjc_compressed(stored.data, stored.len))
+		rc = metadata_inflate(&stored, text, why);
+	else
+		cjc_buf_add(text, stored.data, stored.len);
+	cjc_buf_release(&stored);
+	return rc;
+}
+
 /* Checks the metadata's text; with a memo, a document already checked is
  * recognised by its hash instead of parsed again, and with MEMO_FULL the
  * file's stamp (st, taken at taken_ns) is noted for the next reader. */
@@ -454,7 +480,12 @@ static int check_metadata(struct cjc_entry *e, const struct cjc_buf *text, const
 	if (use_memo)
 		cjc_hash_buf(text->data, text->len, sha);
 	if (!use_memo || !cjc_metamemo_find(key, sha, &e->files, &e->nfiles, &e->duration_ms)) {
-		e->meta = cjc_metadata_parse(text->data, text->len, key, why);
+		struct cjc_buf plain = CJC_BUF_INIT;
+		bool packed = cjc_compressed(text->data, text->len);
+		if (!packed || !metadata_inflate(text, &plain, why))
+			e->meta = packed ? cjc_metadata_parse(plain.data, plain.len, key, why)
+					 : cjc_metadata_parse(text->data, text->len, key, why);
+		cjc_buf_release(&plain);
 		if (!e->meta)
 			return -1;
 		e->files = cjc_metadata_artifacts(e->meta, &e->nfiles);
@@ -938,7 +969,20 @@ int cjc_staging_finish(struct cjc_staging *st, const struct cjc_buf *metadata,
 {
 	int rc = signature && signature->len
 			 ? write_staged(st, CJC_SIGN_FILE, signature->data, signature->len) : 0;
-	return rc ? rc : write_staged(st, "metadata.json", metadata->data, metadata->len);
+	if (rc)
+		return rc;
+	/* compressed where that is smaller, with zstd's checksum of the
+	 * document: nothing else records what the file holds */
+	struct cjc_buf packed = CJC_BUF_INIT;
+	bool pack = st->compression_level > 0 &&
+		    !cjc_compress_summed(metadata->data, metadata->len, st->compression_level,
+					 &packed) &&
+		    packed.len < metadata->len;
+	rc = pack ? write_staged(st, "metadata.json", packed.data, packed.len)
+		  : write_staged(st, "metadata.json", metadata->data, metadata->len);
+	st->metadata_size = pack ? packed.len : metadata->len;
+	cjc_buf_release(&packed);
+	return rc;
 }
 
 int cjc_staging_seal(struct cjc_staging *st, const struct cjc_buf *metadata,

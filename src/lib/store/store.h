@@ -4,7 +4,10 @@
  * Layout under the namespace directory $CJC_DIR/v1/<os>-<arch>/:
  *
  *   entries/<kk>/<key>/     one entry per key (<kk>: the key's first two hex
- *                           digits); holds metadata.json (metadata.h) and the
+ *                           digits); holds metadata.json (metadata.h: the
+ *                           document, or one zstd frame of it with zstd's
+ *                           checksum, where compression_level made that
+ *                           smaller; the signature is the document's) and the
  *                           artifacts it lists, all read-only, each one zstd
  *                           frame (compress.h) when its record says "zstd"
  *                           (compression_level; kept as it is when that is
@@ -61,13 +64,13 @@
  * locks: this is safe on NFS-like file systems.
  *
  * Reading (cjc_store_open_entry, cjc_entry_copy/read): the metadata is parsed
- * strictly (or, for cjc_store_open_entry, hashed and recognised as a
- * document that passed before: metamemo.h), and every byte of every artifact
- * is hashed and its size checked as it is served; one stored compressed is
- * checked as stored (size and hash) and as inflated (size and hash), and
- * never inflated past its recorded size.  cjc_entry_open_dir always
- * parses, and gives `meta`.  Any failure is reported as damage, with the reason; the
- * entry is not touched.  Functions return 0 or -1 with errno / a reason in
+ * strictly (or, for cjc_store_open_entry, hashed as stored and recognised
+ * as a file that passed before: metamemo.h; one stored compressed passed
+ * when it inflated whole, its checksum held and the document parsed), and every byte of every
+ * artifact is hashed and its size checked as it is served; one stored compressed is checked as
+ * stored (size and hash) and as inflated (size and hash), and never inflated past its recorded
+ * size.  cjc_entry_open_dir always parses, and gives `meta`.  Any failure is reported as damage,
+ * with the reason; the entry is not touched.  Functions return 0 or -1 with errno / a reason in
  * `why`, except where an enum says more.
  */
 #ifndef CJC_STORE_H
@@ -199,6 +202,10 @@ int cjc_entry_read(const struct cjc_entry *e, const char *name, struct cjc_buf *
  * remote store keeps), appended to stored once both checks passed. */
 int cjc_entry_read_stored(const struct cjc_entry *e, const char *name, struct cjc_buf *stored,
 			  struct cjc_buf *why);
+/* The document of the metadata.json of the entry open at dfd, appended to
+ * text: read bounded, inflated when stored compressed (below).  For what
+ * needs its bytes (a signature's check, a remote store's record). */
+int cjc_entry_metadata_text(int dfd, struct cjc_buf *text, struct cjc_buf *why);
 /* Verifies every artifact. */
 int cjc_entry_verify(const struct cjc_entry *e, struct cjc_buf *why);
 void cjc_entry_release(struct cjc_entry *e);
@@ -220,6 +227,7 @@ struct cjc_staging {
 	bool sealed;       /* finished and fsynced (cjc_staging_seal): only the rename is left */
 	bool copy;         /* of an entry a remote store keeps: the rename is not made durable */
 	int compression_level; /* the store's, when begun */
+	uint64_t metadata_size; /* what metadata.json took once written (compressed or not) */
 };
 
 /* Makes and opens this writer's directory in staging/ (registered as a
