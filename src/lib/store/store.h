@@ -226,7 +226,7 @@ struct cjc_staging {
 	bool transient;    /* to be read and removed, never published: no write-back started */
 	bool sealed;       /* finished and fsynced (cjc_staging_seal): only the rename is left */
 	bool copy;         /* of an entry a remote store keeps: the rename is not made durable */
-	int compression_level; /* the store's, when begun */
+	int compression_level;  /* the store's, when begun */
 	uint64_t metadata_size; /* what metadata.json took once written (compressed or not) */
 };
 
