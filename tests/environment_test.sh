@@ -173,8 +173,8 @@ forced_header_seen() {
 
 testForcedIncludesFromEveryOrigin() {
 	forced_header_seen "INCLUDES=-I$PWD/later -I$PWD/pre -include X.h"
-	forced_header_seen "NVCC_PREPEND_FLAGS=-include X.h" -Ilater -Ipre
-	forced_header_seen NO_SETTING=1 -include sys/val.h,X.h -Ilater -Ipre
+	# a comma list, in NVCC_PREPEND_FLAGS
+	forced_header_seen "NVCC_PREPEND_FLAGS=-include sys/val.h,X.h" -Ilater -Ipre
 }
 
 # Options files named in NVCC_APPEND_FLAGS are keyed by their contents.
