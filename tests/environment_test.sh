@@ -102,6 +102,112 @@ testHeaderCreatedInAnIncludesDirectoryMisses() {
 	assertTrue "the new header is compiled in" "cmp -s b.cubin c.cubin"
 }
 
+# later_header_seen DIR ASSIGNMENT ARGS...: env.cu compiled through cjc
+# with ASSIGNMENT (VAR=value) and ARGS, then a val.h created in DIR, which
+# nvcc searches before sys/: cjc's second compile is plain nvcc's, new.
+later_header_seen() {
+	local dir=$1 set=$2
+	shift 2
+	write_env_source
+	mkdir -p "$dir"
+	rm -f "$dir/val.h"
+	env "$set" "$CJC" "$NVCC" --cubin -arch=$ARCH "$@" env.cu -o a.cubin || fail "first"
+	cp shadow/val.h "$dir/val.h"
+	env "$set" "$CJC" "$NVCC" --cubin -arch=$ARCH "$@" env.cu -o b.cubin || fail "again"
+	env "$set" "$REAL_NVCC" --cubin -arch=$ARCH "$@" env.cu -o c.cubin || fail "nvcc"
+	assertFalse "$set $*: the new header changes nvcc's output" "cmp -s a.cubin c.cubin"
+	assertTrue "$set $*: the new header is compiled in" "cmp -s b.cubin c.cubin"
+}
+
+# NVCC_PREPEND_FLAGS and NVCC_APPEND_FLAGS are parsed as the command's words.
+testIncludeOptionsInFlagVariables() {
+	later_header_seen later "NVCC_PREPEND_FLAGS=-Ilater" -isystem sys
+	later_header_seen later "NVCC_APPEND_FLAGS=-Ilater" -isystem sys
+}
+
+testIncludeCommaListsAreSplit() {
+	later_header_seen later NO_SETTING=1 -Ilater,sys
+	later_header_seen later NO_SETTING=1 -isystem later,sys
+}
+
+# An empty element of CPATH is the working directory.
+testEmptyCpathElementIsTheWorkingDirectory() {
+	later_header_seen . "CPATH=:/nonexistent" -isystem sys
+}
+
+# gcc drops an -I naming a directory also given by -isystem (the same
+# inode, through a link too): -I later then comes first.
+testIncludeDirectoryDuplicatingASystemOneIsDropped() {
+	ln -s sys link
+	later_header_seen later NO_SETTING=1 -Isys -Ilater -isystem sys
+	later_header_seen later NO_SETTING=1 -Ilink -Ilater -isystem sys
+	# and an -I naming a standard directory: <zlib.h> from later/ first
+	[ -f /usr/include/zlib.h ] || return 0
+	printf '#include <zlib.h>\n#ifndef TAG\n#define TAG 1\n#endif\n%s\n' \
+		'__global__ void k(int *p) { *p = TAG; }' >z.cu
+	rm -f later/zlib.h
+	cjc_nvcc --cubin -arch=$ARCH -I/usr/include -Ilater z.cu -o z1.cubin || fail "zlib first"
+	echo '#define TAG 2' >later/zlib.h
+	cjc_nvcc --cubin -arch=$ARCH -I/usr/include -Ilater z.cu -o z2.cubin || fail "zlib again"
+	"$REAL_NVCC" --cubin -arch=$ARCH -I/usr/include -Ilater z.cu -o z3.cubin || fail "zlib nvcc"
+	assertFalse "later/zlib.h changes nvcc's output" "cmp -s z1.cubin z3.cubin"
+	assertTrue "-I/usr/include: later/zlib.h is compiled in" "cmp -s z2.cubin z3.cubin"
+}
+
+# X.h defines X, first from pre/; one created in later/ (searched first)
+# replaces it, wherever -include X.h is given.
+forced_header_seen() {
+	local set=$1
+	shift
+	write_env_source
+	mkdir -p later pre
+	rm -f later/X.h
+	echo '#define X 4' >pre/X.h
+	env "$set" "$CJC" "$NVCC" --cubin -arch=$ARCH -isystem sys "$@" env.cu -o a.cubin || fail "first"
+	echo '#define X 6' >later/X.h
+	env "$set" "$CJC" "$NVCC" --cubin -arch=$ARCH -isystem sys "$@" env.cu -o b.cubin || fail "again"
+	env "$set" "$REAL_NVCC" --cubin -arch=$ARCH -isystem sys "$@" env.cu -o c.cubin || fail "nvcc"
+	assertFalse "$set $*: the new header changes nvcc's output" "cmp -s a.cubin c.cubin"
+	assertTrue "$set $*: the new header is compiled in" "cmp -s b.cubin c.cubin"
+}
+
+testForcedIncludesFromEveryOrigin() {
+	forced_header_seen "INCLUDES=-I$PWD/later -I$PWD/pre -include X.h"
+	# a comma list, in NVCC_PREPEND_FLAGS
+	forced_header_seen "NVCC_PREPEND_FLAGS=-include sys/val.h,X.h" -Ilater -Ipre
+}
+
+# Options files named in NVCC_APPEND_FLAGS are keyed by their contents.
+testOptionsFileInFlagVariable() {
+	write_env_source
+	echo -DX=3 >opts.txt
+	NVCC_APPEND_FLAGS="-optf opts.txt" cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu \
+		-o a.cubin || fail "first"
+	echo -DX=5 >opts.txt
+	NVCC_APPEND_FLAGS="-optf opts.txt" cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu \
+		-o b.cubin || fail "again"
+	NVCC_APPEND_FLAGS="-optf opts.txt" "$REAL_NVCC" --cubin -arch=$ARCH -isystem sys env.cu \
+		-o c.cubin || fail "nvcc"
+	assertFalse "the file changes nvcc's output" "cmp -s a.cubin c.cubin"
+	assertTrue "the file's new contents are compiled in" "cmp -s b.cubin c.cubin"
+}
+
+# -G in NVCC_APPEND_FLAGS records the working directory, as on the command
+# line; -MD there writes a dependency file a hit would not: uncacheable.
+testDebugAndDependencyOptionsInFlagVariable() {
+	write_env_source
+	mkdir -p A B
+	local src=$PWD/env.cu sys=$PWD/sys
+	(cd A && NVCC_APPEND_FLAGS=-G cjc_nvcc --cubin -arch=$ARCH -isystem "$sys" "$src" \
+		-o a.cubin) || fail "in A"
+	(cd B && NVCC_APPEND_FLAGS=-G cjc_nvcc --cubin -arch=$ARCH -isystem "$sys" "$src" \
+		-o b.cubin) || fail "in B"
+	expect_why B/b.cubin "working directory changed"
+	NVCC_APPEND_FLAGS=-MD cjc_nvcc -c -arch=$ARCH -isystem sys env.cu -o m.o || fail "-MD"
+	expect_why m.o "uncacheable"
+	assertTrue "nvcc wrote the dependency file" "[ -s m.d ]"
+}
+
 testUncacheableVariablesAreCountedAndSaid() {
 	write_env_source
 	cjc_nvcc --cubin -arch=$ARCH -isystem sys env.cu -o a.cubin || fail "warm"
@@ -268,6 +374,18 @@ testJitNvccPath() {
 	said=$(jit t.cu -I"$PWD" '-DX=__TIME__') || fail "time option 2"
 	assertEquals "an option's time macro is not cached" "miss -" "$said"
 	expect_stat hits 0
+}
+
+# The JIT library's nvcc path splits -I's comma list too.
+testJitNvccPathSplitsCommaLists() {
+	[ -n "${CJC_JIT_CLI:-}" ] || { startSkipping; return; }
+	write_env_source
+	mkdir -p later
+	jit --out a.cubin env.cu -I"$PWD/later,$PWD/sys" >/dev/null || fail "warm"
+	cp shadow/val.h later/val.h
+	jit --out b.cubin env.cu -I"$PWD/later,$PWD/sys" >/dev/null || fail "again"
+	"$REAL_NVCC" --cubin -arch=$ARCH env.cu -I"$PWD/later,$PWD/sys" -o c.cubin || fail "nvcc"
+	assertTrue "the new header is compiled in" "cmp -s b.cubin c.cubin"
 }
 
 . "$SHUNIT2"

@@ -56,22 +56,27 @@ static bool newer_than(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
-/* The directories of a search-path variable (CPATH, ...), in order. */
+/* The directories of a search-path variable (CPATH, ...), in order; an
+ * empty element is the working directory, as gcc reads them. */
 static void push_path_variable(struct cjc_strvec *dirs, const char *name)
 {
 	const char *v = getenv(name);
-	char *copy = cjc_xstrdup(v ? v : ""), *save = NULL;
-	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
-		cjc_strvec_push(dirs, d);
-	free(copy);
+	for (const char *s = v && *v ? v : NULL; s;) {
+		const char *end = strchr(s, ':');
+		size_t n = end ? (size_t)(end - s) : strlen(s);
+		if (n)
+			cjc_strvec_pushn(dirs, s, n);
+		else
+			cjc_strvec_push(dirs, ".");
+		s = end ? end + 1 : NULL;
+	}
 }
 
-/* The -I (or, with isystem, -isystem) directories of INCLUDES or
+/* The values of one option (-I, -isystem, -include) in INCLUDES or
  * SYSTEM_INCLUDES, in order (the parse refused any other word, nvcc_args.c). */
-static void push_flag_dirs(struct cjc_strvec *dirs, const char *name, bool isystem)
+static void push_flag_values(struct cjc_strvec *dirs, const char *name, const char *opt)
 {
 	const char *v = getenv(name);
-	const char *opt = isystem ? "-isystem" : "-I";
 	size_t n = strlen(opt);
 	struct cjc_strvec words = CJC_STRVEC_INIT;
 	if (v)
@@ -85,27 +90,62 @@ static void push_flag_dirs(struct cjc_strvec *dirs, const char *name, bool isyst
 	cjc_strvec_clear(&words);
 }
 
-/* The host compiler's search path, in its order: the command's -I (the
- * user's, the toolkit's include, INCLUDES's), CPATH, the command's -isystem
- * (the user's, the toolkit's cccl, SYSTEM_INCLUDES's), CPLUS_INCLUDE_PATH;
+/* Whether dir is the same directory (device and inode) as one of dirs, or
+ * as one of the host compiler's standard directories known here. */
+static bool system_dir(const char *dir, const struct cjc_strvec *dirs)
+{
+	static const char *const standard[] = { "/usr/local/include", "/usr/include" };
+	struct stat a, b;
+	if (stat(dir, &a) || !S_ISDIR(a.st_mode))
+		return false;
+	for (size_t i = 0; i < dirs->n + 2; i++) {
+		const char *d = i < dirs->n ? dirs->v[i] : standard[i - dirs->n];
+		if (!stat(d, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The host compiler's search path, in its order: the bracket chain (the
+ * command's -I: the user's, the toolkit's include, INCLUDES's; CPATH),
+ * then the system chain (the command's -isystem: the user's, the toolkit's
+ * cccl, SYSTEM_INCLUDES's; CPLUS_INCLUDE_PATH; the standard directories);
  * C_INCLUDE_PATH (not searched for C++) last, where it can only add
- * candidates. */
+ * candidates.  As gcc does, a bracket directory that is also a system one
+ * is dropped (of gcc's standard directories, which are not walked, only
+ * /usr/local/include and /usr/include are known here, docs/key.md).
+ */
 static void search_path(const struct cjc_compile *c, const struct cjc_toolkit_dirs *t,
 			struct cjc_strvec *dirs)
 {
-	cjc_strvec_pushv(dirs, c->search.dirs.v, c->search.dirs.n);
+	struct cjc_strvec bracket = CJC_STRVEC_INIT, system = CJC_STRVEC_INIT;
+	cjc_strvec_pushv(&bracket, c->search.dirs.v, c->search.dirs.n);
 	if (t->include)
-		cjc_strvec_push(dirs, t->include);
-	push_flag_dirs(dirs, "INCLUDES", false);
-	push_flag_dirs(dirs, "SYSTEM_INCLUDES", false);
-	push_path_variable(dirs, "CPATH");
-	cjc_strvec_pushv(dirs, c->isystem.v, c->isystem.n);
+		cjc_strvec_push(&bracket, t->include);
+	push_flag_values(&bracket, "INCLUDES", "-I");
+	push_flag_values(&bracket, "SYSTEM_INCLUDES", "-I");
+	push_path_variable(&bracket, "CPATH");
+	cjc_strvec_pushv(&system, c->isystem.v, c->isystem.n);
 	if (t->cccl)
-		cjc_strvec_push(dirs, t->cccl);
-	push_flag_dirs(dirs, "INCLUDES", true);
-	push_flag_dirs(dirs, "SYSTEM_INCLUDES", true);
-	push_path_variable(dirs, "CPLUS_INCLUDE_PATH");
+		cjc_strvec_push(&system, t->cccl);
+	push_flag_values(&system, "INCLUDES", "-isystem");
+	push_flag_values(&system, "SYSTEM_INCLUDES", "-isystem");
+	push_path_variable(&system, "CPLUS_INCLUDE_PATH");
+	for (size_t i = 0; i < bracket.n; i++)
+		if (!system_dir(bracket.v[i], &system))
+			cjc_strvec_push(dirs, bracket.v[i]);
+	cjc_strvec_pushv(dirs, system.v, system.n);
 	push_path_variable(dirs, "C_INCLUDE_PATH");
+	cjc_strvec_clear(&bracket);
+	cjc_strvec_clear(&system);
+}
+
+/* Walks a forced include (-include) as gcc finds it (includescan.h). */
+static void scan_forced(const struct cjc_miss *m, const char *name, struct cjc_search_path *sp,
+			struct cjc_manifest_record *rec)
+{
+	cjc_includescan_forced(name, m->c->place.cwd ? m->c->place.cwd : ".", sp, &rec->absent);
 }
 
 /* The files __has_include found (includescan.h): their presence decides the
@@ -166,9 +206,13 @@ static void scan_files(const struct cjc_miss *m, struct cjc_manifest_record *rec
 	bool fixed = cjc_rules_epoch();
 	cjc_toolkit_dirs_find(rec->deps, rec->ndeps, &t);
 	search_path(m->c, &t, &sp.dirs);
-	for (size_t i = 0; i < m->c->preincludes.n; i++)
-		cjc_includescan_forced(m->c->preincludes.v[i], m->c->place.cwd ? m->c->place.cwd : ".",
-				       &sp, &rec->absent);
+	struct cjc_strvec forced = CJC_STRVEC_INIT;
+	cjc_strvec_pushv(&forced, m->c->preincludes.v, m->c->preincludes.n);
+	push_flag_values(&forced, "INCLUDES", "-include");
+	push_flag_values(&forced, "SYSTEM_INCLUDES", "-include");
+	for (size_t i = 0; i < forced.n; i++)
+		scan_forced(m, forced.v[i], &sp, rec);
+	cjc_strvec_clear(&forced);
 	size_t ndeps = rec->ndeps;
 	for (size_t i = 0; i < ndeps; i++) {
 		struct cjc_buf content = CJC_BUF_INIT;

@@ -381,6 +381,7 @@ struct parser {
 	int depth;
 	int private_depth; /* inside an options file that others cannot read */
 	bool epoch;        /* SOURCE_DATE_EPOCH is set (rules.h) */
+	bool in_env;       /* parsing NVCC_PREPEND_FLAGS or NVCC_APPEND_FLAGS */
 };
 
 static void uncacheable(struct cjc_compile *c, const char *reason)
@@ -645,6 +646,25 @@ static void note_path_word(struct cjc_compile *c, char *const *words, int used, 
 	c->path_at[c->npath_words++] = (size_t)(value - words[k]);
 }
 
+/* The names of a comma-separated list, as nvcc splits -I, -isystem and
+ * -include values; empty ones are dropped. */
+static void push_list(struct cjc_strvec *v, const char *value)
+{
+	if (!strchr(value, ',')) {
+		cjc_strvec_push(v, value);
+		return;
+	}
+	for (const char *s = value;;) {
+		const char *end = strchr(s, ',');
+		size_t n = end ? (size_t)(end - s) : strlen(s);
+		if (n)
+			cjc_strvec_pushn(v, s, n);
+		if (!end)
+			break;
+		s = end + 1;
+	}
+}
+
 /* Applies one option; given are the one or two command-line words it used. */
 static void apply_option(struct parser *p, const struct nvcc_option *o, char *const *given,
 			 int used, const char *value, enum origin from)
@@ -653,7 +673,9 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	bool is_dep = is_output_option(o->action);
 	char *words[2] = { given[0], used == 2 ? given[1] : NULL }, *own = NULL;
 	if (is_dep && from != ARGV) {
-		uncacheable(c, "an output or dependency option inside an options file");
+		uncacheable(c, p->in_env ? "an output or dependency option in NVCC_PREPEND_FLAGS or "
+					   "NVCC_APPEND_FLAGS"
+					 : "an output or dependency option inside an options file");
 		return;
 	}
 	if (o->flags & PATH)
@@ -701,9 +723,9 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	case DEP_MT: set_once(c, &c->dep_target, value, "several dependency targets"); break;
 	case OPTFILE: break;
 	case CCBIN: cjc_replace_string(&c->ccbin, value); break;
-	case INCLUDE: cjc_strvec_push(&c->search.dirs, value); break;
-	case ISYSTEM: cjc_strvec_push(&c->isystem, value); break;
-	case PREINCLUDE: cjc_strvec_push(&c->preincludes, value); break;
+	case INCLUDE: push_list(&c->search.dirs, value); break;
+	case ISYSTEM: push_list(&c->isystem, value); break;
+	case PREINCLUDE: push_list(&c->preincludes, value); break;
 	case HOST_DEBUG: p->host_debug = true; break;
 	case DEVICE_DEBUG: p->device_debug = true; break;
 	case LINE_INFO: p->line_info = true; break;
@@ -766,8 +788,10 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 		}
 		if (!o || missing) {
 			/* a private options file's words stay out of what is recorded */
-			char *why = p->private_depth ? cjc_xstrdup("an unknown option in an options file "
-								   "that others cannot read")
+			char *why = p->in_env ? cjc_xstrdup("an unknown option in NVCC_PREPEND_FLAGS or "
+							    "NVCC_APPEND_FLAGS")
+				: p->private_depth ? cjc_xstrdup("an unknown option in an options file "
+								 "that others cannot read")
 				: cjc_xasprintf(o ? "option %s lacks its value" : "unknown option %s", a);
 			uncacheable(c, why);
 			free(why);
@@ -969,8 +993,33 @@ static void check_stage_variables(struct cjc_compile *c)
 	}
 }
 
-/* NVCC_PREPEND_FLAGS and NVCC_APPEND_FLAGS reach nvcc too: their words are
- * keyed as text (key.c), so what they name must not depend on anything else. */
+/* NVCC_PREPEND_FLAGS and NVCC_APPEND_FLAGS reach nvcc as words before and
+ * after the command's: their text is keyed (key.c) and their words are
+ * parsed as the command's, as those of a private options file nvcc reads
+ * (an options file they name is keyed by its contents, a relative path by
+ * where it resolves, an output or dependency option makes the compile
+ * uncacheable). */
+static void parse_flag_variable(struct parser *p, const char *name)
+{
+	const char *flags = getenv(name);
+	if (!flags)
+		return;
+	struct cjc_strvec words = CJC_STRVEC_INIT;
+	char *copy = cjc_xstrdup(flags), *save = NULL;
+	for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
+		cjc_strvec_push(&words, w);
+	/* their words stay out of metadata.json and the journal, as a private
+	 * options file's: the variables are recorded by hash alone (key.c) */
+	p->in_env = true;
+	p->private_depth++;
+	parse_words(p, (int)words.n, words.v, FILE_KEPT);
+	p->private_depth--;
+	p->in_env = false;
+	cjc_strvec_clear(&words);
+	free(copy);
+}
+
+/* The variables nvcc and its stages read that cjc checks as text. */
 static void check_flag_variables(struct cjc_compile *c)
 {
 	const char *environment = cjc_key_env_uncacheable_in(&c->env, false), *name;
@@ -983,14 +1032,8 @@ static void check_flag_variables(struct cjc_compile *c)
 	static const char *const variables[] = { "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS" };
 	for (size_t i = 0; i < sizeof variables / sizeof *variables; i++) {
 		const char *flags = getenv(variables[i]);
-		if (!flags)
-			continue;
-		if (cjc_host_program_option(flags, NULL))
+		if (flags && cjc_host_program_option(flags, NULL))
 			uncacheable(c, reasons[R_HOST_PROGRAM]);
-		char *copy = cjc_xstrdup(flags), *save = NULL;
-		for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
-			c->native_arch |= names_native(w);
-		free(copy);
 	}
 }
 
@@ -1008,7 +1051,9 @@ void cjc_compile_parse(int argc, char *const *argv, const struct cjc_place *wher
 	p.include_dirs = json_array();
 	p.extra = json_array();
 	p.forward_unknown = forwards_unknown(argc, argv);
+	parse_flag_variable(&p, "NVCC_PREPEND_FLAGS");
 	parse_words(&p, argc, argv, ARGV);
+	parse_flag_variable(&p, "NVCC_APPEND_FLAGS");
 	check_flag_variables(c);
 	finish(&p);
 	finish_place(&p);
@@ -1109,34 +1154,12 @@ void cjc_compile_release(struct cjc_compile *c)
 	memset(c, 0, sizeof *c);
 }
 
-/* The -ccbin in a variable of flags nvcc reads (NVCC_APPEND_FLAGS, ...), or NULL. */
-static char *ccbin_in(const char *variable)
-{
-	const char *flags = getenv(variable);
-	if (!flags || !strstr(flags, "bin"))
-		return NULL;
-	struct cjc_strvec words = CJC_STRVEC_INIT;
-	char *copy = cjc_xstrdup(flags), *save = NULL;
-	for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
-		cjc_strvec_push(&words, w);
-	struct cjc_compile c;
-	cjc_compile_parse((int)words.n, words.v, NULL, &c);
-	char *ccbin = c.ccbin ? cjc_xstrdup(c.ccbin) : NULL;
-	cjc_compile_release(&c);
-	cjc_strvec_clear(&words);
-	free(copy);
-	return ccbin;
-}
-
 /* The host compiler nvcc runs: the last -ccbin of NVCC_PREPEND_FLAGS, the
- * command and NVCC_APPEND_FLAGS, in nvcc's order, else NVCC_CCBIN, else gcc. */
+ * command and NVCC_APPEND_FLAGS, in nvcc's order (the parse read them all),
+ * else NVCC_CCBIN, else gcc. */
 char *cjc_compile_host(const struct cjc_compile *c)
 {
-	char *ccbin = ccbin_in("NVCC_APPEND_FLAGS");
-	if (!ccbin && c->ccbin)
-		ccbin = cjc_xstrdup(c->ccbin);
-	if (!ccbin)
-		ccbin = ccbin_in("NVCC_PREPEND_FLAGS");
+	char *ccbin = c->ccbin ? cjc_xstrdup(c->ccbin) : NULL;
 	if (!ccbin && getenv("NVCC_CCBIN") && *getenv("NVCC_CCBIN"))
 		ccbin = cjc_xstrdup(getenv("NVCC_CCBIN"));
 	if (!ccbin)
