@@ -665,6 +665,24 @@ static void push_list(struct cjc_strvec *v, const char *value)
 	}
 }
 
+#define FLAG_VARIABLES "NVCC_PREPEND_FLAGS or NVCC_APPEND_FLAGS"
+
+/* Makes the compile uncacheable for word a, an option o that lacks its
+ * value or no option at all; the words of the flag variables and of a
+ * private options file stay out of what is recorded. */
+static void unknown_option(struct parser *p, const struct nvcc_option *o, const char *a)
+{
+	char *why;
+	if (p->in_env)
+		why = cjc_xstrdup("an unknown option in " FLAG_VARIABLES);
+	else if (p->private_depth)
+		why = cjc_xstrdup("an unknown option in an options file that others cannot read");
+	else
+		why = cjc_xasprintf(o ? "option %s lacks its value" : "unknown option %s", a);
+	uncacheable(p->c, why);
+	free(why);
+}
+
 /* Applies one option; given are the one or two command-line words it used. */
 static void apply_option(struct parser *p, const struct nvcc_option *o, char *const *given,
 			 int used, const char *value, enum origin from)
@@ -673,8 +691,7 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	bool is_dep = is_output_option(o->action);
 	char *words[2] = { given[0], used == 2 ? given[1] : NULL }, *own = NULL;
 	if (is_dep && from != ARGV) {
-		uncacheable(c, p->in_env ? "an output or dependency option in NVCC_PREPEND_FLAGS or "
-					   "NVCC_APPEND_FLAGS"
+		uncacheable(c, p->in_env ? "an output or dependency option in " FLAG_VARIABLES
 					 : "an output or dependency option inside an options file");
 		return;
 	}
@@ -787,14 +804,7 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 			continue;
 		}
 		if (!o || missing) {
-			/* a private options file's words stay out of what is recorded */
-			char *why = p->in_env ? cjc_xstrdup("an unknown option in NVCC_PREPEND_FLAGS or "
-							    "NVCC_APPEND_FLAGS")
-				: p->private_depth ? cjc_xstrdup("an unknown option in an options file "
-								 "that others cannot read")
-				: cjc_xasprintf(o ? "option %s lacks its value" : "unknown option %s", a);
-			uncacheable(c, why);
-			free(why);
+			unknown_option(p, o, a);
 			return -1;
 		}
 		apply_option(p, o, argv + i, used, value, from);
