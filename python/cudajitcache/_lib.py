@@ -88,9 +88,8 @@ _PROTOTYPES = [
                                     ctypes.POINTER(ctypes.c_void_p)]),
     ("cjc_jit_unload", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
     ("cjc_jit_driver_symbol", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]),
-    # not in <cudajitcache/jit.h>, but exported with it (the version script's
-    # cjc_jit_*) since 0.3.0: the library's own rule for a request's name
-    # (keys/metadata.h), so that Python refuses what the library would
+    # the library's own rule for a request's name, so that Python refuses
+    # what the library would (exported since 0.3.0, declared since 0.4)
     ("cjc_jit_name_ok", ctypes.c_bool, [ctypes.c_char_p]),
 ]
 

@@ -303,6 +303,11 @@ static int drop_call(void *ctx)
 	return drop(c->h, c->key);
 }
 
+bool cjc_jit_name_ok(const char *name)
+{
+	return cjc_request_name_ok(name);
+}
+
 int cjc_jit_drop(cjc_jit *h, const char *key)
 {
 	if (!h)

@@ -45,6 +45,7 @@
 #ifndef CUDAJITCACHE_JIT_H
 #define CUDAJITCACHE_JIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -167,6 +168,11 @@ int cjc_jit_drop(cjc_jit *jit, const char *key);
 /* A driver API function by name ("cuLaunchKernel"), for callers that do not
  * link libcuda themselves; NULL when there is no driver. */
 void *cjc_jit_driver_symbol(cjc_jit *jit, const char *name);
+/* Whether name may be a request's name: a file name nvcc takes as CUDA
+ * source (ends in .cu; letters, digits and ._-+; not starting with '.'; at
+ * most 128 bytes), so that a binding refuses what the library would.
+ * (Exported since 0.3.0.) */
+bool cjc_jit_name_ok(const char *name);
 
 #ifdef __cplusplus
 }
