@@ -677,6 +677,8 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	}
 	if (value && o->action != OPTFILE && cjc_rules_stage_options_file(value))
 		uncacheable(c, reasons[R_STAGE_OPTIONS_FILE]);
+	if (value && cjc_rules_stage_option(o->name, value))
+		uncacheable(c, cjc_rules_stage_option(o->name, value));
 	switch (o->action) {
 	case KEY: case FORWARD: break;
 	case HOST_OPTIONS:
@@ -755,6 +757,8 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 				uncacheable(c, reasons[R_HOST_PROGRAM]);
 			if (cjc_rules_host_include(a))
 				uncacheable(c, reasons[R_HOST_INCLUDE]);
+			if (cjc_rules_stage_option(NULL, a))
+				uncacheable(c, cjc_rules_stage_option(NULL, a));
 			cjc_strvec_push(&c->key_args, a);
 			if (from != FILE_KEPT)
 				cjc_strvec_push(&c->nvcc_args, a);
