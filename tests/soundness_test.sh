@@ -692,6 +692,9 @@ testHostProfileUseIsNotCached() {
 	"$REAL_NVCC" $use || fail "nvcc"
 	assertNotEquals "the profile changes nvcc's code" "$before" "$(host_section g.o .text)"
 	assertEquals "the second is nvcc's" "$(host_section g.o .text)" "$(host_section c.o .text)"
+	NVCC_APPEND_FLAGS="-Xcompiler -fprofile-use,-Wno-missing-profile" \
+		cjc_nvcc -c -arch=$ARCH g.cu -o g.o || fail "in NVCC_APPEND_FLAGS"
+	expect_why g.o "uncacheable: a host-compiler option reads or writes a file"
 }
 
 # wait_for_stat NAME N: until the counter reaches N (a verifier runs

@@ -194,6 +194,12 @@ static void test_rules_unlisted(void)
 						    "--include_directory=d" };
 	for (size_t i = 0; i < sizeof cudafe_files / sizeof *cudafe_files; i++)
 		CHECK(cjc_rules_stage_option("cudafe-options", cudafe_files[i]));
+	CHECK(cjc_rules_flag_variable("-O3 -Xcompiler -fprofile-use"));
+	CHECK(cjc_rules_flag_variable("-Xcudafe --preinclude=p.h"));
+	CHECK(cjc_rules_flag_variable("--cudafe-options=--preinclude=p.h -O3"));
+	CHECK(cjc_rules_flag_variable("-O3 -Xcudafe"));
+	CHECK(!cjc_rules_flag_variable("-Xcudafe --diag_suppress=177 -O3 -Iinc"));
+	CHECK(!cjc_rules_flag_variable(NULL));
 }
 
 static void test_option_lookups(void)

@@ -991,6 +991,8 @@ static void check_flag_variables(struct cjc_compile *c)
 			continue;
 		if (cjc_host_program_option(flags, NULL))
 			uncacheable(c, reasons[R_HOST_PROGRAM]);
+		if (cjc_rules_flag_variable(flags))
+			uncacheable(c, cjc_rules_flag_variable(flags));
 		char *copy = cjc_xstrdup(flags), *save = NULL;
 		for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save))
 			c->native_arch |= names_native(w);

@@ -346,6 +346,35 @@ const char *cjc_rules_stage_option(const char *option, const char *value)
 	return NULL;
 }
 
+/* The cudafe++ options among flags' words (-Xcudafe V, -Xcudafe=V,
+ * --cudafe-options V, --cudafe-options=V), each as its option word would. */
+static bool flags_cudafe_files(const char *flags)
+{
+	char *copy = cjc_xstrdup(flags), *save = NULL;
+	bool files = false, value = false;
+	for (char *w = strtok_r(copy, " \t\n", &save); w && !files;
+	     w = strtok_r(NULL, " \t\n", &save)) {
+		const char *name = w + (w[0] == '-' && w[1] == '-' ? 2 : w[0] == '-');
+		bool option = cjc_starts_with(name, "Xcudafe") ||
+			      cjc_starts_with(name, "cudafe-options");
+		const char *eq = option ? strchr(w, '=') : NULL;
+		if (value || eq)
+			files = cjc_rules_stage_option("Xcudafe", value ? w : eq + 1) != NULL;
+		value = option && !eq;
+	}
+	free(copy);
+	return files || value;
+}
+
+const char *cjc_rules_flag_variable(const char *flags)
+{
+	if (!flags)
+		return NULL;
+	if (cjc_rules_stage_option(NULL, flags))
+		return CJC_RULES_HOST_FILES;
+	return flags_cudafe_files(flags) ? CJC_RULES_CUDAFE_FILES : NULL;
+}
+
 /* ---- paths ---- */
 
 enum { AT_SITE = 1, ANYWHERE = 2 }; /* what a macro expands to: the two kinds above */

@@ -147,6 +147,9 @@ bool cjc_rules_host_include(const char *word);
 const char *cjc_rules_unlisted_file(const char *text, size_t len);
 char *cjc_rules_unlisted_file_why(const char *text, size_t len, const char *path);
 const char *cjc_rules_stage_option(const char *option, const char *value);
+/* The same over NVCC_PREPEND_FLAGS' or NVCC_APPEND_FLAGS' value, keyed as
+ * text: every word as the host compiler's, and -Xcudafe's values. */
+const char *cjc_rules_flag_variable(const char *flags);
 
 /* Whether the source's path can reach the output (above): texts[0] is the
  * source, the others the files it read; options the option words, one a
