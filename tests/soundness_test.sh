@@ -611,6 +611,93 @@ testEveryIncludeSpellingAndFileReadIsFollowed() {
 	changed_then "-Xptxas -optf" "echo -O0 >popt" -Xptxas -optf,popt p.cu
 }
 
+# gcc's long spellings of its include options (hostile30): a header that
+# appears in --include-directory's directory, or -imacros' file found
+# earlier on the search path.
+testHostIncludeLongSpellingsAreFollowed() {
+	mkdir -p inc1 inc2
+	echo '#define V 1' >inc2/cfg.h
+	printf '#include <cfg.h>\n__global__ void k(int *o) { *o = V; }\n' >c.cu
+	changed_then "--include-directory=" "echo '#define V 2' >inc1/cfg.h" \
+		-isystem inc2 -Xcompiler --include-directory=inc1 c.cu
+	printf '__global__ void k(int *o) { *o = W; }\n' >w.cu
+	echo '#define W 1' >inc2/pre.h
+	changed_then "--imacros=" "echo '#define W 2' >inc1/pre.h" \
+		--compiler-options=--imacros=pre.h -Iinc1 -Iinc2 w.cu
+	expect_why c2.cubin "uncacheable: a host-compiler option adds an include directory"
+}
+
+# host_section OBJECT SECTION: the section's bytes' digest.
+host_section() {
+	objcopy -O binary --only-section="$2" "$1" /dev/stdout | md5sum | cut -c1-12
+}
+
+# changed_host_then NAME SECTION CHANGE ARG...: as changed_then, objects
+# compared by a host section (objects differ in __nv_module_id), which
+# CHANGE must change.
+changed_host_then() {
+	local name=$1 section=$2 change=$3
+	shift 3
+	cjc_nvcc -c -arch=$ARCH "$@" -o c1.o || fail "$name: first"
+	eval "$change"
+	cjc_nvcc -c -arch=$ARCH "$@" -o c2.o || fail "$name: second"
+	"$REAL_NVCC" -c -arch=$ARCH "$@" -o p.o || fail "$name: nvcc"
+	assertNotEquals "$name: the change changes nvcc's output" \
+		"$(host_section c1.o "$section")" "$(host_section p.o "$section")"
+	assertEquals "$name: the second is nvcc's" \
+		"$(host_section p.o "$section")" "$(host_section c2.o "$section")"
+}
+
+# Files read that nvcc's dependency list leaves out (hostile30): the
+# assembler's .incbin; cudafe++'s -Xcudafe --preinclude; the time of
+# #pragma GCC dependency's file, which fails the compile under -Werror.
+testAssemblerIncbinIsNotCached() {
+	printf 'asm(".section .rodata\\n.incbin \\"data.bin\\"\\n.previous\\n");\n__global__ void k(int *p) { *p = 1; }\n' >b.cu
+	printf AAAA >data.bin
+	changed_host_then .incbin .rodata "printf BBBB >data.bin" b.cu
+	expect_why c2.o "uncacheable: an assembler directive that reads a file"
+}
+
+testCudafePreincludeIsNotCached() {
+	printf 'const char tag[] = V;\nconst char *use() { return tag; }\n__global__ void k(int *p) { *p = 1; }\n' >t.cu
+	echo '#define V "one"' >pre.h
+	changed_host_then "-Xcudafe --preinclude" .rodata "echo '#define V \"two\"' >pre.h" \
+		-Xcudafe --preinclude=pre.h t.cu
+}
+
+testGccDependencyPragmaIsNotCached() {
+	printf '_Pragma("GCC dependency \\"dep.txt\\"")\n__global__ void k(int *p) { *p = 1; }\n' >d.cu
+	echo v1 >dep.txt
+	touch -d '1 hour ago' dep.txt d.cu
+	cjc_nvcc --cubin -arch=$ARCH -Xcompiler -Werror d.cu -o d1.cubin || fail "dependency: first"
+	touch dep.txt
+	assertFalse "a newer dependency fails the compile" \
+		"cjc_nvcc --cubin -arch=$ARCH -Xcompiler -Werror d.cu -o d2.cubin 2>/dev/null"
+}
+
+# -Xcompiler -fprofile-use: gcc reads the profile by the output's name,
+# which no key covers (and cjc's own output name hides it on a miss).
+testHostProfileUseIsNotCached() {
+	printf 'int f(int x) { for (int i = 0; i < 100; i++) if (x %% 7 == i) x += i * 3; else x ^= i; return x; }\nint main(int c, char **) { int s = 0; for (int i = 0; i < 100000; i++) s += f(i + c); return s == 1; }\n__global__ void k(int *p) { *p = 1; }\n' >g.cu
+	"$REAL_NVCC" -c -arch=$ARCH -Xcompiler -fprofile-generate g.cu -o g.o || fail "instrumented"
+	"$REAL_NVCC" -arch=$ARCH g.o -lgcov -o prog && ./prog
+	assertTrue "the run wrote a profile" "[ -s g.gcda ]"
+	mv g.gcda profile
+	local use="-c -arch=$ARCH -Xcompiler -fprofile-use,-Wno-missing-profile g.cu -o g.o" before
+	cjc_nvcc $use || fail "without a profile"
+	before=$(host_section g.o .text)
+	cp profile g.gcda
+	cjc_nvcc $use || fail "with the profile"
+	expect_why g.o "uncacheable: a host-compiler option reads or writes a file"
+	cp g.o c.o
+	"$REAL_NVCC" $use || fail "nvcc"
+	assertNotEquals "the profile changes nvcc's code" "$before" "$(host_section g.o .text)"
+	assertEquals "the second is nvcc's" "$(host_section g.o .text)" "$(host_section c.o .text)"
+	NVCC_APPEND_FLAGS="-Xcompiler -fprofile-use,-Wno-missing-profile" \
+		cjc_nvcc -c -arch=$ARCH g.cu -o g.o || fail "in NVCC_APPEND_FLAGS"
+	expect_why g.o "uncacheable: a host-compiler option reads or writes a file"
+}
+
 # wait_for_stat NAME N: until the counter reaches N (a verifier runs
 # apart from the build), bounded by two minutes.
 wait_for_stat() {

@@ -160,6 +160,72 @@ static void test_rules(void)
 	cjc_buf_release(&t[1]);
 }
 
+/* rules.h: gcc's long include spellings, files no dependency list names,
+ * and the stage options that read or write files. */
+static void test_rules_unlisted(void)
+{
+	static const char *const includes[] = { "--include-directory=inc",
+						"--include=pre.h",
+						"--imacros=pre.h",
+						"--include-directory-after=d",
+						"-O2,--include-with-prefix=d",
+						"--prefix=/opt/",
+						"--sysroot=/s",
+						"-imultilib d" };
+	for (size_t i = 0; i < sizeof includes / sizeof *includes; i++)
+		CHECK(cjc_rules_host_include(includes[i]));
+	CHECK(!cjc_rules_host_include("-O2,-finline-limit=5"));
+	static const char *const read[] = { "asm(\".incbin \\\"a.bin\\\"\");",
+					    "asm(\".INCBIN \\\"a\\\"\");",
+					    "asm(\".\" \"incbin x\");",
+					    "asm(\".inc\\\nbin x\");",
+					    "asm(\".include \\\"m.s\\\"\");",
+					    "#pragma GCC dependency \"f\"",
+					    "# pragma GCC /* c */ dependency \"f\"",
+					    "_Pragma(\"GCC dependency \\\"f\\\"\")",
+					    "#pragma GCC \\\n dependency \"f\"",
+					    "DO(GCC\n  dependency \"f\")" };
+	for (size_t i = 0; i < sizeof read / sizeof *read; i++)
+		CHECK(cjc_rules_unlisted_file(read[i], strlen(read[i])) != NULL);
+	static const char *const quiet[] = {
+		"#include <a.h>",          "// a dependency of GCC builds",
+		"/* GCC: a dependency */", "#pragma GCC diagnostic push",
+		"int GCCdependency;",      "x.includes"
+	};
+	for (size_t i = 0; i < sizeof quiet / sizeof *quiet; i++)
+		CHECK(!cjc_rules_unlisted_file(quiet[i], strlen(quiet[i])));
+	char *why = cjc_rules_unlisted_file_why("#pragma GCC dependency \"f\"", 26, "k.cu");
+	CHECK(why && cjc_ends_with(why, " in k.cu"));
+	free(why);
+	static const char *const host[] = { "-fprofile-use",      "-O2,-fprofile-use=p",
+					    "--profile-use",      "-fauto-profile=a",
+					    "-fprofile-generate", "--coverage",
+					    "-fdump-tree-all",    "-gsplit-dwarf",
+					    "-fstack-usage" };
+	for (size_t i = 0; i < sizeof host / sizeof *host; i++)
+		CHECK(cjc_rules_stage_option("Xcompiler", host[i]) &&
+		      cjc_rules_stage_option(NULL, host[i]));
+	CHECK(!cjc_rules_stage_option("Xcompiler", "-O2,-fno-profile-use,-Wall"));
+	CHECK(!cjc_rules_stage_option("Xptxas", "-fprofile-use"));
+	static const char *const cudafe_inert[] = { "--diag_suppress=177", "--diag_suppress,177",
+						    "--display_error_number",
+						    "--diag_warning=set_but_not_used" };
+	for (size_t i = 0; i < sizeof cudafe_inert / sizeof *cudafe_inert; i++)
+		CHECK(!cjc_rules_stage_option("Xcudafe", cudafe_inert[i]));
+	static const char *const cudafe_files[] = { "--preinclude=pre.h",
+						    "--diag_suppress=1,--preinclude=p", "pre.h",
+						    "--diag_suppress=../x",
+						    "--include_directory=d" };
+	for (size_t i = 0; i < sizeof cudafe_files / sizeof *cudafe_files; i++)
+		CHECK(cjc_rules_stage_option("cudafe-options", cudafe_files[i]));
+	CHECK(cjc_rules_flag_variable("-O3 -Xcompiler -fprofile-use"));
+	CHECK(cjc_rules_flag_variable("-Xcudafe --preinclude=p.h"));
+	CHECK(cjc_rules_flag_variable("--cudafe-options=--preinclude=p.h -O3"));
+	CHECK(cjc_rules_flag_variable("-O3 -Xcudafe"));
+	CHECK(!cjc_rules_flag_variable("-Xcudafe --diag_suppress=177 -O3 -Iinc"));
+	CHECK(!cjc_rules_flag_variable(NULL));
+}
+
 static void test_option_lookups(void)
 {
 	CHECK(cjc_nvcc_option_find("I") && cjc_nvcc_option_takes_value(cjc_nvcc_option_find("I")));
@@ -1001,6 +1067,7 @@ int main(void)
 	test_env_table();
 	test_rules();
 	test_rules_expanded();
+	test_rules_unlisted();
 	test_fatbin_zstd();
 	test_option_lookups();
 	test_parse_compiles();

@@ -221,6 +221,9 @@ static void scan_files(const struct cjc_miss *m, struct cjc_manifest_record *rec
 			if (macro && !*m->uncacheable)
 				*m->uncacheable = cjc_xasprintf("%s in %s%s", macro, rec->deps[i].path,
 								fixed ? "" : " and no SOURCE_DATE_EPOCH");
+			if (!*m->uncacheable)
+				*m->uncacheable = cjc_rules_unlisted_file_why(
+					content.data, content.len, rec->deps[i].path);
 			cjc_includescan(rec->deps[i].path, content.data, content.len, &sp, &rec->absent,
 					&present);
 		}

@@ -716,6 +716,8 @@ static void apply_option(struct parser *p, const struct nvcc_option *o, char *co
 	}
 	if (value && o->action != OPTFILE && cjc_rules_stage_options_file(value))
 		uncacheable(c, reasons[R_STAGE_OPTIONS_FILE]);
+	if (value && cjc_rules_stage_option(o->name, value))
+		uncacheable(c, cjc_rules_stage_option(o->name, value));
 	switch (o->action) {
 	case KEY: case FORWARD: break;
 	case HOST_OPTIONS:
@@ -794,6 +796,8 @@ static int parse_words(struct parser *p, int argc, char *const *argv, enum origi
 				uncacheable(c, reasons[R_HOST_PROGRAM]);
 			if (cjc_rules_host_include(a))
 				uncacheable(c, reasons[R_HOST_INCLUDE]);
+			if (cjc_rules_stage_option(NULL, a))
+				uncacheable(c, cjc_rules_stage_option(NULL, a));
 			cjc_strvec_push(&c->key_args, a);
 			if (from != FILE_KEPT)
 				cjc_strvec_push(&c->nvcc_args, a);
@@ -1044,6 +1048,9 @@ static void check_flag_variables(struct cjc_compile *c)
 		const char *flags = getenv(variables[i]);
 		if (flags && cjc_host_program_option(flags, NULL))
 			uncacheable(c, reasons[R_HOST_PROGRAM]);
+		const char *file_rule = flags ? cjc_rules_flag_variable(flags) : NULL;
+		if (file_rule)
+			uncacheable(c, file_rule);
 	}
 }
 

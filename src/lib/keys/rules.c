@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/compress.h"
 #include "base/util.h"
@@ -244,9 +245,205 @@ const char *cjc_rules_nvrtc_option(const char *word)
 
 bool cjc_rules_host_include(const char *word)
 {
-	static const char *const includes[] = { "-I", "-iquote", "-isystem", "-idirafter", "-iprefix",
-						"-iwithprefix", "-isysroot", "-include", "-imacros" };
+	/* gcc's long spellings: --include-directory[-after]=, --include=,
+	 * --include-prefix=, --include-with-prefix*=, --include-barrier,
+	 * --imacros=, --prefix= (-B, whose DIR/include is searched), --sysroot=;
+	 * gcc 12 takes no abbreviation of them (measured) */
+	static const char *const includes[] = {
+		"-I",        "-iquote",   "-isystem", "-idirafter", "-iprefix",    "-iwithprefix",
+		"-isysroot", "-include",  "-imacros", "-imultilib", "-imultiarch", "-B",
+		"--include", "--imacros", "--prefix", "--sysroot",  "--embed-dir"
+	};
 	return part_starts(word, includes, sizeof includes / sizeof *includes);
+}
+
+/* ---- files the dependency list does not name ---- */
+
+static bool ident_char(char c);
+
+/* Whether word starts, in any case, with the lowercase prefix. */
+static bool starts_nocase(const char *word, const char *prefix)
+{
+	return !strncasecmp(word, prefix, strlen(prefix));
+}
+
+/* Whether text names, in any case, an assembler directive that reads a
+ * file (.incbin, .include); "incbin" needs no dot, as "." "incbin" are
+ * joined by the compiler. */
+static bool names_asm_file(const char *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = (char)(t[i] | 0x20);
+		if ((c == 'i' && n - i >= 6 && starts_nocase(t + i, "incbin")) ||
+		    (t[i] == '.' && n - i >= 8 && starts_nocase(t + i + 1, "include") &&
+		     (n - i == 8 || !ident_char(t[i + 8]))))
+			return true;
+	}
+	return false;
+}
+
+/* p past blanks, newlines and comments. */
+static const char *skip_blanks(const char *p, const char *end)
+{
+	for (;;) {
+		while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
+				   *p == '\f' || *p == '\v'))
+			p++;
+		if (end - p >= 2 && p[0] == '/' && p[1] == '*') {
+			const char *e = memmem(p + 2, (size_t)(end - p - 2), "*/", 2);
+			p = e ? e + 2 : end;
+		} else if (end - p >= 2 && p[0] == '/' && p[1] == '/') {
+			const char *e = memchr(p, '\n', (size_t)(end - p));
+			p = e ? e : end;
+		} else {
+			return p;
+		}
+	}
+}
+
+/* Whether text holds the tokens GCC dependency in sequence (blanks and
+ * comments between): #pragma GCC dependency, _Pragma("GCC dependency ..."),
+ * or a macro's argument that one stringizes into _Pragma. */
+static bool names_gcc_dependency(const char *t, size_t n)
+{
+	const char *end = t + n;
+	for (const char *p = t; (p = memmem(p, (size_t)(end - p), "GCC", 3)); p += 3) {
+		if (p > t && ident_char(p[-1]))
+			continue;
+		const char *q = skip_blanks(p + 3, end);
+		if (q != p + 3 && end - q >= 10 && !memcmp(q, "dependency", 10) &&
+		    (end - q == 10 || !ident_char(q[10])))
+			return true;
+	}
+	return false;
+}
+
+const char *cjc_rules_unlisted_file(const char *text, size_t len)
+{
+	if (!text)
+		return NULL;
+	struct cjc_buf joined = CJC_BUF_INIT;
+	size_t n;
+	const char *t = join_splices(text, len, &joined, &n);
+	const char *why = names_asm_file(t, n)         ? CJC_RULES_ASM_FILE
+			  : names_gcc_dependency(t, n) ? CJC_RULES_GCC_DEPENDENCY
+						       : NULL;
+	cjc_buf_release(&joined);
+	return why;
+}
+
+char *cjc_rules_unlisted_file_why(const char *text, size_t len, const char *path)
+{
+	const char *why = cjc_rules_unlisted_file(text, len);
+	return why ? cjc_xasprintf("%s in %s", why, path) : NULL;
+}
+
+/* Whether a part of word, split at seps, passes test. */
+static bool any_part(const char *word, const char *seps, bool (*test)(const char *part))
+{
+	char *copy = cjc_xstrdup(word ? word : ""), *save = NULL;
+	bool found = false;
+	for (char *t = strtok_r(copy, seps, &save); t && !found; t = strtok_r(NULL, seps, &save))
+		found = test(t);
+	free(copy);
+	return found;
+}
+
+/* Whether a part of a host-compiler option reads or writes a file gcc
+ * names after the output or by a name the key does not follow; "--x" is
+ * gcc's spelling of "-fx". */
+static bool host_file_part(const char *t)
+{
+	static const char *const files[] = { "-fprofile",
+					     "-fauto-profile",
+					     "-fbranch-probabilities",
+					     "-ftest-coverage",
+					     "--coverage",
+					     "-coverage",
+					     "-fcs-profile",
+					     "-fdump-",
+					     "-fcallgraph-info",
+					     "-fstack-usage",
+					     "-fopt-info",
+					     "-save-temps",
+					     "--save-temps",
+					     "-gsplit-dwarf",
+					     "-aux-info",
+					     "-MD",
+					     "-MMD",
+					     "-MF",
+					     "--MD",
+					     "sarif-file",
+					     "json-file" };
+	char *f = t[0] == '-' && t[1] == '-' ? cjc_xasprintf("-f%s", t + 2) : NULL;
+	bool found = false;
+	for (size_t i = 0; i < sizeof files / sizeof *files && !found; i++)
+		found = cjc_starts_with(t, files[i]) || (f && cjc_starts_with(f, files[i]));
+	free(f);
+	return found;
+}
+
+/* Whether a part of a cudafe++ option may read a file: every option but
+ * the diagnostics' (an allowlist: cudafe++ documents none of its options,
+ * and EDG's take files under many names: --preinclude, --include_directory,
+ * --sys_include, --use_pch, --options_file...); a value alone (no '-')
+ * must be a plain word, no name of a file. */
+static bool cudafe_file_part(const char *t)
+{
+	static const char *const inert[] = { "--diag_suppress",
+					     "--diag_warning",
+					     "--diag_error",
+					     "--diag_remark",
+					     "--diag_once",
+					     "--display_error_number",
+					     "--no_display_error_number",
+					     "--diag-suppress",
+					     "--diag-warning",
+					     "--diag-error",
+					     "--diag-remark" };
+	bool known = t[0] != '-' && !strpbrk(t, "./\\=");
+	for (size_t i = 0; i < sizeof inert / sizeof *inert && !known; i++)
+		known = cjc_starts_with(t, inert[i]) &&
+			(!t[strlen(inert[i])] || t[strlen(inert[i])] == '=') && !strpbrk(t, "./\\");
+	return !known;
+}
+
+const char *cjc_rules_stage_option(const char *option, const char *value)
+{
+	if (!option || !strcmp(option, "Xcompiler") || !strcmp(option, "compiler-options"))
+		return any_part(value, ", \t\n=", host_file_part) ? CJC_RULES_HOST_FILES : NULL;
+	if (!strcmp(option, "Xcudafe") || !strcmp(option, "cudafe-options"))
+		return any_part(value, ", \t\n", cudafe_file_part) ? CJC_RULES_CUDAFE_FILES : NULL;
+	return NULL;
+}
+
+/* The cudafe++ options among flags' words (-Xcudafe V, -Xcudafe=V,
+ * --cudafe-options V, --cudafe-options=V), each as its option word would. */
+static bool flags_cudafe_files(const char *flags)
+{
+	char *copy = cjc_xstrdup(flags), *save = NULL;
+	bool files = false, value = false;
+	for (char *w = strtok_r(copy, " \t\n", &save); w && !files;
+	     w = strtok_r(NULL, " \t\n", &save)) {
+		const char *name = w + (w[0] == '-' && w[1] == '-' ? 2 : w[0] == '-');
+		bool option = cjc_starts_with(name, "Xcudafe") ||
+			      cjc_starts_with(name, "cudafe-options");
+		const char *eq = option ? strchr(w, '=') : NULL;
+		if (value || eq)
+			files = cjc_rules_stage_option("Xcudafe", value ? w : eq + 1) != NULL;
+		value = option && !eq;
+	}
+	free(copy);
+	return files || value;
+}
+
+const char *cjc_rules_flag_variable(const char *flags)
+{
+	if (!flags)
+		return NULL;
+	if (cjc_rules_stage_option(NULL, flags))
+		return CJC_RULES_HOST_FILES;
+	return flags_cudafe_files(flags) ? CJC_RULES_CUDAFE_FILES : NULL;
 }
 
 /* ---- paths ---- */

@@ -110,7 +110,10 @@ bool cjc_rules_may_include(const char *text, size_t len);
  *   cjc_rules_host_include        an include directory or file given to the
  *                                 host compiler (-I, -iquote, -isystem,
  *                                 -idirafter, -iprefix, -isysroot, -include,
- *                                 -imacros): what it shadows is not followed
+ *                                 -imacros, -B, and gcc's long spellings:
+ *                                 --include-directory=, --include=,
+ *                                 --imacros=, --prefix=, --sysroot=...):
+ *                                 what it shadows is not followed
  */
 bool cjc_rules_stage_options_file(const char *word);
 /* Why an NVRTC option word makes the compile uncacheable, or NULL: NVRTC
@@ -120,6 +123,51 @@ bool cjc_rules_stage_options_file(const char *word);
  * shim both ask it of every option. */
 const char *cjc_rules_nvrtc_option(const char *word);
 bool cjc_rules_host_include(const char *word);
+
+/*
+ * Files the compile reads that nvcc's dependency list (-MD) leaves out,
+ * so no key covers them; such a compile is not cached.
+ *   cjc_rules_unlisted_file()  a text (source or header, splices joined)
+ *       names an assembler directive that reads a file (.incbin,
+ *       .include, in any case; "incbin" alone, as "." "incbin" join), or
+ *       the tokens GCC dependency in sequence (#pragma GCC dependency,
+ *       _Pragma, a macro's argument: gcc compares the named file's time
+ *       and warns, an error under -Werror); returns the reason or NULL.
+ *       Not seen: a directive split across string literals or pasted.
+ *   cjc_rules_unlisted_file_why()  the same, "<reason> in <path>",
+ *       allocated.
+ *   cjc_rules_stage_option()  why an nvcc option's value makes a stage
+ *       read or write a file no key covers, or NULL: option is nvcc's
+ *       name for it ("Xcompiler", "compiler-options", "Xcudafe",
+ *       "cudafe-options"; NULL: a word forwarded to the host compiler).
+ *       Host compiler: profiles and coverage (-fprofile-*, --coverage,
+ *       -fauto-profile, -fbranch-probabilities, -ftest-coverage, gcc's
+ *       --profile-use for -fprofile-use), dumps and side files named after
+ *       the output (-fdump-*, -fstack-usage, -fcallgraph-info, -save-temps,
+ *       -gsplit-dwarf, -MD, sarif and json diagnostics files): cjc runs
+ *       nvcc with an output of its own, so gcc would look for them by
+ *       another name even on a miss.  cudafe++: any option but the
+ *       diagnostics' (--diag_suppress=N and the like, an allowlist), as it
+ *       reads --preinclude=FILE and others itself.
+ */
+#define CJC_RULES_ASM_FILE                                                                         \
+	"an assembler directive that reads a file nvcc's dependency list "                         \
+	"does not name (.incbin, .include)"
+#define CJC_RULES_GCC_DEPENDENCY                                                                   \
+	"#pragma GCC dependency (the host compiler compares the time "                             \
+	"of a file nvcc's dependency list does not name)"
+#define CJC_RULES_HOST_FILES                                                                       \
+	"a host-compiler option reads or writes a file named after the "                           \
+	"output or not keyed (-fprofile-use, -fprofile-generate, --coverage, -fdump-*, ...)"
+#define CJC_RULES_CUDAFE_FILES                                                                     \
+	"a cudafe++ option other than the diagnostics' (-Xcudafe "                                 \
+	"--preinclude=FILE and others read files nvcc's dependency list does not name)"
+const char *cjc_rules_unlisted_file(const char *text, size_t len);
+char *cjc_rules_unlisted_file_why(const char *text, size_t len, const char *path);
+const char *cjc_rules_stage_option(const char *option, const char *value);
+/* The same over NVCC_PREPEND_FLAGS' or NVCC_APPEND_FLAGS' value, keyed as
+ * text: every word as the host compiler's, and -Xcudafe's values. */
+const char *cjc_rules_flag_variable(const char *flags);
 
 /* Whether the source's path can reach the output (above): texts[0] is the
  * source, the others the files it read; options the option words, one a
