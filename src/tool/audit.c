@@ -236,11 +236,22 @@ static size_t replace_matches(const char *text, const char *pattern, const char 
 }
 
 /* Takes the prefix of nvcc's temporary file names (tmpxft_<hex>_<hex>-<n>_)
- * out: a miss runs nvcc with -keep (compile/miss.h), whose files are named
- * without it, and an older entry's, or a rebuild's, with it. */
+ * out, with the directory before it, and the directory of a kept file
+ * (<output>.<tag>.keep/): a miss runs nvcc with -keep (compile/miss.h),
+ * whose files are named without the prefix, in that directory, and an
+ * older entry's, or a rebuild's, in the temporary directory with it.  A
+ * message then names k.cpp1.ii either way. */
 static void normalise(const char *text, struct cjc_buf *out, struct cjc_strvec *seen)
 {
-	(void)replace_matches(text, "tmpxft_[0-9a-f]+_[0-9a-f]+-[0-9]+_", "", out, seen);
+	struct cjc_buf kept = CJC_BUF_INIT, temporary = CJC_BUF_INIT;
+	(void)replace_matches(text, "[^[:space:]\"'`]*\\.keep/", "", &kept, NULL);
+	(void)replace_matches(kept.data ? kept.data : "",
+			      "[^[:space:]\"'`]*/tmpxft_[0-9a-f]+_[0-9a-f]+-[0-9]+_", "",
+			      &temporary, seen);
+	(void)replace_matches(temporary.data ? temporary.data : "",
+			      "tmpxft_[0-9a-f]+_[0-9a-f]+-[0-9]+_", "", out, seen);
+	cjc_buf_release(&kept);
+	cjc_buf_release(&temporary);
 }
 
 /*
