@@ -442,6 +442,7 @@ testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 	printf '#include "where.h"\nextern "C" __global__ void one(const char **p) { *p = WHERE; }\n' >where.cu
 	printf '#include <cassert>\nextern "C" __global__ void one(int *p) { assert(p); *p = 1; }\n' >assert.cu
 	printf 'extern "C" __global__ void one(const char **p) { *p = __builtin_FILE(); }\n' >builtin.cu
+	printf '#define CAT(a, b) a##b\nextern "C" __global__ void one(const char **p) { *p = CAT(__FI, LE__); }\n' >pasted.cu
 	printf 'extern "C" __global__ void one(float *a) { a[threadIdx.x] = 1.0f; }\n' >one.cu
 	for kernel in one.cu guarded.cu own.cu; do
 		said=($(names_compile $kernel -I"$PWD/inc"))
@@ -453,7 +454,7 @@ testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 	expect_nvcc_runs 3
 	assertEquals "guarded.cu's macro was asked of the preprocessor" 1 "$(nvcc_preprocesses)"
 	for kernel in "where.cu -I$PWD/inc" assert.cu "one.cu -lineinfo" "guarded.cu -I$PWD/inc -DGUARD_ON" \
-		builtin.cu; do
+		builtin.cu pasted.cu; do
 		said=($(names_compile $kernel))
 		assertEquals "$kernel: a compile for each name" "miss miss hit" "${said[0]} ${said[2]} ${said[4]}"
 		assertNotEquals "$kernel: two entries" "${said[1]}" "${said[3]}"
@@ -462,7 +463,7 @@ testTheNameIsKeyedOnlyWhereItReachesTheOutput() {
 		assertTrue "$kernel: b.cu's names b.cu" "strings b.cubin | grep -q '\\<b\\.cu'"
 		assertFalse "$kernel: and not a.cu" "strings b.cubin | grep -q '\\<a\\.cu'"
 	done
-	expect_nvcc_runs 13
+	expect_nvcc_runs 15
 }
 
 # compression_level (docs/settings.md) holds for the JIT library's entries

@@ -83,6 +83,16 @@ testFileMacroStaysExact() {
 	expect_exact cubin '__global__ void k(const char **p) { p[0] = __FILE__; }\n'
 }
 
+# A __FILE__ pasted together (no text names __FILE__; the preprocessor
+# writes the path into the code it compiles), in the source or through a
+# header's macro, and a __builtin_FILE the preprocessor leaves as it is.
+testPastedFileMacroStaysExact() {
+	expect_exact cubin '#define CAT(a, b) a##b\n__device__ const char tag[] = CAT(__FI, LE__);\n__global__ void k(const char **p) { *p = tag; }\n'
+	local said
+	said=$(cd "$SECOND/build" && "$CJC" why "$SECOND/build/k.cubin")
+	assertContains "why says so: $said" "$said" "the preprocessor wrote the directory"
+}
+
 testAssertStaysExact() {
 	expect_exact cubin '#include <cassert>\n#include "h.h"\n__global__ void k(int *p) { assert(p[0] == H); }\n'
 }

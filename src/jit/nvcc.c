@@ -478,6 +478,20 @@ static bool preprocessed_names(const struct nvcc_job *n, const struct run *r)
 	return names;
 }
 
+/* Whether the texts the preprocessor wrote name the private source's
+ * directory or __builtin_FILE (miss.h): a __FILE__ pasted together, which
+ * no rule sees in the texts. */
+static bool kept_names(const struct run *r)
+{
+	const char *slash = strrchr(r->w.source, '/');
+	if (!r->keep_dir || !slash)
+		return false;
+	char *dir = cjc_xstrndup(r->w.source, (size_t)(slash - r->w.source));
+	bool named = cjc_miss_kept_names(r->keep_dir, dir);
+	free(dir);
+	return named;
+}
+
 static bool name_reaches(const struct nvcc_job *n, const struct run *r,
 			 const struct cjc_manifest_record *rec, const char *copy)
 {
@@ -497,7 +511,7 @@ static bool name_reaches(const struct nvcc_job *n, const struct run *r,
 		cjc_buf_release(&files[i]);
 	free(files);
 	cjc_buf_release(&options);
-	return reaches && preprocessed_names(n, r);
+	return (reaches && preprocessed_names(n, r)) || kept_names(r);
 }
 
 /*

@@ -748,6 +748,9 @@ static const char internal_named[] = "the output names an _INTERNAL_ symbol, who
 static const char file_named[] = "a file names __FILE__, __FILE_NAME__, assert, __BASE_FILE__ or "
 				 "__builtin_FILE (or a macro naming them)";
 
+static const char kept_named[] = "the preprocessor wrote the directory into the code it "
+				 "compiled (a __FILE__ pasted together, or __builtin_FILE)";
+
 /* On a miss: whether a path can reach this output, from the output itself
  * and from the files nvcc read; such a record is exact (key.h). */
 static void decide_exact(struct job *j, const struct compile_result *r,
@@ -759,6 +762,8 @@ static void decide_exact(struct job *j, const struct compile_result *r,
 		set_exact(j, cjc_xstrdup(internal_named));
 	else if (j->root && files_name_path(j, r, rec))
 		set_exact(j, cjc_xstrdup(file_named));
+	else if (j->root && r->keep_dir && cjc_miss_kept_names(r->keep_dir, j->root))
+		set_exact(j, cjc_xstrdup(kept_named));
 	cjc_buf_release(&output);
 	rec->exact = j->paths_exact != NULL;
 	rec->root = j->root ? cjc_xstrdup(j->root) : NULL;

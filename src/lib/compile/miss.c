@@ -175,9 +175,11 @@ static void add_present(const struct cjc_miss *m, struct cjc_manifest_record *re
 	}
 }
 
-/* The time macro the preprocessor expanded, as the *.ii texts nvcc kept in
- * dir show (rules.h), or NULL; *where: the text's name. */
-static const char *kept_clock(const char *dir, bool epoch, char **where)
+/* The first answer of look (not NULL) for a *.ii text nvcc kept in dir,
+ * with that text's name in *where (malloc'd); or NULL. */
+static const char *each_kept(const char *dir, const char *(*look)(const struct cjc_buf *text,
+								 const void *ctx),
+			     const void *ctx, char **where)
 {
 	const char *found = NULL;
 	DIR *d = opendir(dir);
@@ -185,7 +187,7 @@ static const char *kept_clock(const char *dir, bool epoch, char **where)
 		struct cjc_buf text = CJC_BUF_INIT;
 		char *path = cjc_path_join(dir, e->d_name);
 		if (cjc_ends_with(e->d_name, ".ii") && !cjc_read_file(path, &text) &&
-		    (found = cjc_rules_clock_expanded(text.data, text.len, epoch)))
+		    (found = look(&text, ctx)))
 			*where = cjc_xstrdup(e->d_name);
 		free(path);
 		cjc_buf_release(&text);
@@ -193,6 +195,42 @@ static const char *kept_clock(const char *dir, bool epoch, char **where)
 	if (d)
 		closedir(d);
 	return found;
+}
+
+/* each_kept's look: the time macro a text shows expanded (rules.h). */
+static const char *clock_in(const struct cjc_buf *text, const void *epoch)
+{
+	return cjc_rules_clock_expanded(text->data, text->len, *(const bool *)epoch);
+}
+
+/* each_kept's look: "__builtin_FILE" or the directory dir where a line of
+ * the text that is no directive names it: a string the preprocessor wrote
+ * (a line marker, "# 12 \"/dir/k.cu\"", names a file it read). */
+static const char *path_in(const struct cjc_buf *text, const void *dir)
+{
+	static const char builtin[] = "__builtin_FILE";
+	size_t n = strlen(dir);
+	const char *end = text->data + text->len;
+	for (const char *line = text->data; line && line < end;) {
+		const char *eol = memchr(line, '\n', (size_t)(end - line));
+		size_t len = (size_t)((eol ? eol : end) - line);
+		const char *p = line;
+		while (p < line + len && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p < line + len && *p != '#' &&
+		    (memmem(line, len, dir, n) || memmem(line, len, builtin, sizeof builtin - 1)))
+			return dir;
+		line = eol ? eol + 1 : NULL;
+	}
+	return NULL;
+}
+
+bool cjc_miss_kept_names(const char *kept, const char *dir)
+{
+	char *where = NULL;
+	bool named = each_kept(kept, path_in, dir, &where) != NULL;
+	free(where);
+	return named;
 }
 
 /* Records the include candidates that must stay absent (includescan.h),
@@ -232,7 +270,7 @@ static void scan_files(const struct cjc_miss *m, struct cjc_manifest_record *rec
 	char *where = NULL;
 	const char *expanded = NULL;
 	if (m->kept && !*m->uncacheable)
-		expanded = kept_clock(m->kept, fixed, &where);
+		expanded = each_kept(m->kept, clock_in, &fixed, &where);
 	if (expanded)
 		*m->uncacheable = cjc_xasprintf("%s expanded by the preprocessor (%s)%s", expanded,
 						where, fixed ? "" : " and no SOURCE_DATE_EPOCH");

@@ -62,6 +62,12 @@ struct cjc_miss {
 	const char *kept;
 };
 
+/* Whether the texts the preprocessor wrote for a miss (each *.ii nvcc
+ * -keep kept in kept) name the directory dir outside their directives, or
+ * __builtin_FILE: a path that reaches the output however its macro was
+ * written (CAT(__FI, LE__) is no __FILE__ to a search of the sources). */
+bool cjc_miss_kept_names(const char *kept, const char *dir);
+
 /* 0, or -1 when the dependency output cannot be read (why says so). */
 int cjc_miss_record(const struct cjc_miss *m, const char *depfile, struct cjc_manifest_record *rec,
 		    bool *stable, struct cjc_buf *why);
