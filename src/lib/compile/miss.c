@@ -177,8 +177,8 @@ static void add_present(const struct cjc_miss *m, struct cjc_manifest_record *re
 
 /* The first answer of look (not NULL) for a *.ii text nvcc kept in dir,
  * with that text's name in *where (malloc'd); or NULL. */
-static const char *each_kept(const char *dir, const char *(*look)(const struct cjc_buf *text,
-								 const void *ctx),
+static const char *each_kept(const char *dir,
+			     const char *(*look)(const struct cjc_buf *text, const void *ctx),
 			     const void *ctx, char **where)
 {
 	const char *found = NULL;
