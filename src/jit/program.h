@@ -1,8 +1,8 @@
 /*
  * program.h - an NVRTC program that the JIT library did not create,
- * compiled through its cache: the NVRTC shim's programs (src/shim,
- * docs/nvrtc-shim.md), which a program made with NVRTC's own calls.  One
- * call looks the program up in the process's store and remote stores
+ * compiled through its cache: the NVRTC shim's (src/shim,
+ * docs/nvrtc-shim.md), which an application made with NVRTC's own calls.
+ * One call looks the program up in the process's store and remote stores
  * (compile/lookup.h) and, on a miss, lets NVRTC compile it, watched, and
  * publishes what it made (compile/publish.h).
  *

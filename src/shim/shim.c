@@ -6,8 +6,9 @@
  * library, so the loader finds them there).  A program stays NVRTC's: the
  * shim creates each one with NVRTC and keeps, beside it, what it was made
  * of (source, headers, name expressions).  A compile goes through the cache
- * (src/jit/program.h); when it was served from the cache, the queries (code, log,
- * lowered names) are answered from the entry, and otherwise by NVRTC.
+ * (src/jit/program.h); when it was served from the cache, the queries
+ * (code, log, lowered names) are answered from the entry, and otherwise by
+ * NVRTC.
  * Programs the shim does not know (none should exist) go to NVRTC.
  */
 #include <dlfcn.h>
