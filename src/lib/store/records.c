@@ -161,8 +161,10 @@ static int unpack(struct cjc_buf *payload)
 {
 	struct cjc_buf plain = CJC_BUF_INIT;
 	int rc = cjc_blob_unpack(payload->data, payload->len, CJC_STORE_MAX_FILE, &plain);
-	if (rc < 0)
+	if (rc < 0) { /* plain may hold what a frame that went bad had grown */
+		cjc_buf_release(&plain);
 		cjc_buf_release(payload);
+	}
 	if (!rc) {
 		cjc_buf_release(payload);
 		*payload = plain;
